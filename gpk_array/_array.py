@@ -1,0 +1,275 @@
+"""The array object (standard section "Array Object").
+
+An ``Array`` holds a backing array (``numpy.ndarray`` on the CPU device, ``cupy.ndarray`` on a CUDA device)
+and its ``Device``. Meaning (promotion, validation, errors) lives in gpk_array; the backing library computes.
+"""
+import numpy as np
+
+from . import _dtypes as _dt
+from . import _hooks
+from ._device import CPU, Device, as_device
+from ._errors import DeviceError
+
+_ndarray = np.ndarray
+_py_scalars = (bool, int, float, complex)
+
+
+class Array:
+    """An n-dimensional array on a device. Create one with ``gpk_array.asarray`` and friends."""
+
+    __slots__ = ("_data", "_device", "__weakref__")
+    # let NumPy scalars and arrays defer to our reflected operators
+    __array_ufunc__ = None
+    __array_priority__ = 1000
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("gpk_array.Array cannot be constructed directly: use gpk_array.asarray()")
+
+    @staticmethod
+    def _new(data, device):
+        if device is CPU and data.__class__ is not _ndarray:
+            data = np.asarray(data)
+        obj = object.__new__(Array)
+        obj._data = data
+        obj._device = device
+        if _hooks.alloc_hook is not None:
+            _hooks.alloc_hook(data, device)
+        return obj
+
+    # --- attributes -------------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return self._data.dtype
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    @property
+    def shape(self):
+        return self._data.shape
+
+    @property
+    def size(self):
+        return self._data.size
+
+    @property
+    def T(self):
+        if self._data.ndim != 2:
+            raise ValueError(f"x.T requires a 2-dimensional array, got {self._data.ndim} dimension(s); "
+                             "use permute_dims or matrix_transpose")
+        return Array._new(self._data.T, self._device)
+
+    @property
+    def mT(self):
+        if self._data.ndim < 2:
+            raise ValueError(f"x.mT requires at least 2 dimensions, got {self._data.ndim}")
+        return Array._new(self._data.swapaxes(-1, -2), self._device)
+
+    def __array_namespace__(self, *, api_version=None):
+        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12", "2024.12",
+                                                           "2025.12"):
+            raise ValueError(f"unsupported array API version {api_version!r}")
+        import gpk_array
+        return gpk_array
+
+    def to_device(self, device, /, *, stream=None):
+        from ._ops.creation import _transfer
+        return _transfer(self, as_device(device), copy=None, stream=stream)
+
+    # --- conversion to Python scalars -------------------------------------------------------------
+    def _scalar(self, what):
+        if self._data.size != 1:
+            raise TypeError(f"only arrays with one element can be converted to a Python {what}, "
+                            f"got shape {self._data.shape}")
+        return self._data.reshape(()).item() if self._device is CPU else self._data.get().reshape(()).item()
+
+    def __bool__(self):
+        v = self._scalar("bool")
+        return bool(v)
+
+    def __int__(self):
+        v = self._scalar("int")
+        if isinstance(v, complex):
+            raise TypeError("cannot convert a complex array to int")
+        return int(v)
+
+    def __float__(self):
+        v = self._scalar("float")
+        if isinstance(v, complex):
+            raise TypeError("cannot convert a complex array to float")
+        return float(v)
+
+    def __complex__(self):
+        return complex(self._scalar("complex"))
+
+    def __index__(self):
+        if _dt.kind(self._data.dtype) not in "iu":
+            raise TypeError(f"only integer arrays can be used as an index, got dtype {self._data.dtype}")
+        return int(self._scalar("int"))
+
+    # --- interop ----------------------------------------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        if self._device is not CPU:
+            raise TypeError(f"implicit conversion of an array on {self._device} to NumPy is not allowed: "
+                            "use x.to_device('cpu') first")
+        if copy:
+            return np.array(self._data, dtype=dtype, copy=True)
+        if dtype is not None and np.dtype(dtype) != self._data.dtype:
+            if copy is False:
+                raise ValueError("a dtype change needs a copy, but copy=False")
+            return self._data.astype(dtype)
+        return self._data
+
+    @property
+    def __cuda_array_interface__(self):
+        if self._device is CPU:
+            raise AttributeError("__cuda_array_interface__ exists only on arrays on a CUDA device")
+        return self._data.__cuda_array_interface__
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from ._ops.creation import _dlpack_export
+        return _dlpack_export(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    # --- indexing ---------------------------------------------------------------------------------
+    def __getitem__(self, key):
+        from ._ops.indexing import getitem
+        return getitem(self, key)
+
+    def __setitem__(self, key, value):
+        from ._ops.indexing import setitem
+        setitem(self, key, value)
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-dimensional array")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-dimensional array")
+        for i in range(self._data.shape[0]):
+            yield self[i]
+
+    # --- printing ---------------------------------------------------------------------------------
+    def __repr__(self):
+        from ._ops.printing import array_repr
+        return array_repr(self)
+
+    def __str__(self):
+        from ._ops.printing import array_str
+        return array_str(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self._scalar("scalar"), spec)
+        return format(str(self), spec)
+
+    def __reduce__(self):
+        from ._ops.creation import _rebuild
+        host = self._data if self._device is CPU else self._data.get()
+        return (_rebuild, (host, str(self._device)))
+
+    def __copy__(self):
+        return Array._new(self._data.copy(), self._device)
+
+    def __deepcopy__(self, memo):
+        return Array._new(self._data.copy(), self._device)
+
+
+def _wrap_operand(x, like):
+    """An operand of an operator that is not a Python scalar: an Array, or array-like moved to like's device."""
+    if x.__class__ is Array:
+        return x
+    from ._ops.creation import asarray
+    return asarray(x, device=like._device)
+
+
+def _install_operators():
+    """Operators of the standard, delegating to the elementwise functions (one place for their semantics)."""
+    from ._ops import elementwise as ew
+    from ._ops import linalg_basic as la
+
+    def forward(fn):
+        def op(self, other):
+            if other.__class__ is not Array and other.__class__ not in _py_scalars:
+                if not _array_like(other):
+                    return NotImplemented
+            return fn(self, other)
+        return op
+
+    def reflected(fn):
+        def op(self, other):
+            if other.__class__ is not Array and other.__class__ not in _py_scalars:
+                if not _array_like(other):
+                    return NotImplemented
+            return fn(other, self)
+        return op
+
+    def inplace(fn, name):
+        def op(self, other):
+            if other.__class__ is not Array and other.__class__ not in _py_scalars:
+                if not _array_like(other):
+                    return NotImplemented
+            fn(self, other, out=self)
+            return self
+        return op
+
+    binary = {
+        "add": ew.add, "sub": ew.subtract, "mul": ew.multiply, "truediv": ew.divide,
+        "floordiv": ew.floor_divide, "mod": ew.remainder, "pow": ew.pow,
+        "and": ew.bitwise_and, "or": ew.bitwise_or, "xor": ew.bitwise_xor,
+        "lshift": ew.bitwise_left_shift, "rshift": ew.bitwise_right_shift,
+    }
+    for name, fn in binary.items():
+        setattr(Array, f"__{name}__", forward(fn))
+        setattr(Array, f"__r{name}__", reflected(fn))
+        setattr(Array, f"__i{name}__", inplace(fn, name))
+    setattr(Array, "__matmul__", forward(la.matmul))
+    setattr(Array, "__rmatmul__", reflected(la.matmul))
+
+    def imatmul(self, other):
+        res = la.matmul(self, other)
+        if res.shape != self.shape:
+            raise ValueError(f"in-place matmul would change the shape {self.shape} to {res.shape}")
+        if res.dtype != self.dtype:
+            raise TypeError(f"in-place matmul would change the dtype {self.dtype} to {res.dtype}")
+        self._data[...] = res._data
+        return self
+    Array.__imatmul__ = imatmul
+
+    for name, fn in {"eq": ew.equal, "ne": ew.not_equal, "lt": ew.less, "le": ew.less_equal,
+                     "gt": ew.greater, "ge": ew.greater_equal}.items():
+        setattr(Array, f"__{name}__", forward(fn))
+    Array.__hash__ = None
+    Array.__neg__ = lambda self: ew.negative(self)
+    Array.__pos__ = lambda self: ew.positive(self)
+    Array.__abs__ = lambda self: ew.abs(self)
+    Array.__invert__ = lambda self: ew.bitwise_invert(self)
+
+
+def _array_like(x):
+    return isinstance(x, (list, tuple, np.ndarray, np.generic)) or hasattr(x, "__cuda_array_interface__")
+
+
+def device_of(*arrays):
+    """The common device of Arrays (ValueError naming both when they differ); None if none is an Array."""
+    dev = None
+    for a in arrays:
+        if a.__class__ is Array:
+            if dev is None:
+                dev = a._device
+            elif a._device is not dev:
+                raise DeviceError(f"arrays are on different devices: {dev} and {a._device}; "
+                                  "move one with x.to_device()")
+    return dev
+
+
+__all__ = ["Array", "Device", "device_of"]

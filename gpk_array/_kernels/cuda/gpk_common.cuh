@@ -1,0 +1,180 @@
+// Shared pieces of the gpk_array kernels: dtype traits, vector memory access, warp shuffles.
+// Compiled by NVRTC (with -I to this folder and to the CUDA headers) and by nvcc alike.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+namespace gpk {
+
+typedef long long i64;
+typedef unsigned long long u64;
+
+// Dtype selection: a module built with -DGPK_SELECT instantiates only the dtypes whose
+// GPK_DT_<code> macro is defined (e.g. -DGPK_SELECT -DGPK_DT_f32); without GPK_SELECT every
+// dtype is instantiated (the CI compile check does that). Each .cu file spells the test out as
+// `#if !defined(GPK_SELECT) || defined(GPK_DT_f32)`.
+
+// ------------------------------------------------------------------------------------------
+// Traits. C: the type arithmetic happens in (float for the 16-bit floats). W: an unsigned type
+// at least as wide as int for wrap-around integer arithmetic (no signed-overflow UB).
+template <class T> struct Tr;
+
+#define GPK_PLAIN_TRAITS(T_, W_, ISF, ISS, LO, HI)                                  \
+  template <> struct Tr<T_> {                                                       \
+    typedef T_ C;                                                                   \
+    typedef W_ W;                                                                   \
+    static constexpr bool is_float = ISF;                                           \
+    static constexpr bool is_signed = ISS;                                          \
+    static __device__ __forceinline__ C to_c(T_ v) { return v; }                    \
+    static __device__ __forceinline__ T_ from_c(C v) { return v; }                  \
+    static __device__ __forceinline__ C lowest() { return LO; }                     \
+    static __device__ __forceinline__ C highest() { return HI; }                    \
+  };
+
+GPK_PLAIN_TRAITS(float, float, true, true, __int_as_float(0xff800000), __int_as_float(0x7f800000))
+GPK_PLAIN_TRAITS(double, double, true, true, __longlong_as_double(0xfff0000000000000LL),
+                 __longlong_as_double(0x7ff0000000000000LL))
+GPK_PLAIN_TRAITS(signed char, unsigned int, false, true, (signed char)(-128), (signed char)127)
+GPK_PLAIN_TRAITS(short, unsigned int, false, true, (short)(-32768), (short)32767)
+GPK_PLAIN_TRAITS(int, unsigned int, false, true, (int)(-2147483647 - 1), 2147483647)
+GPK_PLAIN_TRAITS(long long, unsigned long long, false, true, (long long)(-9223372036854775807LL - 1),
+                 9223372036854775807LL)
+GPK_PLAIN_TRAITS(unsigned char, unsigned int, false, false, (unsigned char)0, (unsigned char)255)
+GPK_PLAIN_TRAITS(unsigned short, unsigned int, false, false, (unsigned short)0, (unsigned short)65535)
+GPK_PLAIN_TRAITS(unsigned int, unsigned int, false, false, 0u, 4294967295u)
+GPK_PLAIN_TRAITS(unsigned long long, unsigned long long, false, false, 0ull, 18446744073709551615ull)
+GPK_PLAIN_TRAITS(bool, unsigned int, false, false, false, true)
+#undef GPK_PLAIN_TRAITS
+
+template <> struct Tr<__half> {
+  typedef float C;
+  typedef float W;
+  static constexpr bool is_float = true;
+  static constexpr bool is_signed = true;
+  static __device__ __forceinline__ float to_c(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from_c(float v) { return __float2half_rn(v); }
+  static __device__ __forceinline__ float lowest() { return __int_as_float(0xff800000); }
+  static __device__ __forceinline__ float highest() { return __int_as_float(0x7f800000); }
+};
+
+template <> struct Tr<__nv_bfloat16> {
+  typedef float C;
+  typedef float W;
+  static constexpr bool is_float = true;
+  static constexpr bool is_signed = true;
+  static __device__ __forceinline__ float to_c(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from_c(float v) { return __float2bfloat16_rn(v); }
+  static __device__ __forceinline__ float lowest() { return __int_as_float(0xff800000); }
+  static __device__ __forceinline__ float highest() { return __int_as_float(0x7f800000); }
+};
+
+// Wrap-around integer arithmetic (for floats: plain arithmetic).
+template <class C> __device__ __forceinline__ C wadd(C a, C b) {
+  if constexpr (Tr<C>::is_float) { return a + b; }
+  else { typedef typename Tr<C>::W W; return (C)((W)a + (W)b); }
+}
+template <class C> __device__ __forceinline__ C wsub(C a, C b) {
+  if constexpr (Tr<C>::is_float) { return a - b; }
+  else { typedef typename Tr<C>::W W; return (C)((W)a - (W)b); }
+}
+template <class C> __device__ __forceinline__ C wmul(C a, C b) {
+  if constexpr (Tr<C>::is_float) { return a * b; }
+  else { typedef typename Tr<C>::W W; return (C)((W)a * (W)b); }
+}
+template <class C> __device__ __forceinline__ C wneg(C a) {
+  if constexpr (Tr<C>::is_float) { return -a; }
+  else { typedef typename Tr<C>::W W; return (C)((W)0 - (W)a); }
+}
+
+// ------------------------------------------------------------------------------------------
+// Vector memory access: N elements of T moved as one naturally aligned word of N*sizeof(T) bytes
+// (16 bytes -> one 128-bit load/store). The caller guarantees the address alignment.
+template <int BYTES> struct RawWord;
+template <> struct RawWord<16> { typedef uint4 type; };
+template <> struct RawWord<8> { typedef uint2 type; };
+template <> struct RawWord<4> { typedef unsigned int type; };
+template <> struct RawWord<2> { typedef unsigned short type; };
+template <> struct RawWord<1> { typedef unsigned char type; };
+
+template <class T, int N>
+__device__ __forceinline__ void vload(const T* __restrict__ p, T (&v)[N]) {
+  typedef typename RawWord<sizeof(T) * N>::type R;
+  R r = *reinterpret_cast<const R*>(p);
+  __builtin_memcpy(&v[0], &r, sizeof(R));
+}
+
+template <class T, int N>
+__device__ __forceinline__ void vstore(T* __restrict__ p, const T (&v)[N]) {
+  typedef typename RawWord<sizeof(T) * N>::type R;
+  R r;
+  __builtin_memcpy(&r, &v[0], sizeof(R));
+  *reinterpret_cast<R*>(p) = r;
+}
+
+// Shuffle any trivially copyable value down a warp, 32 bits at a time.
+template <class A>
+__device__ __forceinline__ A shfl_down_any(const A& v, int delta) {
+  constexpr int NW = (int)((sizeof(A) + 3) / 4);
+  unsigned int w[NW];
+#pragma unroll
+  for (int i = 0; i < NW; ++i) w[i] = 0u;
+  __builtin_memcpy(&w[0], &v, sizeof(A));
+#pragma unroll
+  for (int i = 0; i < NW; ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], delta);
+  A r;
+  __builtin_memcpy(&r, &w[0], sizeof(A));
+  return r;
+}
+
+// Strided/broadcast addressing for up to GPK_MAX_NDIM dims. Dims are in C order (last fastest).
+// For n < 2^31 the kernels split the linear index with multiply-high division: for a dim of
+// extent d, q = (umulhi(r, magic) + r) >> shift (magic and shift are computed on the host).
+#define GPK_MAX_NDIM 8
+#define GPK_MAX_OPERANDS 3
+
+struct NdParams {
+  i64 n;                                   // number of output elements
+  i64 ndim;
+  i64 shape[GPK_MAX_NDIM];
+  i64 magic[GPK_MAX_NDIM];
+  i64 shift[GPK_MAX_NDIM];
+  i64 stride[GPK_MAX_OPERANDS][GPK_MAX_NDIM];  // in elements; operand 0 is the output
+};
+
+// Offsets (in elements) of linear output index i for the first NOPS operands.
+template <int NOPS>
+__device__ __forceinline__ void nd_offsets32(const NdParams& p, unsigned int i, i64 (&off)[NOPS]) {
+#pragma unroll
+  for (int k = 0; k < NOPS; ++k) off[k] = 0;
+  unsigned int r = i;
+#pragma unroll
+  for (int d = GPK_MAX_NDIM - 1; d >= 0; --d) {
+    if (d < p.ndim) {
+      unsigned int q = (__umulhi(r, (unsigned int)p.magic[d]) + r) >> (unsigned int)p.shift[d];
+      i64 idx = (i64)(r - q * (unsigned int)p.shape[d]);
+#pragma unroll
+      for (int k = 0; k < NOPS; ++k) off[k] += idx * p.stride[k][d];
+      r = q;
+    }
+  }
+}
+
+template <int NOPS>
+__device__ __forceinline__ void nd_offsets64(const NdParams& p, i64 i, i64 (&off)[NOPS]) {
+#pragma unroll
+  for (int k = 0; k < NOPS; ++k) off[k] = 0;
+  i64 r = i;
+#pragma unroll
+  for (int d = GPK_MAX_NDIM - 1; d >= 0; --d) {
+    if (d < p.ndim) {
+      i64 q = r / p.shape[d];
+      i64 idx = r - q * p.shape[d];
+#pragma unroll
+      for (int k = 0; k < NOPS; ++k) off[k] += idx * p.stride[k][d];
+      r = q;
+    }
+  }
+}
+
+}  // namespace gpk

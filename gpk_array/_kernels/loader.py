@@ -1,0 +1,445 @@
+"""Compile, cache and load the CUDA kernels in ``gpk_array/_kernels/cuda/``.
+
+``get_function(cu_file, name, options)`` returns a ``cupy.RawKernel`` for the ``extern "C"`` kernel
+``name`` of ``cuda/<cu_file>`` compiled with ``options`` for the current device. The first call in a
+process looks for the cubin in the disk cache and loads it with ``cupy.RawModule(path=...)``; on a
+miss it compiles the source to a cubin itself (NVRTC through CuPy's raw bindings, or nvcc when NVRTC
+is not installed), writes the cubin to the cache atomically and loads that. Later calls are one dict
+lookup.
+
+The disk cache lives in ``$GPK_CACHE_DIR/<arch>/`` or ``~/.cache/gpk_array/kernels/<arch>/``; a cubin
+is named after the SHA-256 of the source (the ``.cu`` file and every ``.cuh`` header beside it), the
+options, the arch, the backend, the CuPy version and the CUDA runtime version. The key deliberately
+does not load NVRTC to read its version: that alone costs about 250 ms, and a warm start must stay
+well under 100 ms.
+
+Compiling needs no GPU when ``arch`` is given (``compile_cubin``, ``build``, ``prebuild(arch=...)``);
+loading does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .errors import KernelCompileError
+
+CUDA_DIR = Path(__file__).resolve().parent / "cuda"
+
+# Bump when the way cubins are built changes in a way the key does not see.
+_FORMAT_VERSION = "1"
+_BASE_OPTIONS = ("-std=c++17",)
+_NOTE_AFTER_S = 1.0
+
+_lock = threading.RLock()
+_functions: dict = {}        # (cu_file, name, options, device_id) -> cupy.RawKernel
+_modules: dict = {}          # (cu_file, options, arch) -> cupy.RawModule
+_sources: dict = {}          # cu_file -> bundled source text used for the key
+_device_arch: dict = {}      # device_id -> "90"
+_device_sms: dict = {}       # device_id -> multiprocessor count
+_nvrtc_ok = None
+_cuda_include = None
+_versions = None
+
+
+# ----------------------------------------------------------------------------------------------
+# sources and keys
+
+def cu_files() -> list[str]:
+    """The ``.cu`` files of the kernel layer, sorted."""
+    return sorted(p.name for p in CUDA_DIR.glob("*.cu"))
+
+
+def read_source(cu_file: str) -> str:
+    path = CUDA_DIR / cu_file
+    if not path.is_file():
+        raise FileNotFoundError(f"gpk_array: no kernel source {path}")
+    return path.read_text()
+
+
+def source_bundle(cu_file: str) -> str:
+    """The text the cache key hashes: the ``.cu`` file plus every local header (sorted by name)."""
+    text = _sources.get(cu_file)
+    if text is None:
+        parts = [f"// file {cu_file}\n", read_source(cu_file)]
+        for hdr in sorted(CUDA_DIR.glob("*.cuh")):
+            parts.append(f"\n// header {hdr.name}\n")
+            parts.append(hdr.read_text())
+        text = "".join(parts)
+        _sources[cu_file] = text
+    return text
+
+
+def _toolchain_versions() -> str:
+    global _versions
+    if _versions is None:
+        import cupy
+        try:
+            rt = str(cupy.cuda.runtime.runtimeGetVersion())
+        except Exception:  # pragma: no cover - cudart missing entirely
+            rt = "unknown"
+        _versions = f"cupy={cupy.__version__};cudart={rt}"
+    return _versions
+
+
+def normalize_arch(arch) -> str:
+    """'90', 'sm_90', 90, '9.0' -> '90'; '90a' / 'sm_90a' keep the suffix."""
+    s = str(arch).strip().lower()
+    if s.startswith("sm_") or s.startswith("compute_"):
+        s = s.split("_", 1)[1]
+    s = s.replace(".", "")
+    if not re.fullmatch(r"\d+[af]?", s):
+        raise ValueError(f"gpk_array: bad CUDA arch {arch!r}")
+    return s
+
+
+def cache_key(source: str, options=(), arch="90", backend="nvrtc", versions: str | None = None) -> str:
+    """SHA-256 hex of everything that decides the cubin."""
+    h = hashlib.sha256()
+    for part in (_FORMAT_VERSION, normalize_arch(arch), backend,
+                 versions if versions is not None else _toolchain_versions(),
+                 "\0".join(_BASE_OPTIONS + tuple(options)), source):
+        h.update(part.encode("utf-8"))
+        h.update(b"\0\1\0")
+    return h.hexdigest()
+
+
+def cache_root() -> Path:
+    env = os.environ.get("GPK_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "gpk_array" / "kernels"
+
+
+def cache_path(key: str, arch) -> Path:
+    return cache_root() / f"sm_{normalize_arch(arch)}" / f"{key}.cubin"
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file, no file, or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ----------------------------------------------------------------------------------------------
+# compilers
+
+def cuda_include_dir() -> str | None:
+    global _cuda_include
+    if _cuda_include is None:
+        found = None
+        for env in ("CUDA_PATH", "CUDA_HOME"):
+            p = os.environ.get(env)
+            if p and (Path(p) / "include" / "cuda_fp16.h").is_file():
+                found = str(Path(p) / "include")
+                break
+        if found is None:
+            try:
+                from cuda.pathfinder import find_nvidia_header_directory
+                found = find_nvidia_header_directory("cudart")
+            except Exception:
+                found = None
+        if found is None:
+            for p in ("/usr/local/cuda/include",):
+                if Path(p, "cuda_fp16.h").is_file():
+                    found = p
+        _cuda_include = found or ""
+    return _cuda_include or None
+
+
+def nvrtc_available() -> bool:
+    global _nvrtc_ok
+    if _nvrtc_ok is None:
+        try:
+            from cupy.cuda import nvrtc
+            nvrtc.getVersion()
+            _nvrtc_ok = True
+        except Exception:
+            _nvrtc_ok = False
+    return _nvrtc_ok
+
+
+def nvcc_path() -> str | None:
+    p = shutil.which("nvcc")
+    if p:
+        return p
+    for base in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), "/usr/local/cuda"):
+        if base and Path(base, "bin", "nvcc").is_file():
+            return str(Path(base, "bin", "nvcc"))
+    return None
+
+
+def default_backend() -> str:
+    forced = os.environ.get("GPK_KERNEL_BACKEND", "").strip().lower()
+    if forced in ("nvrtc", "nvcc"):
+        return forced
+    if nvrtc_available():
+        return "nvrtc"
+    if nvcc_path():
+        return "nvcc"
+    return "nvrtc"  # fails with a clear KernelCompileError below
+
+
+def _include_options() -> list[str]:
+    opts = [f"-I{CUDA_DIR}"]
+    inc = cuda_include_dir()
+    if inc:
+        opts.append(f"-I{inc}")
+    return opts
+
+
+def _compile_nvrtc(source: str, options, arch: str, name: str) -> bytes:
+    try:
+        from cupy.cuda import nvrtc
+    except Exception as e:  # pragma: no cover
+        raise KernelCompileError(f"gpk_array: NVRTC is not importable: {e}", backend="nvrtc") from e
+    opts = [f"--gpu-architecture=sm_{arch}", *_BASE_OPTIONS, *_include_options(), *options]
+    try:
+        prog = nvrtc.createProgram(source, name, [], [])
+    except Exception as e:
+        raise KernelCompileError(f"gpk_array: NVRTC is not usable ({e}); install the CUDA NVRTC "
+                                 f"library or nvcc", backend="nvrtc") from e
+    try:
+        try:
+            nvrtc.compileProgram(prog, opts)
+        except nvrtc.NVRTCError as e:
+            try:
+                log = nvrtc.getProgramLog(prog)
+            except Exception:
+                log = ""
+            raise KernelCompileError(f"gpk_array: NVRTC failed to compile {name} for sm_{arch} ({e})",
+                                     log, file=name, options=tuple(options), arch=arch,
+                                     backend="nvrtc") from None
+        return bytes(nvrtc.getCUBIN(prog))
+    finally:
+        try:
+            nvrtc.destroyProgram(prog)
+        except Exception:
+            pass
+
+
+def _compile_nvcc(source: str, options, arch: str, name: str) -> bytes:
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise KernelCompileError("gpk_array: neither NVRTC nor nvcc is available to compile kernels",
+                                 file=name, options=tuple(options), arch=arch, backend="nvcc")
+    with tempfile.TemporaryDirectory(prefix="gpk_nvcc_") as tmp:
+        src = Path(tmp) / Path(name).name
+        src.write_text(source)
+        out = Path(tmp) / "out.cubin"
+        cmd = [nvcc, "-cubin", f"-arch=sm_{arch}", *_BASE_OPTIONS, *_include_options(),
+               *options, "-o", str(out), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0 or not out.is_file():
+            log = (proc.stdout or "") + (proc.stderr or "")
+            raise KernelCompileError(f"gpk_array: nvcc failed to compile {name} for sm_{arch} "
+                                     f"(exit {proc.returncode})", log, file=name,
+                                     options=tuple(options), arch=arch, backend="nvcc")
+        return out.read_bytes()
+
+
+def compile_cubin(source: str, options=(), arch="90", backend: str | None = None,
+                  name: str = "kernel.cu") -> bytes:
+    """Compile CUDA C++ ``source`` to a cubin for ``sm_<arch>``; no GPU needed.
+
+    Raises ``KernelCompileError`` with the compiler log on failure.
+    """
+    arch = normalize_arch(arch)
+    backend = backend or default_backend()
+    if backend == "nvrtc":
+        return _compile_nvrtc(source, tuple(options), arch, name)
+    if backend == "nvcc":
+        return _compile_nvcc(source, tuple(options), arch, name)
+    raise ValueError(f"gpk_array: unknown kernel backend {backend!r}")
+
+
+def _compile_with_note(source, options, arch, backend, cu_file) -> tuple[bytes, float]:
+    note = threading.Timer(_NOTE_AFTER_S, lambda: print(
+        f"gpk_array: compiling {cu_file} for sm_{arch} ...", file=sys.stderr, flush=True))
+    note.daemon = True
+    t0 = time.perf_counter()
+    note.start()
+    try:
+        cubin = compile_cubin(source, options, arch, backend, name=cu_file)
+    finally:
+        note.cancel()
+    return cubin, time.perf_counter() - t0
+
+
+def build(cu_file: str, options=(), arch=None, backend: str | None = None, force: bool = False) -> dict:
+    """Make sure the cubin for (cu_file, options, arch) is in the disk cache; no GPU needed when
+    ``arch`` is given. Returns ``{"file", "options", "arch", "path", "cached", "seconds"}``."""
+    arch = normalize_arch(arch if arch is not None else device_arch())
+    options = tuple(options)
+    backend = backend or default_backend()
+    source = source_bundle(cu_file)
+    key = cache_key(source, options, arch, backend)
+    path = cache_path(key, arch)
+    t0 = time.perf_counter()
+    if path.is_file() and not force:
+        return {"file": cu_file, "options": options, "arch": arch, "path": str(path),
+                "cached": True, "seconds": time.perf_counter() - t0}
+    with _lock:
+        if path.is_file() and not force:
+            cached = True
+        else:
+            cubin, _ = _compile_with_note(read_source(cu_file), options, arch, backend, cu_file)
+            write_atomic(path, cubin)
+            cached = False
+    return {"file": cu_file, "options": options, "arch": arch, "path": str(path),
+            "cached": cached, "seconds": time.perf_counter() - t0}
+
+
+# ----------------------------------------------------------------------------------------------
+# devices and loading
+
+def current_device_id() -> int:
+    import cupy
+    return cupy.cuda.runtime.getDevice()
+
+
+def device_arch(device_id: int | None = None) -> str:
+    """Compute capability of a device as '90' (needs a GPU)."""
+    if device_id is None:
+        device_id = current_device_id()
+    arch = _device_arch.get(device_id)
+    if arch is None:
+        import cupy
+        arch = normalize_arch(cupy.cuda.Device(device_id).compute_capability)
+        _device_arch[device_id] = arch
+    return arch
+
+
+def sm_count(device_id: int | None = None) -> int:
+    if device_id is None:
+        device_id = current_device_id()
+    n = _device_sms.get(device_id)
+    if n is None:
+        import cupy
+        n = int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
+        _device_sms[device_id] = n
+    return n
+
+
+def get_module(cu_file: str, options=(), arch: str | None = None):
+    """The ``cupy.RawModule`` for (cu_file, options) on the current device's arch."""
+    import cupy
+    options = tuple(options)
+    arch = normalize_arch(arch) if arch is not None else device_arch()
+    mkey = (cu_file, options, arch)
+    mod = _modules.get(mkey)
+    if mod is not None:
+        return mod
+    with _lock:
+        mod = _modules.get(mkey)
+        if mod is None:
+            info = build(cu_file, options, arch)
+            mod = cupy.RawModule(path=info["path"])
+            _modules[mkey] = mod
+    return mod
+
+
+def get_function(cu_file: str, name: str, options=()):
+    """The kernel ``name`` (an ``extern "C"`` name) of ``cuda/<cu_file>`` built with ``options``,
+    as a ``cupy.RawKernel`` for the current device. Compiles (or loads the cached cubin) on first
+    use; afterwards a dict lookup."""
+    if type(options) is not tuple:
+        options = tuple(options)
+    dev = current_device_id()
+    fkey = (cu_file, name, options, dev)
+    fn = _functions.get(fkey)
+    if fn is not None:
+        return fn
+    with _lock:
+        fn = _functions.get(fkey)
+        if fn is not None:
+            return fn
+        mod = get_module(cu_file, options)
+        try:
+            fn = mod.get_function(name)
+        except Exception as e:
+            if _is_bad_image(e):
+                # A damaged cache file: rebuild it once, then retry.
+                arch = device_arch(dev)
+                _modules.pop((cu_file, options, arch), None)
+                build(cu_file, options, arch, force=True)
+                mod = get_module(cu_file, options)
+                fn = mod.get_function(name)
+            else:
+                raise
+        _functions[(cu_file, name, options, dev)] = fn
+    return fn
+
+
+def _is_bad_image(e: Exception) -> bool:
+    s = str(e)
+    return any(t in s for t in ("INVALID_IMAGE", "INVALID_PTX", "NO_BINARY_FOR_GPU", "NOT_FOUND_IMAGE",
+                                "UNSUPPORTED_PTX", "FILE_NOT_FOUND"))
+
+
+def launch(fn, grid, block, args, shared_mem: int = 0) -> None:
+    """Launch ``fn`` on the current CuPy stream."""
+    import cupy
+    if isinstance(grid, int):
+        grid = (grid,)
+    if isinstance(block, int):
+        block = (block,)
+    fn(grid, block, args, shared_mem=shared_mem, stream=cupy.cuda.get_current_stream())
+
+
+def clear_memory_cache() -> None:
+    """Forget loaded modules and functions (the disk cache stays)."""
+    with _lock:
+        _functions.clear()
+        _modules.clear()
+        _sources.clear()
+
+
+# ----------------------------------------------------------------------------------------------
+# cubin inspection (used by the compile check and tests)
+
+def cubin_symbols(data: bytes) -> set[str]:
+    """Names in the symbol tables of an ELF64 cubin (kernels appear under their extern "C" names)."""
+    import struct
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        raise ValueError("not an ELF64 file")
+    endian = "<" if data[5] == 1 else ">"
+    e_shoff, = struct.unpack_from(endian + "Q", data, 0x28)
+    e_shentsize, e_shnum, e_shstrndx = struct.unpack_from(endian + "HHH", data, 0x3A)
+    sections = []
+    for i in range(e_shnum):
+        off = e_shoff + i * e_shentsize
+        (sh_name, sh_type, sh_flags, sh_addr, sh_offset, sh_size, sh_link, sh_info, sh_addralign,
+         sh_entsize) = struct.unpack_from(endian + "IIQQQQIIQQ", data, off)
+        sections.append((sh_type, sh_offset, sh_size, sh_link, sh_entsize))
+    names: set[str] = set()
+    for sh_type, sh_offset, sh_size, sh_link, sh_entsize in sections:
+        if sh_type != 2 or not sh_entsize:  # SHT_SYMTAB
+            continue
+        str_off = sections[sh_link][1]
+        for j in range(sh_size // sh_entsize):
+            st_name, = struct.unpack_from(endian + "I", data, sh_offset + j * sh_entsize)
+            if st_name:
+                end = data.index(b"\0", str_off + st_name)
+                names.add(data[str_off + st_name:end].decode("ascii", "replace"))
+    return names

@@ -1,0 +1,104 @@
+"""Helpers shared by the function modules: argument coercion, axes, device checks."""
+import builtins
+import functools
+import operator
+
+import numpy as np
+
+from .. import _dtypes as _dt
+from .._array import Array
+from .._device import CPU, as_device, default_device
+from .._errors import DeviceError, OutOfMemoryError
+
+PY_SCALARS = (builtins.bool, int, float, complex)
+new = Array._new
+
+
+def as_array(x, device=None):
+    """An Array for x: Arrays pass through; array-likes (lists, NumPy/CuPy arrays, scalars) are converted."""
+    if x.__class__ is Array:
+        return x
+    from .creation import asarray
+    return asarray(x, device=device)
+
+
+def as_arrays(*xs):
+    """Arrays for xs on one device: the device of the Arrays among them (ValueError if they differ)."""
+    dev = None
+    for x in xs:
+        if x.__class__ is Array:
+            if dev is None:
+                dev = x._device
+            elif x._device is not dev:
+                raise DeviceError(f"arrays are on different devices: {dev} and {x._device}")
+    return [as_array(x, dev) for x in xs]
+
+
+def same_device(a, b):
+    if a._device is not b._device:
+        raise DeviceError(f"arrays are on different devices: {a._device} and {b._device}; "
+                          "move one with x.to_device()")
+    return a._device
+
+
+def normalize_axis(axis, ndim, name="axis"):
+    try:
+        ax = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(axis).__name__}") from None
+    if not -ndim <= ax < max(ndim, 1) or (ndim == 0 and ax not in (0, -1)):
+        raise IndexError(f"{name} {axis} is out of bounds for an array of {ndim} dimension(s)")
+    return ax % ndim if ndim else 0
+
+
+def normalize_axes(axis, ndim, name="axis"):
+    """A tuple of non-negative axes (None means all); duplicates raise ValueError."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, tuple) or isinstance(axis, list):
+        axes = tuple(normalize_axis(a, ndim, name) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"repeated {name} in {axis}")
+        return axes
+    return (normalize_axis(axis, ndim, name),)
+
+
+def check_dtype_arg(dtype):
+    return None if dtype is None else _dt.to_dtype(dtype)
+
+
+def oom_guard(fn):
+    """Translate a backend's out-of-memory error into gpk_array.OutOfMemoryError (a MemoryError)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except OutOfMemoryError:
+            raise
+        except MemoryError as e:
+            raise OutOfMemoryError(str(e)) from e
+    return wrapper
+
+
+def xp_of(device):
+    return device.xp
+
+
+def on_device(device):
+    """Context that makes a CUDA device current for allocation (a no-op on the CPU and on cuda:0's own)."""
+    if device is CPU or device.index == 0:
+        return _NULL
+    return device.xp.cuda.Device(device.index)
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+_NULL = _Null()
+
+__all__ = ["Array", "CPU", "as_device", "default_device", "np"]

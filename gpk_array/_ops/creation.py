@@ -1,0 +1,408 @@
+"""Creation functions (standard section "Creation Functions"), device transfer and DLPack."""
+import builtins
+import operator
+
+import numpy as np
+
+from .. import _dtypes as _dt
+from .._device import CPU, Device, as_device
+from .._errors import DeviceError
+from ._common import PY_SCALARS, Array, new, on_device, oom_guard
+
+_DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+
+
+def _dtype_or_none(dtype):
+    return None if dtype is None else _dt.to_dtype(dtype)
+
+
+def _check_result(data):
+    if data.dtype not in _dt.SUPPORTED:
+        k = data.dtype.kind
+        what = {"U": "strings", "S": "byte strings", "O": "Python objects", "V": "structured or void data",
+                "M": "datetimes", "m": "timedeltas"}.get(k, f"dtype {data.dtype}")
+        if k == "O":
+            raise TypeError("cannot make an array of Python objects (ragged nested sequences, or integers "
+                            "too large for int64/uint64, are not supported)")
+        raise TypeError(f"gpk_array has no arrays of {what} (dtype {data.dtype}); such data lives only in NumPy")
+    return data
+
+
+def _transfer(x, dev, copy=None, stream=None):
+    """x moved (copied) to device dev; x itself when it is already there (a copy if copy=True)."""
+    src = x._device
+    if src is dev:
+        return new(x._data.copy(), dev) if copy else x
+    if copy is False:
+        raise ValueError(f"moving an array from {src} to {dev} needs a copy, but copy=False")
+    if dev is CPU:
+        if stream is not None and not isinstance(stream, int):
+            data = x._data.get(stream=stream)
+        else:
+            data = x._data.get()
+        return new(data, dev)
+    with on_device(dev):
+        return new(dev.xp.asarray(x._data), dev)
+
+
+def _host_tree(obj):
+    """Replace Arrays inside nested sequences by host NumPy arrays (for asarray of lists of arrays)."""
+    if obj.__class__ is Array:
+        return obj._data if obj._device is CPU else obj._data.get()
+    if isinstance(obj, (list, tuple)):
+        return [_host_tree(o) for o in obj]
+    return obj
+
+
+def _backend_type(obj):
+    t = type(obj)
+    return t.__module__.split(".")[0], t.__name__
+
+
+@oom_guard
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    """Convert obj to an array (standard: creation_functions.asarray), with its copy= semantics."""
+    dt = _dtype_or_none(dtype)
+    if obj.__class__ is Array:
+        dev = obj._device if device is None else as_device(device)
+        copied = False
+        if dev is not obj._device:
+            obj = _transfer(obj, dev, copy)
+            copied = True
+        data = obj._data
+        if dt is not None and data.dtype != dt:
+            if copy is False:
+                raise ValueError(f"casting {data.dtype} to {_dt.name_of(dt)} needs a copy, but copy=False")
+            return new(data.astype(dt), dev)
+        if copy and not copied:
+            return new(data.copy(), dev)
+        return obj
+    dev = as_device(device)
+    if copy is not None and copy is not True and copy is not False:
+        raise ValueError(f"copy must be True, False or None, got {copy!r}")
+    mod, _ = _backend_type(obj)
+    if mod == "cupy":
+        return _from_cupy(obj, dt, device, copy)
+    if mod == "numpy" or isinstance(obj, np.ndarray):
+        src = obj
+    elif obj.__class__ in PY_SCALARS or isinstance(obj, (list, tuple)):
+        if copy is False:
+            raise ValueError("converting a Python scalar or sequence always copies, but copy=False")
+        if obj.__class__ is int and dt is None and not -2**63 <= obj < 2**63:
+            raise OverflowError(f"Python int {obj} is out of bounds for the default integer dtype int64")
+        if isinstance(obj, (list, tuple)):
+            obj = _host_tree(obj)
+        try:
+            src = np.asarray(obj, dtype=dt)
+        except ValueError as e:
+            if "inhomogeneous" in str(e):
+                raise ValueError(f"nested sequence has an inhomogeneous shape: {e}") from None
+            raise
+        _check_result(src)
+        if dev is CPU:
+            return new(src, dev)
+        with on_device(dev):
+            return new(dev.xp.asarray(src), dev)
+    elif hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
+        x = from_dlpack(obj, device=device, copy=copy)
+        return asarray(x, dtype=dt, copy=False if copy is False else None)
+    elif hasattr(obj, "__cuda_array_interface__"):
+        import cupy
+        return _from_cupy(cupy.asarray(obj), dt, device, copy)
+    else:
+        try:
+            src = np.asarray(memoryview(obj)) if not hasattr(obj, "__array__") and not hasattr(
+                obj, "__array_interface__") else np.asarray(obj)
+        except TypeError:
+            raise TypeError(f"cannot convert {type(obj).__name__} to an array") from None
+    # src is a NumPy array or scalar
+    if dev is CPU:
+        if copy:
+            data = np.array(src, dtype=dt, copy=True)
+        else:
+            data = np.asarray(src, dtype=dt)
+            if copy is False and not np.shares_memory(data, src) and data.size:
+                raise ValueError("the conversion needs a copy (a dtype change), but copy=False")
+        return new(_check_result(data), dev)
+    if copy is False:
+        raise ValueError(f"moving host data to {dev} needs a copy, but copy=False")
+    src = np.asarray(src)
+    _check_result(src)
+    with on_device(dev):
+        return new(dev.xp.asarray(src, dtype=dt), dev)
+
+
+def _from_cupy(obj, dt, device, copy):
+    idx = obj.device.id
+    src_dev = Device(f"cuda:{idx}")
+    x = new(obj, src_dev)
+    if device is None:
+        device = src_dev
+    return asarray(x, dtype=dt, device=device, copy=copy)
+
+
+def _shape(shape):
+    if isinstance(shape, (tuple, list)):
+        out = tuple(operator.index(s) for s in shape)
+    else:
+        out = (operator.index(shape),)
+    for s in out:
+        if s < 0:
+            raise ValueError(f"negative dimensions are not allowed: shape {out}")
+    return out
+
+
+def _default_for(value):
+    c = value.__class__
+    if c is builtins.bool or isinstance(value, np.bool_):
+        return _dt.BOOL
+    if c is int or isinstance(value, np.integer):
+        return _dt.I64
+    if c is float or isinstance(value, np.floating):
+        return _dt.F64
+    if c is complex or isinstance(value, np.complexfloating):
+        return _dt.C128
+    raise TypeError(f"fill_value must be a bool, int, float or complex, got {type(value).__name__}")
+
+
+def _make(fname, shape, dtype, device, *extra):
+    dev = as_device(device)
+    dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
+    with on_device(dev):
+        return new(getattr(dev.xp, fname)(_shape(shape), *extra, dtype=dt), dev)
+
+
+@oom_guard
+def empty(shape, *, dtype=None, device=None):
+    """Uninitialized array (standard: creation_functions.empty)."""
+    return _make("empty", shape, dtype, device)
+
+
+@oom_guard
+def zeros(shape, *, dtype=None, device=None):
+    """Array of zeros (standard: creation_functions.zeros)."""
+    return _make("zeros", shape, dtype, device)
+
+
+@oom_guard
+def ones(shape, *, dtype=None, device=None):
+    """Array of ones (standard: creation_functions.ones)."""
+    return _make("ones", shape, dtype, device)
+
+
+@oom_guard
+def full(shape, fill_value, *, dtype=None, device=None):
+    """Array filled with fill_value (standard: creation_functions.full)."""
+    if fill_value.__class__ is Array:
+        fill_value = fill_value._data.item() if fill_value._device is CPU else fill_value._data.get().item()
+    dt = _default_for(fill_value) if dtype is None else _dt.to_dtype(dtype)
+    if dt == _dt.I64 and dtype is None and not -2**63 <= int(fill_value) < 2**63:
+        raise OverflowError(f"fill_value {fill_value} is out of bounds for int64")
+    dev = as_device(device)
+    with on_device(dev):
+        return new(dev.xp.full(_shape(shape), fill_value, dtype=dt), dev)
+
+
+def _like(x, dtype, device):
+    if x.__class__ is not Array:
+        x = asarray(x)
+    dev = x._device if device is None else as_device(device)
+    dt = x._data.dtype if dtype is None else _dt.to_dtype(dtype)
+    return x._data.shape, dt, dev
+
+
+@oom_guard
+def empty_like(x, /, *, dtype=None, device=None):
+    """(standard: creation_functions.empty_like)"""
+    shape, dt, dev = _like(x, dtype, device)
+    with on_device(dev):
+        return new(dev.xp.empty(shape, dtype=dt), dev)
+
+
+@oom_guard
+def zeros_like(x, /, *, dtype=None, device=None):
+    """(standard: creation_functions.zeros_like)"""
+    shape, dt, dev = _like(x, dtype, device)
+    with on_device(dev):
+        return new(dev.xp.zeros(shape, dtype=dt), dev)
+
+
+@oom_guard
+def ones_like(x, /, *, dtype=None, device=None):
+    """(standard: creation_functions.ones_like)"""
+    shape, dt, dev = _like(x, dtype, device)
+    with on_device(dev):
+        return new(dev.xp.ones(shape, dtype=dt), dev)
+
+
+@oom_guard
+def full_like(x, /, fill_value, *, dtype=None, device=None):
+    """(standard: creation_functions.full_like)"""
+    shape, dt, dev = _like(x, dtype, device)
+    if fill_value.__class__ is Array:
+        fill_value = fill_value._data.item() if fill_value._device is CPU else fill_value._data.get().item()
+    with on_device(dev):
+        return new(dev.xp.full(shape, fill_value, dtype=dt), dev)
+
+
+@oom_guard
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    """Evenly spaced values in [start, stop) (standard: creation_functions.arange)."""
+    if stop is None:
+        start, stop = 0, start
+    for v in (start, stop, step):
+        if isinstance(v, (complex, np.complexfloating)):
+            raise TypeError("arange does not take complex arguments")
+    if step == 0:
+        raise ValueError("arange step must not be zero")
+    if dtype is None:
+        dt = _dt.I64 if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                             for v in (start, stop, step)) else _dt.F64
+    else:
+        dt = _dt.to_dtype(dtype)
+    dev = as_device(device)
+    n = max(0, int(np.ceil((stop - start) / step))) if dt.kind in "fc" else None
+    with on_device(dev):
+        if n is not None:
+            # the standard's length ceil((stop - start) / step), values start + i * step
+            data = dev.xp.arange(n, dtype=np.float64) * step + start
+            return new(data.astype(dt, copy=False), dev)
+        return new(dev.xp.arange(start, stop, step, dtype=dt), dev)
+
+
+@oom_guard
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    """num evenly spaced samples over [start, stop] (standard: creation_functions.linspace)."""
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace num must be non-negative, got {num}")
+    if dtype is None:
+        dt = _dt.C128 if isinstance(start, complex) or isinstance(stop, complex) else _dt.F64
+    else:
+        dt = _dt.to_dtype(dtype)
+    dev = as_device(device)
+    with on_device(dev):
+        data = dev.xp.linspace(start, stop, num, endpoint=endpoint, dtype=np.complex128 if dt.kind == "c"
+                               else np.float64)
+        if endpoint and num > 1:
+            data[-1] = stop
+        return new(data.astype(dt, copy=False), dev)
+
+
+@oom_guard
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    """Identity-like matrix with ones on diagonal k (standard: creation_functions.eye)."""
+    dev = as_device(device)
+    dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
+    with on_device(dev):
+        return new(dev.xp.eye(n_rows, n_cols, k=k, dtype=dt), dev)
+
+
+def meshgrid(*arrays, indexing="xy"):
+    """Coordinate matrices from coordinate vectors (standard: creation_functions.meshgrid)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"indexing must be 'xy' or 'ij', got {indexing!r}")
+    from ._common import as_arrays
+    arrays = as_arrays(*arrays)
+    if not arrays:
+        return ()
+    dev = arrays[0]._device
+    for a in arrays:
+        if a.ndim != 1:
+            raise ValueError(f"meshgrid takes one-dimensional arrays, got shape {a.shape}")
+    dts = {a.dtype for a in arrays}
+    if len(dts) > 1:
+        from .._promotion import result_type
+        dt = result_type(*arrays)
+        arrays = [astype_data(a, dt) for a in arrays]
+    outs = dev.xp.meshgrid(*[a._data for a in arrays], indexing=indexing)
+    return tuple(new(o, dev) for o in outs)
+
+
+def astype_data(a, dt):
+    return new(a._data.astype(dt), a._device) if a._data.dtype != dt else a
+
+
+@oom_guard
+def tril(x, /, *, k=0):
+    """Lower triangle (standard: creation_functions.tril)."""
+    if x.__class__ is not Array:
+        x = asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"tril requires at least 2 dimensions, got {x.ndim}")
+    return new(x._device.xp.tril(x._data, k=k), x._device)
+
+
+@oom_guard
+def triu(x, /, *, k=0):
+    """Upper triangle (standard: creation_functions.triu)."""
+    if x.__class__ is not Array:
+        x = asarray(x)
+    if x.ndim < 2:
+        raise ValueError(f"triu requires at least 2 dimensions, got {x.ndim}")
+    return new(x._device.xp.triu(x._data, k=k), x._device)
+
+
+# --- DLPack ---------------------------------------------------------------------------------------
+def from_dlpack(x, /, *, device=None, copy=None):
+    """Array from any DLPack producer, zero-copy where possible (standard: creation_functions.from_dlpack)."""
+    if x.__class__ is Array:
+        return asarray(x, device=device, copy=copy)
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"{type(x).__name__} does not support the DLPack protocol (no __dlpack__)")
+    dl_type, dl_id = x.__dlpack_device__()
+    dl_type = int(dl_type)
+    target = None if device is None else as_device(device)
+    if dl_type in (_DL_CPU, _DL_CUDA_HOST):
+        kw = {} if copy is None else {"copy": copy}
+        data = np.from_dlpack(x, **kw)
+        arr = new(_check_result(data), CPU)
+        return arr if target is None or target is CPU else _transfer(arr, target, copy)
+    if dl_type in (_DL_CUDA, _DL_CUDA_MANAGED):
+        import cupy
+        if target is CPU:
+            if copy is False:
+                raise ValueError("moving CUDA data to the CPU needs a copy, but copy=False")
+            data = cupy.from_dlpack(x)
+            return new(data.get(), CPU)
+        data = cupy.from_dlpack(x)
+        if copy:
+            data = data.copy()
+        arr = new(_check_result(data), Device(f"cuda:{data.device.id}"))
+        return arr if target is None or target is arr._device else _transfer(arr, target, copy)
+    raise DeviceError(f"DLPack device type {dl_type} is not supported (only CPU and CUDA)")
+
+
+def _dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=None):
+    data = x._data
+    if dl_device is not None:
+        dl_type = int(dl_device[0])
+        mine = int(data.__dlpack_device__()[0])
+        if dl_type != mine:
+            if dl_type == _DL_CPU and x._device is not CPU:
+                if copy is False:
+                    raise ValueError("exporting CUDA data to the CPU needs a copy, but copy=False")
+                data = data.get()
+                return data.__dlpack__(max_version=max_version) if max_version else data.__dlpack__()
+            raise BufferError(f"cannot export an array on {x._device} to DLPack device {dl_device}")
+    kw = {}
+    if stream is not None:
+        kw["stream"] = stream
+    if max_version is not None:
+        kw["max_version"] = max_version
+    if copy is not None:
+        kw["copy"] = copy
+    if dl_device is not None:
+        kw["dl_device"] = dl_device
+    try:
+        return data.__dlpack__(**kw)
+    except TypeError:
+        kw.pop("copy", None)
+        kw.pop("dl_device", None)
+        if copy:
+            data = data.copy()
+        return data.__dlpack__(**kw)
+
+
+def _rebuild(host, device):
+    return asarray(host, device=device)

@@ -1,0 +1,260 @@
+"""Element-wise functions (standard section "Element-wise Functions").
+
+Each function takes Arrays, array-likes or Python scalars (weak, as in the standard and NEP 50), checks devices,
+applies the shared promotion (bfloat16 included), and lets the backend compute. ``out=`` is a NumPy extension.
+"""
+import numpy as np
+
+from .. import _dtypes as _dt
+from .. import _promotion
+from .._errors import DeviceError, OutOfMemoryError
+from ._common import PY_SCALARS, Array, as_array, as_arrays, new
+
+_BF16 = _dt.BF16
+
+
+def _out_data(out, dev):
+    if out.__class__ is not Array:
+        raise TypeError(f"out= must be a gpk_array Array, got {type(out).__name__}")
+    if out._device is not dev:
+        raise DeviceError(f"out= is on {out._device}, the operands on {dev}")
+    return out._data
+
+
+def _mixed(a, b, dev):
+    """Cast two backing arrays to their promoted dtype where the backend cannot (bfloat16 pairs)."""
+    dt = _promotion.result_dtype(a.dtype, b.dtype)
+    if a.dtype != dt:
+        a = a.astype(dt)
+    if b.dtype != dt:
+        b = b.astype(dt)
+    return a, b
+
+
+def _scalar_bf16(a, s):
+    dt = _promotion.scalar_result(a.dtype, s)
+    return a if dt == a.dtype else a.astype(dt)
+
+
+def binary_operands(x1, x2):
+    """(backing1, backing2, device) for a binary function, with devices checked and bfloat16 promoted."""
+    c1 = x1.__class__
+    c2 = x2.__class__
+    if c1 is Array:
+        dev = x1._device
+        a = x1._data
+        if c2 is Array:
+            if x2._device is not dev:
+                raise DeviceError(f"arrays are on different devices: {dev} and {x2._device}; "
+                                  "move one with x.to_device()")
+            b = x2._data
+        elif c2 in PY_SCALARS:
+            if a.dtype == _BF16:
+                a = _scalar_bf16(a, x2)
+            return a, x2, dev
+        else:
+            b = as_array(x2, dev)._data
+    elif c2 is Array:
+        dev = x2._device
+        b = x2._data
+        if c1 in PY_SCALARS:
+            if b.dtype == _BF16:
+                b = _scalar_bf16(b, x1)
+            return x1, b, dev
+        a = as_array(x1, dev)._data
+    else:
+        if c1 in PY_SCALARS and c2 in PY_SCALARS:
+            from .creation import asarray
+            x1 = asarray(x1)
+            return binary_operands(x1, x2)
+        x1, x2 = as_arrays(x1, x2)
+        return binary_operands(x1, x2)
+    if a.dtype != b.dtype and (a.dtype == _BF16 or b.dtype == _BF16):
+        a, b = _mixed(a, b, dev)
+    return a, b, dev
+
+
+def _unary(name, bname=None, doc=""):
+    bname = bname or name
+
+    def fn(x, /, *, out=None):
+        if x.__class__ is not Array:
+            x = as_array(x)
+        dev = x._device
+        try:
+            if out is None:
+                return new(getattr(dev.xp, bname)(x._data), dev)
+            getattr(dev.xp, bname)(x._data, out=_out_data(out, dev))
+            return out
+        except OutOfMemoryError:
+            raise
+        except MemoryError as e:
+            raise OutOfMemoryError(str(e)) from e
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"Element-wise {name} (standard: elementwise_functions.{name})."
+    return fn
+
+
+def _binary(name, bname=None, doc=""):
+    bname = bname or name
+
+    def fn(x1, x2, /, *, out=None):
+        a, b, dev = binary_operands(x1, x2)
+        try:
+            if out is None:
+                return new(getattr(dev.xp, bname)(a, b), dev)
+            getattr(dev.xp, bname)(a, b, out=_out_data(out, dev))
+            return out
+        except OutOfMemoryError:
+            raise
+        except MemoryError as e:
+            raise OutOfMemoryError(str(e)) from e
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"Element-wise {name} (standard: elementwise_functions.{name})."
+    return fn
+
+
+# --- unary ----------------------------------------------------------------------------------------
+abs = _unary("abs", "absolute")
+acos = _unary("acos", "arccos")
+acosh = _unary("acosh", "arccosh")
+asin = _unary("asin", "arcsin")
+asinh = _unary("asinh", "arcsinh")
+atan = _unary("atan", "arctan")
+atanh = _unary("atanh", "arctanh")
+bitwise_invert = _unary("bitwise_invert", "invert")
+ceil = _unary("ceil")
+conj = _unary("conj", "conjugate")
+cos = _unary("cos")
+cosh = _unary("cosh")
+exp = _unary("exp")
+expm1 = _unary("expm1")
+floor = _unary("floor")
+isfinite = _unary("isfinite")
+isinf = _unary("isinf")
+isnan = _unary("isnan")
+log = _unary("log")
+log1p = _unary("log1p")
+log2 = _unary("log2")
+log10 = _unary("log10")
+logical_not = _unary("logical_not")
+negative = _unary("negative")
+positive = _unary("positive")
+sign = _unary("sign")
+signbit = _unary("signbit")
+sin = _unary("sin")
+sinh = _unary("sinh")
+square = _unary("square")
+sqrt = _unary("sqrt")
+tan = _unary("tan")
+tanh = _unary("tanh")
+trunc = _unary("trunc")
+real = _unary("real")
+imag = _unary("imag")
+
+# --- binary ---------------------------------------------------------------------------------------
+add = _binary("add")
+atan2 = _binary("atan2", "arctan2")
+bitwise_and = _binary("bitwise_and")
+bitwise_left_shift = _binary("bitwise_left_shift", "left_shift")
+bitwise_or = _binary("bitwise_or")
+bitwise_right_shift = _binary("bitwise_right_shift", "right_shift")
+bitwise_xor = _binary("bitwise_xor")
+copysign = _binary("copysign")
+divide = _binary("divide", "true_divide")
+equal = _binary("equal")
+floor_divide = _binary("floor_divide")
+greater = _binary("greater")
+greater_equal = _binary("greater_equal")
+hypot = _binary("hypot")
+less = _binary("less")
+less_equal = _binary("less_equal")
+logaddexp = _binary("logaddexp")
+logical_and = _binary("logical_and")
+logical_or = _binary("logical_or")
+logical_xor = _binary("logical_xor")
+maximum = _binary("maximum")
+minimum = _binary("minimum")
+multiply = _binary("multiply")
+nextafter = _binary("nextafter")
+not_equal = _binary("not_equal")
+pow = _binary("pow", "power")
+remainder = _binary("remainder")
+subtract = _binary("subtract")
+
+
+def reciprocal(x, /, *, out=None):
+    """1 / x (standard: elementwise_functions.reciprocal); integer input gives floating output."""
+    x = as_array(x)
+    if _dt.kind(x.dtype) in "biu":
+        return divide(1.0, x, out=out)
+    return divide(1, x, out=out)
+
+
+def round(x, /, decimals=0, *, out=None):
+    """Round half to even (standard: elementwise_functions.round); decimals= is a NumPy extension."""
+    x = as_array(x)
+    xp = x._device.xp
+    if out is None:
+        return new(xp.round(x._data, decimals), x._device)
+    xp.round(x._data, decimals, out=_out_data(out, x._device))
+    return out
+
+
+def clip(x, /, min=None, max=None, *, out=None):
+    """Clamp to [min, max] (standard: elementwise_functions.clip); the result keeps x's dtype where the
+    bounds are of x's kind, and follows NumPy's promotion otherwise."""
+    x = as_array(x)
+    dev = x._device
+    xp = dev.xp
+    dt = x.dtype
+    k = _dt.kind(dt)
+
+    def bound(v):
+        if v is None:
+            return None
+        if v.__class__ is Array:
+            if v._device is not dev:
+                raise DeviceError(f"clip bound is on {v._device}, x on {dev}")
+            return v._data
+        if v.__class__ in PY_SCALARS:
+            return v
+        return as_array(v, dev)._data
+    lo, hi = bound(min), bound(max)
+    if lo is None and hi is None:
+        r = x._data.copy()
+    else:
+        same_kind = all(b is None or _bound_fits(b, k) for b in (lo, hi))
+        r = x._data
+        if k in "iu" and same_kind:
+            info = _dt_iinfo(dt)
+            lo = _clamp_int_bound(lo, info) if lo is not None and lo.__class__ is int else lo
+            hi = _clamp_int_bound(hi, info) if hi is not None and hi.__class__ is int else hi
+        if lo is not None:
+            r = xp.maximum(r, lo)
+        if hi is not None:
+            r = xp.minimum(r, hi)
+        if same_kind and r.dtype != dt:
+            r = r.astype(dt)
+        if r is x._data:
+            r = r.copy()
+    if out is not None:
+        o = _out_data(out, dev)
+        o[...] = r
+        return out
+    return new(r, dev)
+
+
+def _bound_fits(b, k):
+    if b.__class__ in PY_SCALARS:
+        bk = {bool: "b", int: "i", float: "f", complex: "c"}[b.__class__]
+        return bk == k or (bk in "bi" and k in "iuf") or (bk == "f" and k == "f")
+    return _dt.kind(b.dtype) == k or (_dt.kind(b.dtype) in "iu" and k in "iu")
+
+
+def _dt_iinfo(dt):
+    return np.iinfo(dt)
+
+
+def _clamp_int_bound(v, info):
+    return info.min if v < info.min else info.max if v > info.max else v

@@ -1,0 +1,112 @@
+"""The fft extension (standard section "Fourier Transform Functions").
+
+Results keep the input's precision: complex64 for float32/complex64 input, complex128 for double precision.
+"""
+import operator
+
+from .. import _dtypes as _dt
+from .._device import as_device
+from ._common import as_array, new, normalize_axes, normalize_axis, oom_guard
+
+_NORMS = ("backward", "ortho", "forward")
+
+
+def _norm(norm):
+    if norm not in _NORMS:
+        raise ValueError(f"norm must be one of {_NORMS}, got {norm!r}")
+    return norm
+
+
+def _one(name, real_in, real_out):
+    @oom_guard
+    def fn(x, /, *, n=None, axis=-1, norm="backward"):
+        x = as_array(x)
+        if x.ndim == 0:
+            raise ValueError(f"{name} needs at least one dimension")
+        axis = normalize_axis(axis, x.ndim)
+        if n is not None and operator.index(n) < 1:
+            raise ValueError(f"{name}: n must be positive, got {n}")
+        dt = x.dtype
+        single = dt in (_dt.F16, _dt.BF16, _dt.D("float32"), _dt.C64)
+        data = x._data
+        if data.dtype in (_dt.F16, _dt.BF16):
+            data = data.astype(_dt.F32)
+        r = getattr(x._device.xp.fft, name)(data, n=n, axis=axis, norm=_norm(norm))
+        out_dt = (_dt.D("float32") if single else _dt.F64) if real_out else (_dt.C64 if single else _dt.C128)
+        return new(r.astype(out_dt, copy=False), x._device)
+    fn.__name__ = name
+    fn.__doc__ = f"(standard: fft.{name})"
+    return fn
+
+
+def _many(name, real_out):
+    @oom_guard
+    def fn(x, /, *, s=None, axes=None, norm="backward"):
+        x = as_array(x)
+        if axes is not None:
+            axes = normalize_axes(axes, x.ndim)
+        if s is not None:
+            s = tuple(s)
+            if axes is None:
+                axes = tuple(range(x.ndim - len(s), x.ndim))
+            s = tuple(x.shape[a] if v == -1 else v for v, a in zip(s, axes))
+        dt = x.dtype
+        single = dt in (_dt.F16, _dt.BF16, _dt.D("float32"), _dt.C64)
+        data = x._data
+        if data.dtype in (_dt.F16, _dt.BF16):
+            data = data.astype(_dt.F32)
+        r = getattr(x._device.xp.fft, name)(data, s=s, axes=axes, norm=_norm(norm))
+        out_dt = (_dt.D("float32") if single else _dt.F64) if real_out else (_dt.C64 if single else _dt.C128)
+        return new(r.astype(out_dt, copy=False), x._device)
+    fn.__name__ = name
+    fn.__doc__ = f"(standard: fft.{name})"
+    return fn
+
+
+fft = _one("fft", False, False)
+ifft = _one("ifft", False, False)
+rfft = _one("rfft", True, False)
+irfft = _one("irfft", False, True)
+hfft = _one("hfft", False, True)
+ihfft = _one("ihfft", True, False)
+fftn = _many("fftn", False)
+ifftn = _many("ifftn", False)
+rfftn = _many("rfftn", False)
+irfftn = _many("irfftn", True)
+
+
+def _freq(name):
+    @oom_guard
+    def fn(n, /, *, d=1.0, dtype=None, device=None):
+        n = operator.index(n)
+        if n < 1:
+            raise ValueError(f"{name}: n must be positive, got {n}")
+        dev = as_device(device)
+        dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
+        return new(getattr(dev.xp.fft, name)(n, d=d).astype(dt, copy=False), dev)
+    fn.__name__ = name
+    fn.__doc__ = f"(standard: fft.{name})"
+    return fn
+
+
+fftfreq = _freq("fftfreq")
+rfftfreq = _freq("rfftfreq")
+
+
+@oom_guard
+def fftshift(x, /, *, axes=None):
+    """(standard: fft.fftshift)"""
+    x = as_array(x)
+    return new(x._device.xp.fft.fftshift(x._data, axes=normalize_axes(axes, x.ndim)), x._device)
+
+
+@oom_guard
+def ifftshift(x, /, *, axes=None):
+    """(standard: fft.ifftshift)"""
+    x = as_array(x)
+    return new(x._device.xp.fft.ifftshift(x._data, axes=normalize_axes(axes, x.ndim)), x._device)
+
+
+__all__ = ["fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",
+           "rfftfreq", "fftshift", "ifftshift"]
+

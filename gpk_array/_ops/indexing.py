@@ -1,0 +1,114 @@
+"""Indexing (standard sections "Indexing" and "Indexing Functions"): basic, integer-array and boolean-mask
+indexing for ``__getitem__`` / ``__setitem__``, plus ``take`` and ``take_along_axis``."""
+import operator
+
+from .. import _dtypes as _dt
+from .._errors import DeviceError
+from ._common import Array, as_array, new, normalize_axis, oom_guard
+
+
+def _key_part(k, dev):
+    c = k.__class__
+    if c is int or c is slice or k is None or k is Ellipsis:
+        return k
+    if c is Array:
+        if k._device is not dev:
+            raise DeviceError(f"index array is on {k._device}, the indexed array on {dev}")
+        if _dt.kind(k._data.dtype) not in "biu":
+            raise IndexError(f"arrays used as indices must be of integer or boolean dtype, got {k._data.dtype}")
+        return k._data
+    if c is bool:
+        return k
+    if isinstance(k, (list,)) or type(k).__module__ in ("numpy", "cupy"):
+        return as_array(k, dev)._data
+    if isinstance(k, float):
+        raise IndexError(f"float index {k} is not allowed: only integers, slices, ellipsis, None and "
+                         "integer or boolean arrays are valid indices")
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise IndexError(f"invalid index {k!r} of type {type(k).__name__}") from None
+
+
+def _key(key, dev):
+    if key.__class__ is tuple:
+        return tuple(_key_part(k, dev) for k in key)
+    return _key_part(key, dev)
+
+
+def _check_ints(x, key):
+    """Out-of-bounds integer indices raise IndexError naming the axis (the backend's message is terser)."""
+    parts = key if key.__class__ is tuple else (key,)
+    if any(p.__class__ is not int and p is not None and p is not Ellipsis and p.__class__ is not slice
+           for p in parts):
+        return
+    if sum(p is Ellipsis for p in parts) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    shape = x._data.shape
+    n_idx = sum(p is not None and p is not Ellipsis for p in parts)
+    if n_idx > len(shape):
+        raise IndexError(f"too many indices: array is {len(shape)}-dimensional, but {n_idx} were indexed")
+    axis = 0
+    for j, p in enumerate(parts):
+        if p is Ellipsis:
+            axis = len(shape) - sum(q is not None and q is not Ellipsis for q in parts[j + 1:])
+            continue
+        if p is None:
+            continue
+        if p.__class__ is int and not -shape[axis] <= p < shape[axis]:
+            raise IndexError(f"index {p} is out of bounds for axis {axis} with size {shape[axis]}")
+        axis += 1
+
+
+@oom_guard
+def getitem(x, key):
+    dev = x._device
+    k = _key(key, dev)
+    _check_ints(x, k)
+    return new(x._data[k], dev)
+
+
+@oom_guard
+def setitem(x, key, value):
+    dev = x._device
+    k = _key(key, dev)
+    _check_ints(x, k)
+    if value.__class__ is Array:
+        if value._device is not dev:
+            raise DeviceError(f"value is on {value._device}, the array on {dev}")
+        value = value._data
+    elif not isinstance(value, (bool, int, float, complex)):
+        value = as_array(value, dev)._data
+    elif isinstance(value, complex) and _dt.kind(x._data.dtype) != "c":
+        raise TypeError(f"cannot assign a complex value to an array of dtype {x._data.dtype}")
+    x._data[k] = value
+
+
+@oom_guard
+def take(x, indices, /, *, axis=None):
+    """Elements of x at indices along axis (standard: indexing_functions.take)."""
+    x = as_array(x)
+    if indices.__class__ is not Array:
+        indices = as_array(indices, x._device)
+    elif indices._device is not x._device:
+        raise DeviceError(f"indices are on {indices._device}, x on {x._device}")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"take on a {x.ndim}-dimensional array needs an axis")
+        axis = 0
+    else:
+        axis = normalize_axis(axis, x.ndim)
+    return new(x._device.xp.take(x._data, indices._data, axis=axis), x._device)
+
+
+@oom_guard
+def take_along_axis(x, indices, /, *, axis=-1):
+    """Values of x at indices along axis (standard: indexing_functions.take_along_axis)."""
+    x = as_array(x)
+    indices = as_array(indices, x._device)
+    if indices._device is not x._device:
+        raise DeviceError(f"indices are on {indices._device}, x on {x._device}")
+    if indices.ndim != x.ndim:
+        raise ValueError(f"indices must have as many dimensions as x ({x.ndim}), got {indices.ndim}")
+    axis = normalize_axis(axis, x.ndim)
+    return new(x._device.xp.take_along_axis(x._data, indices._data, axis=axis), x._device)

@@ -1,0 +1,71 @@
+"""Linear algebra functions of the main namespace (standard section "Linear Algebra Functions")."""
+import operator
+
+from .. import _dtypes as _dt
+from .elementwise import binary_operands
+from ._common import as_array, new, oom_guard
+
+
+@oom_guard
+def matmul(x1, x2, /):
+    """Matrix product with broadcasting (standard: linear_algebra_functions.matmul)."""
+    a, b, dev = binary_operands(x1, x2)
+    if getattr(a, "ndim", 0) == 0 or getattr(b, "ndim", 0) == 0:
+        raise ValueError("matmul does not take zero-dimensional operands")
+    ka = a.shape[-1]
+    kb = b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if ka != kb:
+        raise ValueError(f"matmul: inner dimensions differ, shapes {a.shape} and {b.shape}")
+    if dev.kind == "cuda":
+        from .._gpu import matmul as gpu_matmul
+        return new(gpu_matmul(a, b), dev)
+    return new(dev.xp.matmul(a, b), dev)
+
+
+def matrix_transpose(x, /):
+    """Transpose the last two axes (standard: linear_algebra_functions.matrix_transpose)."""
+    x = as_array(x)
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose needs at least 2 dimensions, got {x.ndim}")
+    return new(x._data.swapaxes(-1, -2), x._device)
+
+
+@oom_guard
+def tensordot(x1, x2, /, *, axes=2):
+    """Tensor contraction over axes (standard: linear_algebra_functions.tensordot)."""
+    a, b, dev = binary_operands(x1, x2)
+    if isinstance(axes, int):
+        if axes < 0:
+            raise ValueError(f"axes must be non-negative, got {axes}")
+        if axes > a.ndim or axes > b.ndim:
+            raise ValueError(f"cannot contract {axes} axes of arrays with {a.ndim} and {b.ndim} dimensions")
+        ax = (list(range(a.ndim - axes, a.ndim)), list(range(axes)))
+    else:
+        ax = (list(axes[0]), list(axes[1]))
+        if len(ax[0]) != len(ax[1]):
+            raise ValueError(f"axes {axes} must name the same number of axes for both arrays")
+    for i, j in zip(*ax):
+        if a.shape[i] != b.shape[j]:
+            raise ValueError(f"shape mismatch for contraction: {a.shape}[{i}] != {b.shape}[{j}]")
+    return new(dev.xp.tensordot(a, b, axes=ax), dev)
+
+
+@oom_guard
+def vecdot(x1, x2, /, *, axis=-1):
+    """Dot product of vectors along axis, conjugating x1 (standard: linear_algebra_functions.vecdot)."""
+    x1 = as_array(x1)
+    a, b, dev = binary_operands(x1, x2)
+    xp = dev.xp
+    nd = max(a.ndim, b.ndim)
+    axis = operator.index(axis)
+    if not -min(a.ndim, b.ndim) <= axis < 0 and not 0 <= axis < min(a.ndim, b.ndim):
+        raise ValueError(f"axis {axis} is out of bounds for shapes {a.shape} and {b.shape}")
+    ax = axis if axis < 0 else axis - nd
+    if a.shape[ax] != b.shape[ax]:
+        raise ValueError(f"vecdot: sizes along axis {axis} differ: {a.shape} and {b.shape}")
+    if _dt.kind(a.dtype) == "c":
+        a = xp.conj(a)
+    a = xp.moveaxis(a, ax, -1)[..., None, :]
+    b = xp.moveaxis(b, ax, -1)[..., :, None]
+    return new(xp.matmul(a, b)[..., 0, 0], dev)
+

@@ -1,0 +1,83 @@
+"""Searching functions (standard section "Searching Functions")."""
+from .. import _dtypes as _dt
+from .elementwise import binary_operands
+from ._common import PY_SCALARS, Array, as_array, new, normalize_axes, normalize_axis, oom_guard
+
+
+def _arg(fname):
+    @oom_guard
+    def fn(x, /, *, axis=None, keepdims=False):
+        x = as_array(x)
+        if x.size == 0:
+            raise ValueError(f"{fname} of an empty array is undefined")
+        xp = x._device.xp
+        if axis is None:
+            r = getattr(xp, fname)(x._data.reshape(-1))
+            if keepdims:
+                r = r.reshape((1,) * x.ndim)
+        else:
+            axis = normalize_axis(axis, x.ndim)
+            r = getattr(xp, fname)(x._data, axis=axis, keepdims=keepdims)
+        return new(r.astype(_dt.I64, copy=False), x._device)
+    fn.__name__ = fname
+    fn.__doc__ = f"Indices of the first {fname[3:]}imum (standard: searching_functions.{fname})."
+    return fn
+
+
+argmax = _arg("argmax")
+argmin = _arg("argmin")
+
+
+@oom_guard
+def count_nonzero(x, /, *, axis=None, keepdims=False):
+    """Number of non-zero elements (standard: searching_functions.count_nonzero)."""
+    x = as_array(x)
+    axes = normalize_axes(axis, x.ndim)
+    r = x._device.xp.count_nonzero(x._data, axis=axes, keepdims=keepdims)
+    return new(x._device.xp.asarray(r, dtype=_dt.I64), x._device)
+
+
+@oom_guard
+def nonzero(x, /):
+    """Indices of non-zero elements, one array per axis (standard: searching_functions.nonzero)."""
+    x = as_array(x)
+    if x.ndim == 0:
+        raise ValueError("nonzero is not defined for zero-dimensional arrays")
+    return tuple(new(i.astype(_dt.I64, copy=False), x._device) for i in x._device.xp.nonzero(x._data))
+
+
+@oom_guard
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    """Insertion indices of x2 into sorted x1 (standard: searching_functions.searchsorted)."""
+    x1 = as_array(x1)
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
+    if x1.ndim != 1:
+        raise ValueError(f"searchsorted needs a one-dimensional x1, got shape {x1.shape}")
+    a, b, dev = binary_operands(x1, x2)
+    s = None
+    if sorter is not None:
+        s = as_array(sorter, dev)._data
+    xp = dev.xp
+    r = xp.searchsorted(a, b, side=side, sorter=s)
+    return new(xp.asarray(r, dtype=_dt.I64), dev)
+
+
+@oom_guard
+def where(condition, x1, x2=None, /):
+    """Elements of x1 where condition, else x2 (standard: searching_functions.where).
+    With one argument, NumPy's ``where(condition)`` = ``nonzero(condition)``."""
+    if x2 is None and x1 is None:
+        return nonzero(condition)
+    c = condition
+    if c.__class__ is not Array:
+        dev = x1._device if x1.__class__ is Array else (x2._device if x2.__class__ is Array else None)
+        c = as_array(c, dev)
+    if x1.__class__ in PY_SCALARS and x2.__class__ in PY_SCALARS:
+        from .creation import asarray
+        x1 = asarray(x1, device=c._device)
+    a, b, dev = binary_operands(x1, x2)
+    if c._device is not dev:
+        raise ValueError(f"condition is on {c._device}, the values on {dev}")
+    r = dev.xp.where(c._data, a, b)
+    return new(r, dev)

@@ -1,0 +1,152 @@
+"""Statistical functions (standard section "Statistical Functions") and the utility reductions all, any, diff."""
+import builtins
+
+from .. import _dtypes as _dt
+from ._common import as_array, new, normalize_axes, normalize_axis, oom_guard
+
+
+def _sum_dtype(dt, dtype):
+    """The standard's accumulator dtype: integers narrower than the default integer widen to it."""
+    if dtype is not None:
+        return _dt.to_dtype(dtype)
+    k = _dt.kind(dt)
+    if k == "b" or (k == "i" and dt.itemsize < 8):
+        return _dt.I64
+    if k == "u" and dt.itemsize < 8:
+        return _dt.D("uint64")
+    return dt
+
+
+def _reducer(name, bname, accumulates):
+    @oom_guard
+    def fn(x, /, *, axis=None, dtype=None, keepdims=False):
+        x = as_array(x)
+        axes = normalize_axes(axis, x.ndim)
+        xp = x._device.xp
+        data = x._data
+        if accumulates:
+            dt = _sum_dtype(data.dtype, dtype)
+            if dt == _dt.BF16 or data.dtype == _dt.BF16 or dt == _dt.F16:
+                r = getattr(xp, bname)(data.astype(_dt.F32), axis=axes, keepdims=keepdims).astype(dt)
+            else:
+                r = getattr(xp, bname)(data, axis=axes, dtype=dt, keepdims=keepdims)
+        else:
+            if data.size == 0 and builtins.any(data.shape[a] == 0 for a in axes):
+                raise ValueError(f"{name} of an empty array (or along an axis of size zero) is undefined")
+            r = getattr(xp, bname)(data, axis=axes, keepdims=keepdims)
+        return new(r, x._device)
+    fn.__name__ = name
+    fn.__doc__ = f"(standard: statistical_functions.{name})"
+    return fn
+
+
+sum = _reducer("sum", "sum", True)
+prod = _reducer("prod", "prod", True)
+
+
+def _minmax(name):
+    inner = _reducer(name, name, False)
+
+    def fn(x, /, *, axis=None, keepdims=False):
+        return inner(x, axis=axis, keepdims=keepdims)
+    fn.__name__ = name
+    fn.__doc__ = f"(standard: statistical_functions.{name})"
+    return fn
+
+
+max = _minmax("max")
+min = _minmax("min")
+
+
+@oom_guard
+def mean(x, /, *, axis=None, keepdims=False):
+    """Arithmetic mean (standard: statistical_functions.mean)."""
+    x = as_array(x)
+    axes = normalize_axes(axis, x.ndim)
+    data = x._data
+    xp = x._device.xp
+    if data.dtype in (_dt.F16, _dt.BF16):
+        return new(xp.mean(data.astype(_dt.F32), axis=axes, keepdims=keepdims).astype(data.dtype), x._device)
+    return new(xp.mean(data, axis=axes, keepdims=keepdims), x._device)
+
+
+def _moment(bname):
+    @oom_guard
+    def fn(x, /, *, axis=None, correction=0.0, keepdims=False):
+        x = as_array(x)
+        axes = normalize_axes(axis, x.ndim)
+        data = x._data
+        xp = x._device.xp
+        low = data.dtype in (_dt.F16, _dt.BF16)
+        r = getattr(xp, bname)(data.astype(_dt.F32) if low else data, axis=axes, ddof=correction,
+                               keepdims=keepdims)
+        return new(r.astype(data.dtype) if low else r, x._device)
+    fn.__name__ = bname
+    fn.__doc__ = f"(standard: statistical_functions.{bname})"
+    return fn
+
+
+var = _moment("var")
+std = _moment("std")
+
+
+def _cumulative(name, bname, initial):
+    @oom_guard
+    def fn(x, /, *, axis=None, dtype=None, include_initial=False):
+        x = as_array(x)
+        xp = x._device.xp
+        data = x._data
+        if axis is None:
+            if data.ndim > 1:
+                raise ValueError(f"{name} of a {data.ndim}-dimensional array needs an axis")
+            if data.ndim == 0:
+                data = data.reshape(1)
+            axis = 0
+        else:
+            axis = normalize_axis(axis, data.ndim)
+        dt = _sum_dtype(data.dtype, dtype)
+        r = getattr(xp, bname)(data, axis=axis, dtype=dt)
+        if include_initial:
+            shape = list(r.shape)
+            shape[axis] = 1
+            r = xp.concatenate([xp.full(shape, initial, dtype=dt), r], axis=axis)
+        return new(r, x._device)
+    fn.__name__ = name
+    fn.__doc__ = f"(standard: statistical_functions.{name})"
+    return fn
+
+
+cumulative_sum = _cumulative("cumulative_sum", "cumsum", 0)
+cumulative_prod = _cumulative("cumulative_prod", "cumprod", 1)
+
+
+def _logical(name):
+    @oom_guard
+    def fn(x, /, *, axis=None, keepdims=False):
+        x = as_array(x)
+        axes = normalize_axes(axis, x.ndim)
+        return new(getattr(x._device.xp, name)(x._data, axis=axes, keepdims=keepdims), x._device)
+    fn.__name__ = name
+    fn.__doc__ = f"(standard: utility_functions.{name})"
+    return fn
+
+
+all = _logical("all")
+any = _logical("any")
+
+
+@oom_guard
+def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
+    """n-th discrete difference along axis (standard: utility_functions.diff)."""
+    x = as_array(x)
+    if x.ndim == 0:
+        raise ValueError("diff needs at least one dimension")
+    axis = normalize_axis(axis, x.ndim)
+    if n < 0:
+        raise ValueError(f"diff order n must be non-negative, got {n}")
+    kw = {}
+    if prepend is not None:
+        kw["prepend"] = as_array(prepend, x._device)._data
+    if append is not None:
+        kw["append"] = as_array(append, x._device)._data
+    return new(x._device.xp.diff(x._data, n=n, axis=axis, **kw), x._device)

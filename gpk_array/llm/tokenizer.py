@@ -1,0 +1,251 @@
+"""GPT-2 byte-level BPE tokenizer, compatible with Hugging Face ``tokenizers`` on GPT-2 files.
+
+Encoding: split out special tokens, split the rest with GPT-2's pre-tokenization regex, map each
+piece's UTF-8 bytes to printable characters, then apply BPE merges lowest rank first (leftmost on
+ties), caching the ids of every piece seen.
+"""
+import heapq
+import itertools
+import json
+import pathlib
+
+import regex
+
+# Letters and digits new in Unicode 17.0, which the `regex` module knows and the Oniguruma engine of
+# Hugging Face `tokenizers` (Unicode 16.0) does not: there they fall in the "other symbols" class.
+_UNICODE_17_LN = (
+    r"\u088F\u0C5C\u0CDC\uA7CE\uA7CF\uA7D2\uA7D4\uA7F1\U00010940-\U00010959\U00010EC5-\U00010EC7"
+    r"\U00011DB0-\U00011DDB\U00011DE0-\U00011DE9\U00016EA0-\U00016EB8\U00016EBB-\U00016ED3"
+    r"\U00016FF2-\U00016FF6\U000187F8-\U000187FF\U00018D09-\U00018D1E\U00018D80-\U00018DF2"
+    r"\U0001E6C0-\U0001E6DE\U0001E6E0-\U0001E6E2\U0001E6E4-\U0001E6E5\U0001E6E7-\U0001E6ED"
+    r"\U0001E6F0-\U0001E6F4\U0001E6FE-\U0001E6FF\U0002B73A-\U0002B73F\U0002CEA2-\U0002CEAD"
+    r"\U000323B0-\U00033479"
+)
+_LETTER = rf"[\p{{L}}--[{_UNICODE_17_LN}]]"
+_DIGIT = rf"[\p{{N}}--[{_UNICODE_17_LN}]]"
+_OTHER = rf"[[^\s\p{{L}}\p{{N}}][{_UNICODE_17_LN}]]"
+
+# GPT-2's pre-tokenizer: English contractions, letters, digits, other symbols (each optionally led by
+# one space), then whitespace runs, leaving the last space of a run to lead the following word.
+_PRETOKENIZE = regex.compile(
+    rf"'(?:[stmd]|re|ve|ll)| ?{_LETTER}+| ?{_DIGIT}+| ?{_OTHER}+|\s+(?!\S)|\s+",
+    regex.VERSION1,
+)
+
+_CACHE_LIMIT = 1 << 17  # pieces kept in the per-tokenizer cache before it is emptied
+
+
+def _byte_chars():
+    """GPT-2's byte -> character table: printable Latin-1 bytes map to themselves, the others to 256+."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars = {b: chr(b) for b in printable}
+    for extra, b in enumerate(b for b in range(256) if b not in chars):
+        chars[b] = chr(256 + extra)
+    return [chars[b] for b in range(256)]
+
+
+_BYTE_CHARS = _byte_chars()
+_BYTE_OF_CHAR = {c: b for b, c in enumerate(_BYTE_CHARS)}
+# str.translate table from Latin-1-decoded UTF-8 bytes to the byte characters above
+_TO_BYTE_CHARS = {b: c for b, c in enumerate(_BYTE_CHARS) if chr(b) != c}
+
+
+class _PieceCache(dict):
+    """piece -> tuple of ids; misses run BPE (``dict.__getitem__`` calls ``__missing__``)."""
+
+    def __init__(self, bpe):
+        super().__init__()
+        self._bpe = bpe
+
+    def __missing__(self, piece):
+        if len(self) >= _CACHE_LIMIT:
+            self.clear()
+        ids = self[piece] = self._bpe(piece)
+        return ids
+
+
+class Tokenizer:
+    """Byte-level BPE tokenizer (GPT-2 scheme).
+
+    ``vocab`` maps token strings (in GPT-2's byte-character alphabet) to ids, ``merges`` lists the
+    BPE merge pairs by rank, ``special_tokens`` maps literal strings (e.g. ``<|endoftext|>``) to ids;
+    they are matched in the raw text before pre-tokenization.
+    """
+
+    def __init__(self, vocab, merges, special_tokens=None):
+        special_tokens = dict(special_tokens or {})
+        self._vocab = dict(vocab)
+        self._ranks = {}
+        for rank, (left, right) in enumerate(merges):
+            for token in (left, right, left + right):
+                if token not in self._vocab:
+                    raise ValueError(f"merge {rank} ({left!r}, {right!r}): token {token!r} is not in the vocabulary")
+            self._ranks.setdefault((left, right), rank)
+        missing = [c for c in _BYTE_CHARS if c not in self._vocab]
+        if missing:
+            raise ValueError(f"vocabulary lacks {len(missing)} of the 256 byte tokens, e.g. {missing[0]!r}")
+        self._special = special_tokens
+        tokens = {**{i: t for t, i in self._vocab.items()}, **{i: t for t, i in special_tokens.items()}}
+        self._id_to_token = tokens
+        size = max(tokens) + 1 if tokens else 0
+        if min(tokens, default=0) < 0:
+            raise ValueError("token ids must be non-negative")
+        special_ids = set(special_tokens.values())
+        self._id_bytes = [b""] * size  # ids missing from both maps decode to nothing
+        for i, t in tokens.items():
+            self._id_bytes[i] = t.encode() if i in special_ids else bytes(_BYTE_OF_CHAR[c] for c in t)
+        self._id_bytes_plain = [b"" if i in special_ids else b for i, b in enumerate(self._id_bytes)]
+        self._cache = _PieceCache(self._bpe_piece)
+        alternatives = sorted(special_tokens, key=len, reverse=True)  # longest match wins
+        self._special_split = (regex.compile("(" + "|".join(map(regex.escape, alternatives)) + ")").split
+                               if alternatives else None)
+
+    # ---- constructors -------------------------------------------------------------------------
+
+    @classmethod
+    def from_file(cls, path):
+        """Load a Hugging Face ``tokenizer.json`` holding a GPT-2 style byte-level BPE."""
+        spec = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+        model = spec.get("model") or {}
+        pre = spec.get("pre_tokenizer") or {}
+        if model.get("type") != "BPE" or pre.get("type") != "ByteLevel":
+            raise ValueError(f"{path}: only byte-level BPE tokenizers are supported "
+                             f"(model {model.get('type')!r}, pre_tokenizer {pre.get('type')!r})")
+        unsupported = {
+            "normalizer": spec.get("normalizer") is not None,
+            "pre_tokenizer.add_prefix_space": pre.get("add_prefix_space", False),
+            "pre_tokenizer.use_regex=false": not pre.get("use_regex", True),
+            "model.dropout": model.get("dropout") not in (None, 0, 0.0),
+            "model.continuing_subword_prefix": bool(model.get("continuing_subword_prefix")),
+            "model.end_of_word_suffix": bool(model.get("end_of_word_suffix")),
+            "model.byte_fallback": bool(model.get("byte_fallback")),
+            "model.ignore_merges": bool(model.get("ignore_merges")),
+        }
+        for added in spec.get("added_tokens") or []:
+            for flag in ("lstrip", "rstrip", "single_word"):
+                unsupported[f"added token {added['content']!r} {flag}"] = bool(added.get(flag))
+        bad = [name for name, on in unsupported.items() if on]
+        if bad:
+            raise ValueError(f"{path}: unsupported tokenizer options: {', '.join(bad)}")
+        merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model.get("merges", [])]
+        special = {t["content"]: t["id"] for t in spec.get("added_tokens") or []}
+        return cls(model["vocab"], merges, special)
+
+    @classmethod
+    def from_vocab_merges(cls, vocab_json, merges_txt):
+        """Load GPT-2's ``vocab.json`` (``encoder.json``) and ``merges.txt`` (``vocab.bpe``).
+
+        ``<|endoftext|>`` becomes a special token if the vocabulary holds it.
+        """
+        vocab = json.loads(pathlib.Path(vocab_json).read_text(encoding="utf-8"))
+        merges = []
+        lines = pathlib.Path(merges_txt).read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines, 1):
+            if not line or (number == 1 and line.startswith("#version")):
+                continue
+            pair = line.split(" ")
+            if len(pair) != 2:
+                raise ValueError(f"{merges_txt}:{number}: expected two tokens separated by a space, got {line!r}")
+            merges.append(tuple(pair))
+        eot = "<|endoftext|>"
+        special = {eot: vocab[eot]} if eot in vocab else {}
+        return cls(vocab, merges, special)
+
+    @classmethod
+    def from_dir(cls, directory):
+        """Load ``tokenizer.json`` from a directory, else its ``vocab.json`` and ``merges.txt``."""
+        directory = pathlib.Path(directory)
+        if (directory / "tokenizer.json").is_file():
+            return cls.from_file(directory / "tokenizer.json")
+        if (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
+            return cls.from_vocab_merges(directory / "vocab.json", directory / "merges.txt")
+        raise FileNotFoundError(f"{directory}: no tokenizer.json, nor vocab.json with merges.txt")
+
+    # ---- vocabulary ---------------------------------------------------------------------------
+
+    @property
+    def vocab_size(self):
+        """Number of tokens, special tokens included."""
+        return len(self._id_to_token)
+
+    @property
+    def eos_token_id(self):
+        """Id of ``<|endoftext|>``, or None."""
+        return self.token_to_id("<|endoftext|>")
+
+    def token_to_id(self, token):
+        """Id of a token string (byte-character alphabet or special token), or None."""
+        return self._special.get(token, self._vocab.get(token))
+
+    def id_to_token(self, token_id):
+        """Token string of an id, or None."""
+        return self._id_to_token.get(token_id)
+
+    # ---- encoding -----------------------------------------------------------------------------
+
+    def _bpe_piece(self, piece):
+        """Ids of one pre-tokenized piece."""
+        symbols = list(piece.encode("utf-8").decode("latin-1").translate(_TO_BYTE_CHARS))
+        vocab = self._vocab
+        return tuple(vocab[s] for s in self._merge(symbols))
+
+    def _merge(self, symbols):
+        """Apply merges to a list of symbols: lowest rank first, leftmost first among equal ranks."""
+        ranks = self._ranks
+        heap = [(ranks[pair], i) for i, pair in enumerate(zip(symbols, symbols[1:])) if pair in ranks]
+        if not heap:
+            return symbols
+        heapq.heapify(heap)
+        n = len(symbols)
+        nxt = list(range(1, n + 1))
+        prev = list(range(-1, n - 1))
+        while heap:
+            rank, i = heapq.heappop(heap)
+            j = nxt[i]
+            # stale entries: i was absorbed, or its pair changed (ranks identify pairs uniquely)
+            if symbols[i] is None or j == n or ranks.get((symbols[i], symbols[j])) != rank:
+                continue
+            symbols[i] += symbols[j]
+            symbols[j] = None
+            k = nxt[i] = nxt[j]
+            if k != n:
+                prev[k] = i
+                r = ranks.get((symbols[i], symbols[k]))
+                if r is not None:
+                    heapq.heappush(heap, (r, i))
+            p = prev[i]
+            if p >= 0:
+                r = ranks.get((symbols[p], symbols[i]))
+                if r is not None:
+                    heapq.heappush(heap, (r, p))
+        return [s for s in symbols if s is not None]
+
+    def _encode_ordinary(self, text):
+        return list(itertools.chain.from_iterable(map(self._cache.__getitem__, _PRETOKENIZE.findall(text))))
+
+    def encode(self, text):
+        """Token ids of ``text``; special tokens in the text become their ids."""
+        if self._special_split is None:
+            return self._encode_ordinary(text)
+        ids = []
+        for n, part in enumerate(self._special_split(text)):
+            if n % 2:
+                ids.append(self._special[part])
+            elif part:
+                ids += self._encode_ordinary(part)
+        return ids
+
+    def encode_batch(self, texts):
+        """``encode`` of each text."""
+        return [self.encode(t) for t in texts]
+
+    # ---- decoding -----------------------------------------------------------------------------
+
+    def decode(self, ids, skip_special_tokens=False):
+        """Text of token ids; invalid UTF-8 (from partial sequences) becomes U+FFFD, as in HF."""
+        table = self._id_bytes_plain if skip_special_tokens else self._id_bytes
+        ids = list(ids)
+        if ids and (min(ids) < 0 or max(ids) >= len(table)):
+            bad = next(i for i in ids if not 0 <= i < len(table))
+            raise ValueError(f"token id {bad} is out of range [0, {len(table)})")
+        return b"".join([table[i] for i in ids]).decode("utf-8", errors="replace")
