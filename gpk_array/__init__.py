@@ -1,6 +1,9 @@
 """gpk_array: the Python Array API standard (2025.12) on NVIDIA GPUs (CuPy-backed) and the CPU (NumPy-backed)."""
-__array_api_version__ = "2025.12"
 __version__ = "0.1.0"
+
+from ._version import get as _get_version, set_array_api_version  # noqa: E402
+
+__array_api_version__ = _get_version()
 
 from math import e, inf, nan, pi  # noqa: E402
 
@@ -40,5 +43,9 @@ from ._ops.statistical import (  # noqa: E402
 )
 from ._ops.info import __array_namespace_info__  # noqa: E402
 from . import linalg, fft  # noqa: E402
+from ._ops.nn import *  # noqa: E402,F401,F403  fused ops: linear, layer_norm, softmax, ...
+from ._numpy import *  # noqa: E402,F401,F403  NumPy's names beside the standard's
+from ._numpy import install as _install_numpy_methods  # noqa: E402
 
 _install_operators()
+_install_numpy_methods(Array)

@@ -1,5 +1,5 @@
 """The ``linalg`` extension namespace (standard section "Linear Algebra Extension")."""
 from ._ops.linalg_ext import (  # noqa: F401
-    cholesky, cross, det, diagonal, eigh, eigvalsh, inv, matmul, matrix_norm, matrix_power, matrix_rank,
+    cholesky, cross, det, diagonal, eig, eigh, eigvals, eigvalsh, inv, matmul, matrix_norm, matrix_power, matrix_rank,
     matrix_transpose, norm, outer, pinv, qr, slogdet, solve, svd, svdvals, tensordot, trace, vecdot, vector_norm,
 )

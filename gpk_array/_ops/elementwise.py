@@ -128,7 +128,7 @@ conj = _unary("conj", "conjugate")
 cos = _unary("cos")
 cosh = _unary("cosh")
 exp = _unary("exp")
-expm1 = _unary("expm1")
+_expm1 = _unary("expm1")
 floor = _unary("floor")
 isfinite = _unary("isfinite")
 isinf = _unary("isinf")
@@ -163,7 +163,7 @@ bitwise_xor = _binary("bitwise_xor")
 copysign = _binary("copysign")
 divide = _binary("divide", "true_divide")
 equal = _binary("equal")
-floor_divide = _binary("floor_divide")
+_floor_divide = _binary("floor_divide")
 greater = _binary("greater")
 greater_equal = _binary("greater_equal")
 hypot = _binary("hypot")
@@ -258,3 +258,49 @@ def _dt_iinfo(dt):
 
 def _clamp_int_bound(v, info):
     return info.min if v < info.min else info.max if v > info.max else v
+
+
+def expm1(x, /, *, out=None):
+    """exp(x) - 1, accurate near zero (standard: elementwise_functions.expm1), with the standard's special
+    cases for complex input."""
+    x = as_array(x)
+    if _dt.kind(x.dtype) != "c":
+        return _expm1(x, out=out)
+    xp = x._device.xp
+    z = x._data
+    re, im = z.real, z.imag
+    with np.errstate(invalid="ignore", over="ignore"):
+        h = xp.sin(im * 0.5)
+        r = xp.expm1(re) * xp.cos(im) - 2 * h * h
+        i = xp.where(im == 0, im, xp.exp(re) * xp.sin(im))
+    nonfinite_im = ~xp.isfinite(im)
+    neg = (re == -np.inf) & nonfinite_im
+    pos = (re == np.inf) & nonfinite_im
+    r = xp.where(neg, -1.0, xp.where(pos, np.inf, r))
+    i = xp.where(neg, 0.0, xp.where(pos, np.nan, i))
+    res = xp.empty(z.shape, dtype=z.dtype)
+    res.real = r
+    res.imag = i
+    return _finish(res, x._device, out)
+
+
+def floor_divide(x1, x2, /, *, out=None):
+    """floor(x1 / x2) (standard: elementwise_functions.floor_divide), with the standard's results for
+    infinite operands (NumPy gives NaN for inf // finite)."""
+    a, b, dev = binary_operands(x1, x2)
+    xp = dev.xp
+    r = xp.floor_divide(a, b)
+    if _dt.kind(r.dtype) == "f":
+        inf_a = xp.isinf(a)
+        inf_b = xp.isinf(b)
+        if xp is not np or inf_a.any() or inf_b.any():  # no host sync on the GPU
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r = xp.where(inf_a | inf_b, xp.floor(xp.true_divide(a, b)), r)
+    return _finish(r, dev, out)
+
+
+def _finish(r, dev, out):
+    if out is None:
+        return new(r, dev)
+    _out_data(out, dev)[...] = r
+    return out

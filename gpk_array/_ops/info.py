@@ -1,5 +1,6 @@
 """Inspection API (standard section "Inspection"): ``__array_namespace_info__``."""
 from .. import _dtypes as _dt
+from .. import _version
 from .._device import all_devices, as_device, default_device
 
 _KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
@@ -24,7 +25,8 @@ class Info:
                 "indexing": _dt.I64}
 
     def devices(self):
-        return all_devices()
+        devs = all_devices()
+        return tuple(devs) if _version.get() >= "2025.12" else devs
 
     def dtypes(self, *, device=None, kind=None):
         if device is not None:

@@ -8,6 +8,7 @@ from .linalg_basic import matmul, matrix_transpose, tensordot, vecdot
 from .statistical import _sum_dtype
 from ._common import CPU, as_array, new, normalize_axes, oom_guard
 
+EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("QRResult", ["Q", "R"])
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -73,6 +74,37 @@ def diagonal(x, /, *, offset=0):
     if x.ndim < 2:
         raise ValueError(f"diagonal needs at least 2 dimensions, got {x.ndim}")
     return new(x._device.xp.diagonal(x._data, offset=offset, axis1=-2, axis2=-1), x._device)
+
+
+def _eig_backend(x):
+    """numpy.linalg or cupy.linalg when it has eig; else NumPy on a host copy (cuSOLVER has no general eig
+    before CuPy 14)."""
+    xp = x._device.xp
+    return xp if hasattr(xp.linalg, "eig") else None
+
+
+@oom_guard
+def eig(x, /):
+    """Eigenvalues and right eigenvectors of general square matrices, always complex (standard 2025.12:
+    linalg.eig)."""
+    x = _square(x, "eig")
+    data = _low(_float(x))
+    cdt = _dt.complex_of(data.dtype) if _dt.kind(data.dtype) == "f" else data.dtype
+    xp = _eig_backend(x)
+    if xp is None:
+        import numpy as np
+        w, v = np.linalg.eig(data.get())
+        dev_xp = x._device.xp
+        return EigResult(new(dev_xp.asarray(w.astype(cdt)), x._device), new(dev_xp.asarray(v.astype(cdt)),
+                                                                            x._device))
+    w, v = xp.linalg.eig(data)
+    return EigResult(new(w.astype(cdt), x._device), new(v.astype(cdt), x._device))
+
+
+@oom_guard
+def eigvals(x, /):
+    """Eigenvalues of general square matrices, complex (standard 2025.12: linalg.eigvals)."""
+    return eig(x).eigenvalues
 
 
 @oom_guard
@@ -312,6 +344,6 @@ def norm(x, ord=None, axis=None, keepdims=False):
     return vector_norm(x, axis=axes, keepdims=keepdims, ord=2 if ord is None else ord)
 
 
-__all__ = ["cholesky", "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
+__all__ = ["cholesky", "cross", "det", "diagonal", "eig", "eigvals", "eigh", "eigvalsh", "inv", "matmul", "matrix_norm",
            "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet", "solve", "svd",
            "svdvals", "tensordot", "trace", "vecdot", "vector_norm", "norm"]

@@ -9,28 +9,41 @@ import itertools
 import json
 import pathlib
 
+import numpy as np
 import regex
-
-# Letters and digits new in Unicode 17.0, which the `regex` module knows and the Oniguruma engine of
-# Hugging Face `tokenizers` (Unicode 16.0) does not: there they fall in the "other symbols" class.
-_UNICODE_17_LN = (
-    r"\u088F\u0C5C\u0CDC\uA7CE\uA7CF\uA7D2\uA7D4\uA7F1\U00010940-\U00010959\U00010EC5-\U00010EC7"
-    r"\U00011DB0-\U00011DDB\U00011DE0-\U00011DE9\U00016EA0-\U00016EB8\U00016EBB-\U00016ED3"
-    r"\U00016FF2-\U00016FF6\U000187F8-\U000187FF\U00018D09-\U00018D1E\U00018D80-\U00018DF2"
-    r"\U0001E6C0-\U0001E6DE\U0001E6E0-\U0001E6E2\U0001E6E4-\U0001E6E5\U0001E6E7-\U0001E6ED"
-    r"\U0001E6F0-\U0001E6F4\U0001E6FE-\U0001E6FF\U0002B73A-\U0002B73F\U0002CEA2-\U0002CEAD"
-    r"\U000323B0-\U00033479"
-)
-_LETTER = rf"[\p{{L}}--[{_UNICODE_17_LN}]]"
-_DIGIT = rf"[\p{{N}}--[{_UNICODE_17_LN}]]"
-_OTHER = rf"[[^\s\p{{L}}\p{{N}}][{_UNICODE_17_LN}]]"
 
 # GPT-2's pre-tokenizer: English contractions, letters, digits, other symbols (each optionally led by
 # one space), then whitespace runs, leaving the last space of a run to lead the following word.
-_PRETOKENIZE = regex.compile(
-    rf"'(?:[stmd]|re|ve|ll)| ?{_LETTER}+| ?{_DIGIT}+| ?{_OTHER}+|\s+(?!\S)|\s+",
+_GPT2_PATTERN = r"'(?:[stmd]|re|ve|ll)| ?{L}+| ?{N}+| ?{O}+|\s+(?!\S)|\s+"
+_PRETOKENIZE = regex.compile(_GPT2_PATTERN.format(L=r"\p{L}", N=r"\p{N}", O=r"[^\s\p{L}\p{N}]"))
+
+# Letters and digits new in Unicode 17.0: the `regex` module knows them, the Oniguruma engine of
+# Hugging Face `tokenizers` (Unicode 16.0) does not, so there they are "other symbols". Texts holding
+# any use the (twice slower) pattern below that treats them the same way.
+_UNICODE_17_LN = [
+    (0x088F, 0x088F), (0x0C5C, 0x0C5C), (0x0CDC, 0x0CDC), (0xA7CE, 0xA7CF), (0xA7D2, 0xA7D2),
+    (0xA7D4, 0xA7D4), (0xA7F1, 0xA7F1), (0x10940, 0x10959), (0x10EC5, 0x10EC7), (0x11DB0, 0x11DDB),
+    (0x11DE0, 0x11DE9), (0x16EA0, 0x16EB8), (0x16EBB, 0x16ED3), (0x16FF2, 0x16FF6), (0x187F8, 0x187FF),
+    (0x18D09, 0x18D1E), (0x18D80, 0x18DF2), (0x1E6C0, 0x1E6DE), (0x1E6E0, 0x1E6E2), (0x1E6E4, 0x1E6E5),
+    (0x1E6E7, 0x1E6ED), (0x1E6F0, 0x1E6F4), (0x1E6FE, 0x1E6FF), (0x2B73A, 0x2B73F), (0x2CEA2, 0x2CEAD),
+    (0x323B0, 0x33479),
+]
+_U17 = "".join(f"\\U{a:08X}-\\U{b:08X}" for a, b in _UNICODE_17_LN)
+_PRETOKENIZE_U16 = regex.compile(
+    _GPT2_PATTERN.format(L=rf"[\p{{L}}--[{_U17}]]", N=rf"[\p{{N}}--[{_U17}]]", O=rf"[[^\s\p{{L}}\p{{N}}][{_U17}]]"),
     regex.VERSION1,
 )
+_U17_BOUNDS = np.array([x for a, b in _UNICODE_17_LN for x in (a, b + 1)], dtype=np.uint32)
+
+
+def _pretokenize(text):
+    """Split text into pieces as GPT-2 (and Hugging Face ``tokenizers``) does."""
+    if not text.isascii():
+        code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        if (np.searchsorted(_U17_BOUNDS, code_points, side="right") & 1).any():
+            return _PRETOKENIZE_U16.findall(text)
+    return _PRETOKENIZE.findall(text)
+
 
 _CACHE_LIMIT = 1 << 17  # pieces kept in the per-tokenizer cache before it is emptied
 
@@ -221,7 +234,7 @@ class Tokenizer:
         return [s for s in symbols if s is not None]
 
     def _encode_ordinary(self, text):
-        return list(itertools.chain.from_iterable(map(self._cache.__getitem__, _PRETOKENIZE.findall(text))))
+        return list(itertools.chain.from_iterable(map(self._cache.__getitem__, _pretokenize(text))))
 
     def encode(self, text):
         """Token ids of ``text``; special tokens in the text become their ids."""

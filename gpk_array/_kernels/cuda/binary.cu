@@ -1,0 +1,204 @@
+// Binary elementwise kernels: out = op(a, b) with a, b of one dtype T; out is T or bool.
+//
+// For every (op, dtype) four extern "C" kernels:
+//   gpk_<op>_<dt>_vv  a, b, out contiguous, same length, 16-byte aligned: 128-bit loads/stores
+//   gpk_<op>_<dt>_vs  as vv with b a single element (a scalar broadcast)
+//   gpk_<op>_<dt>_sv  as vv with a a single element
+//   gpk_<op>_<dt>_nd  any shapes/strides (broadcast dims have stride 0), up to 8 dims
+// The vector kernels loop over tiles of blockDim.x * GPK_EW_UNROLL vectors (grid-stride); the
+// n % (16/sizeof(T)) tail elements go to the first threads of the grid.
+#include "gpk_common.cuh"
+#include "gpk_math.cuh"
+
+#ifndef GPK_EW_UNROLL
+#define GPK_EW_UNROLL 4
+#endif
+
+namespace gpk {
+
+struct OpAdd { template <class C> static __device__ __forceinline__ C f(C a, C b) { return wadd(a, b); } };
+struct OpSub { template <class C> static __device__ __forceinline__ C f(C a, C b) { return wsub(a, b); } };
+struct OpMul { template <class C> static __device__ __forceinline__ C f(C a, C b) { return wmul(a, b); } };
+struct OpDiv { template <class C> static __device__ __forceinline__ C f(C a, C b) { return a / b; } };
+struct OpPow { template <class C> static __device__ __forceinline__ C f(C a, C b) { return m_pow(a, b); } };
+// NaN-propagating like numpy.maximum / numpy.minimum (a NaN operand wins, the first one if both).
+struct OpMax {
+  template <class C> static __device__ __forceinline__ C f(C a, C b) {
+    return (a != a) ? a : ((b != b) ? b : (a > b ? a : b));
+  }
+};
+struct OpMin {
+  template <class C> static __device__ __forceinline__ C f(C a, C b) {
+    return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
+  }
+};
+struct OpEq { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a == b; } };
+struct OpNe { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a != b; } };
+struct OpLt { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a < b; } };
+struct OpLe { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a <= b; } };
+struct OpGt { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a > b; } };
+struct OpGe { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a >= b; } };
+struct OpAnd { template <class C> static __device__ __forceinline__ C f(C a, C b) { return (C)(a & b); } };
+struct OpOr { template <class C> static __device__ __forceinline__ C f(C a, C b) { return (C)(a | b); } };
+struct OpXor { template <class C> static __device__ __forceinline__ C f(C a, C b) { return (C)(a ^ b); } };
+
+template <class Op, class T, class O>
+__device__ __forceinline__ O apply2(typename Tr<T>::C x, typename Tr<T>::C y) {
+  return Tr<O>::from_c(Op::template f<typename Tr<T>::C>(x, y));
+}
+
+// MODE 0: a and b are arrays; 1: b is one element; 2: a is one element.
+template <class Op, class T, class O, int MODE>
+__device__ __forceinline__ void binary_contig(const T* __restrict__ a, const T* __restrict__ b,
+                                              O* __restrict__ out, i64 n) {
+  typedef typename Tr<T>::C C;
+  constexpr int N = 16 / (int)sizeof(T);
+  constexpr int U = GPK_EW_UNROLL;
+  const i64 nvec = n / N;
+  const i64 bd = blockDim.x;
+  const i64 tile = bd * U;
+  C sa = C(), sb = C();
+  if constexpr (MODE == 2) sa = Tr<T>::to_c(a[0]);
+  if constexpr (MODE == 1) sb = Tr<T>::to_c(b[0]);
+  for (i64 base = (i64)blockIdx.x * tile + threadIdx.x; base < nvec; base += (i64)gridDim.x * tile) {
+    T va[U][N];
+    T vb[U][N];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const i64 v = base + u * bd;
+      if (v < nvec) {
+        if constexpr (MODE != 2) vload(a + v * N, va[u]);
+        if constexpr (MODE != 1) vload(b + v * N, vb[u]);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const i64 v = base + u * bd;
+      if (v < nvec) {
+        O r[N];
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+          C x, y;
+          if constexpr (MODE == 2) x = sa; else x = Tr<T>::to_c(va[u][j]);
+          if constexpr (MODE == 1) y = sb; else y = Tr<T>::to_c(vb[u][j]);
+          r[j] = apply2<Op, T, O>(x, y);
+        }
+        vstore(out + v * N, r);
+      }
+    }
+  }
+  const i64 t = nvec * N + (i64)blockIdx.x * bd + threadIdx.x;
+  if (t < n) {
+    C x, y;
+    if constexpr (MODE == 2) x = sa; else x = Tr<T>::to_c(a[t]);
+    if constexpr (MODE == 1) y = sb; else y = Tr<T>::to_c(b[t]);
+    out[t] = apply2<Op, T, O>(x, y);
+  }
+}
+
+template <class Op, class T, class O>
+__device__ __forceinline__ void binary_nd(const T* __restrict__ a, const T* __restrict__ b,
+                                          O* __restrict__ out, const NdParams& p) {
+  const i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+  const i64 step = (i64)gridDim.x * blockDim.x;
+  if (p.n <= 0x7fffffffLL) {
+    for (i64 i = start; i < p.n; i += step) {
+      i64 off[3];
+      nd_offsets32<3>(p, (unsigned int)i, off);
+      out[off[0]] = apply2<Op, T, O>(Tr<T>::to_c(a[off[1]]), Tr<T>::to_c(b[off[2]]));
+    }
+  } else {
+    for (i64 i = start; i < p.n; i += step) {
+      i64 off[3];
+      nd_offsets64<3>(p, i, off);
+      out[off[0]] = apply2<Op, T, O>(Tr<T>::to_c(a[off[1]]), Tr<T>::to_c(b[off[2]]));
+    }
+  }
+}
+
+}  // namespace gpk
+
+#define GPK_BINARY(NAME, OP, T, O, DT)                                                             \
+  extern "C" __global__ void gpk_##NAME##_##DT##_vv(const T* __restrict__ a, const T* __restrict__ b, \
+                                                    O* __restrict__ out, long long n) {            \
+    gpk::binary_contig<gpk::OP, T, O, 0>(a, b, out, n);                                            \
+  }                                                                                                \
+  extern "C" __global__ void gpk_##NAME##_##DT##_vs(const T* __restrict__ a, const T* __restrict__ b, \
+                                                    O* __restrict__ out, long long n) {            \
+    gpk::binary_contig<gpk::OP, T, O, 1>(a, b, out, n);                                            \
+  }                                                                                                \
+  extern "C" __global__ void gpk_##NAME##_##DT##_sv(const T* __restrict__ a, const T* __restrict__ b, \
+                                                    O* __restrict__ out, long long n) {            \
+    gpk::binary_contig<gpk::OP, T, O, 2>(a, b, out, n);                                            \
+  }                                                                                                \
+  extern "C" __global__ void gpk_##NAME##_##DT##_nd(const T* __restrict__ a, const T* __restrict__ b, \
+                                                    O* __restrict__ out, gpk::NdParams p) {        \
+    gpk::binary_nd<gpk::OP, T, O>(a, b, out, p);                                                   \
+  }
+
+// Op groups; the Python side (elementwise.py) lists the same groups per dtype.
+#define GPK_BIN_ARITH(T, DT)                    \
+  GPK_BINARY(add, OpAdd, T, T, DT)              \
+  GPK_BINARY(subtract, OpSub, T, T, DT)         \
+  GPK_BINARY(multiply, OpMul, T, T, DT)
+#define GPK_BIN_MAXMIN(T, DT)                   \
+  GPK_BINARY(maximum, OpMax, T, T, DT)          \
+  GPK_BINARY(minimum, OpMin, T, T, DT)
+#define GPK_BIN_FLOAT(T, DT)                    \
+  GPK_BINARY(divide, OpDiv, T, T, DT)           \
+  GPK_BINARY(pow, OpPow, T, T, DT)
+#define GPK_BIN_CMP(T, DT)                      \
+  GPK_BINARY(equal, OpEq, T, bool, DT)          \
+  GPK_BINARY(not_equal, OpNe, T, bool, DT)      \
+  GPK_BINARY(less, OpLt, T, bool, DT)           \
+  GPK_BINARY(less_equal, OpLe, T, bool, DT)     \
+  GPK_BINARY(greater, OpGt, T, bool, DT)        \
+  GPK_BINARY(greater_equal, OpGe, T, bool, DT)
+#define GPK_BIN_BITS(T, DT)                     \
+  GPK_BINARY(bitwise_and, OpAnd, T, T, DT)      \
+  GPK_BINARY(bitwise_or, OpOr, T, T, DT)        \
+  GPK_BINARY(bitwise_xor, OpXor, T, T, DT)
+
+#define GPK_BIN_FLOATS(T, DT) GPK_BIN_ARITH(T, DT) GPK_BIN_MAXMIN(T, DT) GPK_BIN_FLOAT(T, DT) GPK_BIN_CMP(T, DT)
+#define GPK_BIN_INTS(T, DT) GPK_BIN_ARITH(T, DT) GPK_BIN_MAXMIN(T, DT) GPK_BIN_CMP(T, DT) GPK_BIN_BITS(T, DT)
+#define GPK_BIN_BOOLS(T, DT) GPK_BIN_MAXMIN(T, DT) GPK_BIN_CMP(T, DT) GPK_BIN_BITS(T, DT)
+
+#if !defined(GPK_SELECT) || defined(GPK_DT_f16)
+GPK_BIN_FLOATS(__half, f16)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_bf16)
+GPK_BIN_FLOATS(__nv_bfloat16, bf16)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_f32)
+GPK_BIN_FLOATS(float, f32)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_f64)
+GPK_BIN_FLOATS(double, f64)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_i8)
+GPK_BIN_INTS(signed char, i8)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_i16)
+GPK_BIN_INTS(short, i16)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_i32)
+GPK_BIN_INTS(int, i32)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_i64)
+GPK_BIN_INTS(long long, i64)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_u8)
+GPK_BIN_INTS(unsigned char, u8)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_u16)
+GPK_BIN_INTS(unsigned short, u16)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_u32)
+GPK_BIN_INTS(unsigned int, u32)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_u64)
+GPK_BIN_INTS(unsigned long long, u64)
+#endif
+#if !defined(GPK_SELECT) || defined(GPK_DT_b)
+GPK_BIN_BOOLS(bool, b)
+#endif

@@ -1,0 +1,2 @@
+"""Fused neural-network ops (linear + bias + activation, layer norm, softmax, attention) on both devices."""
+__all__ = []

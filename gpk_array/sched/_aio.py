@@ -1,0 +1,144 @@
+"""asyncio support: per-task CuPy state, and waiting for CUDA events without blocking the loop.
+
+Why a task factory: CuPy's current stream and allocator are per *thread*, but several asyncio tasks on one thread
+can each be inside a different ``async with ctx:``. The scheduler's own "current context" is a ContextVar, which
+asyncio already keeps per task; the factory wraps each new task's coroutine so that every step first applies the
+task's context to the thread (stream, allocator, device) and afterwards puts back what was there. Kernels launched
+by a task therefore always land on its context's stream, whatever else ran in between. ``async with ctx:``
+installs the factory on the running loop on first use (tasks created before that, such as the main task of
+``asyncio.run``, are not wrapped; they still get their context applied on entry and after each scheduler await).
+"""
+
+import asyncio
+import collections.abc
+import time
+import weakref
+
+from . import _cuda
+
+__all__ = ["install_task_factory", "await_event", "current_ctx_getter"]
+
+# set by _core at import: a zero-argument function returning the current Context or None
+current_ctx_getter = None
+
+
+class _GuardedCoroutine(collections.abc.Coroutine):
+    """Wraps a coroutine; each step runs with the task's scheduler context applied to the thread's CuPy state."""
+
+    __slots__ = ("_coro", "__weakref__")
+
+    def __init__(self, coro):
+        self._coro = coro
+
+    def _step(self, method, *args):
+        prev = _cuda.active_context()
+        _cuda.activate(current_ctx_getter())
+        try:
+            return method(*args)
+        finally:
+            _cuda.activate(prev)
+
+    def send(self, value):
+        return self._step(self._coro.send, value)
+
+    def throw(self, *args):
+        return self._step(self._coro.throw, *args)
+
+    def close(self):
+        return self._coro.close()
+
+    def __await__(self):
+        return self._coro.__await__()
+
+    # introspection used by asyncio's repr and debugging helpers
+    @property
+    def cr_frame(self):
+        return getattr(self._coro, "cr_frame", None)
+
+    @property
+    def cr_running(self):
+        return getattr(self._coro, "cr_running", False)
+
+    @property
+    def cr_await(self):
+        return getattr(self._coro, "cr_await", None)
+
+    @property
+    def cr_code(self):
+        return getattr(self._coro, "cr_code", None)
+
+    @property
+    def __name__(self):
+        return getattr(self._coro, "__name__", type(self._coro).__name__)
+
+    def __repr__(self):
+        return f"<sched-guarded {self._coro!r}>"
+
+
+_installed_loops = weakref.WeakSet()
+
+
+def install_task_factory(loop=None):
+    """Make tasks created on ``loop`` (default: the running loop) follow their scheduler context. Idempotent."""
+    if loop is None:
+        loop = asyncio.get_running_loop()
+    try:
+        if loop in _installed_loops:
+            return
+    except TypeError:  # loop type without weak references: do not install
+        return
+    previous = loop.get_task_factory()
+
+    def factory(lp, coro, **kwargs):
+        if asyncio.iscoroutine(coro) and not isinstance(coro, _GuardedCoroutine):
+            coro = _GuardedCoroutine(coro)
+        if previous is not None:
+            return previous(lp, coro, **kwargs)
+        return asyncio.Task(coro, loop=lp, **kwargs)
+
+    loop.set_task_factory(factory)
+    _installed_loops.add(loop)
+
+
+# --- awaiting CUDA events ----------------------------------------------------------------------------------------
+#
+# An event is polled with cudaEventQuery (``event.done``), never waited on with a blocking call. The first polls
+# come back through ``call_soon`` (other ready tasks run in between) for up to ``spin_s``: the selector of the
+# default loop rounds a timed wait up to a whole millisecond, so short waits would otherwise always cost 1 ms.
+# After that, ``call_later`` with a delay doubling from 20 us up to 1 ms. No thread is used.
+
+SPIN_S = 200e-6
+FIRST_DELAY_S = 20e-6
+MAX_DELAY_S = 1e-3
+
+
+async def await_event(event, alive=None):
+    """Wait until the CUDA ``event`` has completed. ``alive()`` (optional) raises if the owner went away."""
+    if event.done:
+        return
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+    start = time.monotonic()
+    delay = FIRST_DELAY_S
+
+    def poll():
+        nonlocal delay
+        if fut.done():  # cancelled
+            return
+        try:
+            if alive is not None:
+                alive()
+            if event.done:
+                fut.set_result(None)
+                return
+        except BaseException as e:  # noqa: BLE001 (propagate anything to the awaiting task)
+            fut.set_exception(e)
+            return
+        if time.monotonic() - start < SPIN_S:
+            loop.call_soon(poll)
+        else:
+            loop.call_later(delay, poll)
+            delay = min(delay * 2.0, MAX_DELAY_S)
+
+    loop.call_soon(poll)
+    await fut

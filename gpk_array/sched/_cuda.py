@@ -1,0 +1,144 @@
+"""CuPy glue: lazy import, stream priorities, and switching a thread's CuPy state to a context.
+
+Nothing here touches the device at import time; CuPy itself is imported on first use, so CPU-only programs never
+pay for it.
+"""
+
+import threading
+
+__all__ = [
+    "cupy",
+    "priority_range",
+    "activate",
+    "active_context",
+    "device_free_bytes",
+    "device_count",
+]
+
+_cupy = None
+_priority_cache = {}
+_priority_lock = threading.Lock()
+
+
+def cupy():
+    """The ``cupy`` module, imported on first call (always import the package before its submodules)."""
+    global _cupy
+    if _cupy is None:
+        import cupy as cp  # noqa: PLC0415
+
+        _cupy = cp
+    return _cupy
+
+
+def device_count():
+    try:
+        return int(cupy().cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+def priority_range(device_id):
+    """``(least, greatest)`` stream priorities of a device (numerically, greatest < least; e.g. (0, -5)).
+
+    CuPy's runtime module does not wrap cudaDeviceGetStreamPriorityRange in every release; when it is missing,
+    the range is probed: CUDA clamps a requested priority into the device's range, so a stream created with a
+    very large and a very small priority reports the two ends.
+    """
+    with _priority_lock:
+        cached = _priority_cache.get(device_id)
+        if cached is not None:
+            return cached
+        cp = cupy()
+        prev = cp.cuda.runtime.getDevice()
+        cp.cuda.runtime.setDevice(device_id)
+        try:
+            query = getattr(cp.cuda.runtime, "deviceGetStreamPriorityRange", None)
+            if query is not None:
+                least, greatest = query()
+            else:
+                low = cp.cuda.Stream(non_blocking=True, priority=1000)
+                high = cp.cuda.Stream(non_blocking=True, priority=-1000)
+                least, greatest = int(low.priority), int(high.priority)
+                del low, high
+        finally:
+            cp.cuda.runtime.setDevice(prev)
+        _priority_cache[device_id] = (int(least), int(greatest))
+        return _priority_cache[device_id]
+
+
+def device_free_bytes(device_id):
+    """Free bytes on a device, as the driver reports them (cudaMemGetInfo)."""
+    cp = cupy()
+    rt = cp.cuda.runtime
+    prev = rt.getDevice()
+    if prev == device_id:
+        return int(rt.memGetInfo()[0])
+    rt.setDevice(device_id)
+    try:
+        return int(rt.memGetInfo()[0])
+    finally:
+        rt.setDevice(prev)
+
+
+# --- per-thread CuPy state -------------------------------------------------------------------------------------
+#
+# A thread's CuPy state (current device, current stream of that device, thread-local allocator) follows the
+# scheduler context that is current in the running thread or asyncio task. ``activate(ctx)`` switches it; the
+# previous state is saved when going from "no context" to a context and restored on the way back, with CuPy's
+# own context-manager protocol (stream push/pop, ``using_allocator``) so that user code nesting
+# ``with cupy.cuda.Stream():`` inside a scheduler context returns to the context's stream afterwards.
+
+_tls = threading.local()
+
+
+def active_context():
+    """The CUDA context whose CuPy state is applied on this thread, or None."""
+    st = getattr(_tls, "active", None)
+    return None if st is None else st[0]
+
+
+def _undo(steps):
+    err = None
+    for step in reversed(steps):
+        try:
+            step()
+        except Exception as e:  # keep unwinding; report the first failure
+            if err is None:
+                err = e
+    if err is not None:
+        raise err
+
+
+def activate(ctx):
+    """Make ``ctx`` (a CUDA context or None) the one whose stream and pool this thread's CuPy calls use."""
+    st = getattr(_tls, "active", None)
+    if ctx is not None and not ctx._cuda:
+        ctx = None
+    if st is None:
+        if ctx is None:
+            return
+    elif st[0] is ctx:
+        return
+    if st is not None:
+        _tls.active = None
+        _undo(st[1])
+    if ctx is None:
+        return
+    cp = cupy()
+    rt = cp.cuda.runtime
+    steps = []
+    try:
+        prev_dev = rt.getDevice()
+        if prev_dev != ctx.device_id:
+            rt.setDevice(ctx.device_id)
+            steps.append(lambda d=prev_dev: rt.setDevice(d))
+        stream = ctx.stream
+        stream.__enter__()
+        steps.append(lambda s=stream: s.__exit__(None, None, None))
+        cm = cp.cuda.using_allocator(ctx._malloc)
+        cm.__enter__()
+        steps.append(lambda c=cm: c.__exit__(None, None, None))
+    except BaseException:
+        _undo(steps)
+        raise
+    _tls.active = (ctx, steps)
