@@ -271,7 +271,7 @@ def expm1(x, /, *, out=None):
     re, im = z.real, z.imag
     with np.errstate(invalid="ignore", over="ignore"):
         h = xp.sin(im * 0.5)
-        r = xp.expm1(re) * xp.cos(im) - 2 * h * h
+        r = xp.expm1(re) * xp.cos(im) - 2 * h * h + 0.0  # + 0.0: expm1(-0 + 0j) is +0 + 0j
         i = xp.where(im == 0, im, xp.exp(re) * xp.sin(im))
     nonfinite_im = ~xp.isfinite(im)
     neg = (re == -np.inf) & nonfinite_im

@@ -33,14 +33,16 @@ _PRETOKENIZE_U16 = regex.compile(
     _GPT2_PATTERN.format(L=rf"[\p{{L}}--[{_U17}]]", N=rf"[\p{{N}}--[{_U17}]]", O=rf"[[^\s\p{{L}}\p{{N}}][{_U17}]]"),
     regex.VERSION1,
 )
-_U17_BOUNDS = np.array([x for a, b in _UNICODE_17_LN for x in (a, b + 1)], dtype=np.uint32)
+_IS_U17 = np.zeros(_UNICODE_17_LN[-1][1] + 2, dtype=bool)  # code point -> new in 17.0; last entry False
+for _first, _last in _UNICODE_17_LN:
+    _IS_U17[_first:_last + 1] = True
 
 
 def _pretokenize(text):
     """Split text into pieces as GPT-2 (and Hugging Face ``tokenizers``) does."""
     if not text.isascii():
         code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        if (np.searchsorted(_U17_BOUNDS, code_points, side="right") & 1).any():
+        if np.take(_IS_U17, code_points, mode="clip").any():
             return _PRETOKENIZE_U16.findall(text)
     return _PRETOKENIZE.findall(text)
 

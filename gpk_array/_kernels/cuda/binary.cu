@@ -14,33 +14,41 @@
 #define GPK_EW_UNROLL 4
 #endif
 
+#ifndef GPK_EW_MATH_UNROLL
+#define GPK_EW_MATH_UNROLL 2
+#endif
+
 namespace gpk {
 
-struct OpAdd { template <class C> static __device__ __forceinline__ C f(C a, C b) { return wadd(a, b); } };
-struct OpSub { template <class C> static __device__ __forceinline__ C f(C a, C b) { return wsub(a, b); } };
-struct OpMul { template <class C> static __device__ __forceinline__ C f(C a, C b) { return wmul(a, b); } };
-struct OpDiv { template <class C> static __device__ __forceinline__ C f(C a, C b) { return a / b; } };
-struct OpPow { template <class C> static __device__ __forceinline__ C f(C a, C b) { return m_pow(a, b); } };
+// Vectors per thread and loop iteration: fewer for pow, whose body is long.
+struct Cheap { static constexpr int kUnroll = GPK_EW_UNROLL; };
+struct Math { static constexpr int kUnroll = GPK_EW_MATH_UNROLL; };
+
+struct OpAdd : Cheap { template <class C> static __device__ __forceinline__ C f(C a, C b) { return wadd(a, b); } };
+struct OpSub : Cheap { template <class C> static __device__ __forceinline__ C f(C a, C b) { return wsub(a, b); } };
+struct OpMul : Cheap { template <class C> static __device__ __forceinline__ C f(C a, C b) { return wmul(a, b); } };
+struct OpDiv : Cheap { template <class C> static __device__ __forceinline__ C f(C a, C b) { return a / b; } };
+struct OpPow : Math { template <class C> static __device__ __forceinline__ C f(C a, C b) { return m_pow(a, b); } };
 // NaN-propagating like numpy.maximum / numpy.minimum (a NaN operand wins, the first one if both).
-struct OpMax {
+struct OpMax : Cheap {
   template <class C> static __device__ __forceinline__ C f(C a, C b) {
     return (a != a) ? a : ((b != b) ? b : (a > b ? a : b));
   }
 };
-struct OpMin {
+struct OpMin : Cheap {
   template <class C> static __device__ __forceinline__ C f(C a, C b) {
     return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
   }
 };
-struct OpEq { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a == b; } };
-struct OpNe { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a != b; } };
-struct OpLt { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a < b; } };
-struct OpLe { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a <= b; } };
-struct OpGt { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a > b; } };
-struct OpGe { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a >= b; } };
-struct OpAnd { template <class C> static __device__ __forceinline__ C f(C a, C b) { return (C)(a & b); } };
-struct OpOr { template <class C> static __device__ __forceinline__ C f(C a, C b) { return (C)(a | b); } };
-struct OpXor { template <class C> static __device__ __forceinline__ C f(C a, C b) { return (C)(a ^ b); } };
+struct OpEq : Cheap { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a == b; } };
+struct OpNe : Cheap { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a != b; } };
+struct OpLt : Cheap { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a < b; } };
+struct OpLe : Cheap { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a <= b; } };
+struct OpGt : Cheap { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a > b; } };
+struct OpGe : Cheap { template <class C> static __device__ __forceinline__ bool f(C a, C b) { return a >= b; } };
+struct OpAnd : Cheap { template <class C> static __device__ __forceinline__ C f(C a, C b) { return (C)(a & b); } };
+struct OpOr : Cheap { template <class C> static __device__ __forceinline__ C f(C a, C b) { return (C)(a | b); } };
+struct OpXor : Cheap { template <class C> static __device__ __forceinline__ C f(C a, C b) { return (C)(a ^ b); } };
 
 template <class Op, class T, class O>
 __device__ __forceinline__ O apply2(typename Tr<T>::C x, typename Tr<T>::C y) {
@@ -53,7 +61,7 @@ __device__ __forceinline__ void binary_contig(const T* __restrict__ a, const T* 
                                               O* __restrict__ out, i64 n) {
   typedef typename Tr<T>::C C;
   constexpr int N = 16 / (int)sizeof(T);
-  constexpr int U = GPK_EW_UNROLL;
+  constexpr int U = Op::kUnroll;
   const i64 nvec = n / N;
   const i64 bd = blockDim.x;
   const i64 tile = bd * U;
@@ -159,9 +167,29 @@ __device__ __forceinline__ void binary_nd(const T* __restrict__ a, const T* __re
   GPK_BINARY(bitwise_or, OpOr, T, T, DT)        \
   GPK_BINARY(bitwise_xor, OpXor, T, T, DT)
 
-#define GPK_BIN_FLOATS(T, DT) GPK_BIN_ARITH(T, DT) GPK_BIN_MAXMIN(T, DT) GPK_BIN_FLOAT(T, DT) GPK_BIN_CMP(T, DT)
-#define GPK_BIN_INTS(T, DT) GPK_BIN_ARITH(T, DT) GPK_BIN_MAXMIN(T, DT) GPK_BIN_CMP(T, DT) GPK_BIN_BITS(T, DT)
-#define GPK_BIN_BOOLS(T, DT) GPK_BIN_MAXMIN(T, DT) GPK_BIN_CMP(T, DT) GPK_BIN_BITS(T, DT)
+// A module built with -DGPK_GROUP_arith holds only the arithmetic groups, -DGPK_GROUP_cmp only
+// comparisons and bitwise ops; with neither, both.
+#if !defined(GPK_GROUP_cmp) || defined(GPK_GROUP_arith)
+#define GPK_BIN_FLOATS_A(T, DT) GPK_BIN_ARITH(T, DT) GPK_BIN_MAXMIN(T, DT) GPK_BIN_FLOAT(T, DT)
+#define GPK_BIN_INTS_A(T, DT) GPK_BIN_ARITH(T, DT) GPK_BIN_MAXMIN(T, DT)
+#define GPK_BIN_BOOLS_A(T, DT) GPK_BIN_MAXMIN(T, DT)
+#else
+#define GPK_BIN_FLOATS_A(T, DT)
+#define GPK_BIN_INTS_A(T, DT)
+#define GPK_BIN_BOOLS_A(T, DT)
+#endif
+#if !defined(GPK_GROUP_arith) || defined(GPK_GROUP_cmp)
+#define GPK_BIN_FLOATS_C(T, DT) GPK_BIN_CMP(T, DT)
+#define GPK_BIN_INTS_C(T, DT) GPK_BIN_CMP(T, DT) GPK_BIN_BITS(T, DT)
+#define GPK_BIN_BOOLS_C(T, DT) GPK_BIN_CMP(T, DT) GPK_BIN_BITS(T, DT)
+#else
+#define GPK_BIN_FLOATS_C(T, DT)
+#define GPK_BIN_INTS_C(T, DT)
+#define GPK_BIN_BOOLS_C(T, DT)
+#endif
+#define GPK_BIN_FLOATS(T, DT) GPK_BIN_FLOATS_A(T, DT) GPK_BIN_FLOATS_C(T, DT)
+#define GPK_BIN_INTS(T, DT) GPK_BIN_INTS_A(T, DT) GPK_BIN_INTS_C(T, DT)
+#define GPK_BIN_BOOLS(T, DT) GPK_BIN_BOOLS_A(T, DT) GPK_BIN_BOOLS_C(T, DT)
 
 #if !defined(GPK_SELECT) || defined(GPK_DT_f16)
 GPK_BIN_FLOATS(__half, f16)

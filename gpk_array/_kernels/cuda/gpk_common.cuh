@@ -69,6 +69,9 @@ template <> struct Tr<__nv_bfloat16> {
   static __device__ __forceinline__ float highest() { return __int_as_float(0x7f800000); }
 };
 
+template <class T> struct IsBool { static constexpr bool value = false; };
+template <> struct IsBool<bool> { static constexpr bool value = true; };
+
 // Wrap-around integer arithmetic (for floats: plain arithmetic).
 template <class C> __device__ __forceinline__ C wadd(C a, C b) {
   if constexpr (Tr<C>::is_float) { return a + b; }
@@ -101,14 +104,14 @@ template <class T, int N>
 __device__ __forceinline__ void vload(const T* __restrict__ p, T (&v)[N]) {
   typedef typename RawWord<sizeof(T) * N>::type R;
   R r = *reinterpret_cast<const R*>(p);
-  __builtin_memcpy(&v[0], &r, sizeof(R));
+  memcpy(&v[0], &r, sizeof(R));
 }
 
 template <class T, int N>
 __device__ __forceinline__ void vstore(T* __restrict__ p, const T (&v)[N]) {
   typedef typename RawWord<sizeof(T) * N>::type R;
   R r;
-  __builtin_memcpy(&r, &v[0], sizeof(R));
+  memcpy(&r, &v[0], sizeof(R));
   *reinterpret_cast<R*>(p) = r;
 }
 
@@ -119,11 +122,11 @@ __device__ __forceinline__ A shfl_down_any(const A& v, int delta) {
   unsigned int w[NW];
 #pragma unroll
   for (int i = 0; i < NW; ++i) w[i] = 0u;
-  __builtin_memcpy(&w[0], &v, sizeof(A));
+  memcpy(&w[0], &v, sizeof(A));
 #pragma unroll
   for (int i = 0; i < NW; ++i) w[i] = __shfl_down_sync(0xffffffffu, w[i], delta);
   A r;
-  __builtin_memcpy(&r, &w[0], sizeof(A));
+  memcpy(&r, &w[0], sizeof(A));
   return r;
 }
 

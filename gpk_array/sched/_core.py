@@ -1,0 +1,1419 @@
+"""Scheduler, partitions and contexts.
+
+Memory model (one ledger per device, all numbers in bytes):
+
+* ``held(c)``: what a context occupies on the device: on CUDA the bytes its pool holds (in use + cached), on the
+  CPU device the NumPy buffers charged to it through the allocation hook.
+* A guaranteed context (and a partition) *reserves* its budget: ``headroom`` is the part of all reservations not
+  held yet, and nobody else may eat into it.
+* ``free``: CUDA: ``cudaMemGetInfo`` free bytes minus admitted requests whose cudaMalloc is still running, capped
+  by ``total_vram_budget - sum(held)`` when a total is configured; CPU: ``total - sum(held)`` where the total is
+  the configured ``total_vram_budget`` or the physical memory available at ``initialize``.
+* ``avail = free - headroom``: what can be handed out without breaking a reservation.
+
+Admission (at creation, deterministic for given numbers): guaranteed contexts and partitions iff their reservation
+``<= avail``; burstable iff the sum of burstable budgets ``<= overcommit * (avail + held by burstable)``;
+best-effort always. Contexts in a partition iff the budgets in the partition sum within its memory.
+
+Requests: every request must fit the context's own budget (``OutOfMemoryError`` otherwise, after evicting the
+context's registered caches). Burstable and best-effort requests must also fit ``avail``; before refusing, the
+scheduler frees cached pool blocks (own, then lower tiers) and evicts registered caches (own and lower tiers, least
+recently used first). Best-effort requests then wait (bounded by ``wait_timeout``) for memory to come free.
+"""
+
+import asyncio
+import collections
+import contextlib
+import contextvars
+import os
+import re
+import threading
+import time
+import weakref
+
+import numpy as np
+
+from . import _aio, _cuda
+from ._pacing import TokenBucket
+from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
+
+__all__ = [
+    "QOS_TIERS",
+    "Scheduler",
+    "Partition",
+    "Context",
+    "initialize",
+    "shutdown",
+    "get_scheduler",
+    "create_context",
+    "get_context",
+    "destroy_context",
+    "list_contexts",
+    "current_context",
+    "create_partition",
+    "get_partition",
+    "destroy_partition",
+    "list_partitions",
+    "stats",
+    "context_session",
+    "parse_bytes",
+]
+
+QOS_TIERS = ("guaranteed", "burstable", "best_effort")
+_RANK = {"guaranteed": 0, "burstable": 1, "best_effort": 2}
+_DEFAULT_CONTENTION = {"burstable": 0.5, "best_effort": 0.25}
+
+_monotonic = time.monotonic
+
+# The current context of this thread / asyncio task: None or (ctx, parent_entry).
+_current = contextvars.ContextVar("gpk_array_sched_current", default=None)
+
+# One lock for all ledgers; memory waiters sleep on the condition.
+_lock = threading.RLock()
+_cond = threading.Condition(_lock)
+
+_schedulers = {}  # device key -> Scheduler
+_default = None  # the Scheduler that create_context uses when neither device nor partition says otherwise
+_contexts = {}  # name -> live Context
+_partitions = {}  # name -> live Partition
+_graveyard = []  # pools of destroyed CUDA contexts with blocks still in use by live arrays
+_charged = {}  # id(numpy owner) -> _Charge, for NumPy buffers charged to a CPU context
+_hook_state = {"installed": False, "previous": None}
+
+
+def current_context():
+    """The context entered in this thread / task, or None."""
+    entry = _current.get()
+    return None if entry is None else entry[0]
+
+
+_aio.current_ctx_getter = current_context
+
+
+def _oom(msg):
+    return out_of_memory_error()(msg)
+
+
+# --- small parsers -----------------------------------------------------------------------------------------------
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 10**3, "kb": 10**3, "kib": 2**10,
+    "m": 10**6, "mb": 10**6, "mib": 2**20,
+    "g": 10**9, "gb": 10**9, "gib": 2**30,
+    "t": 10**12, "tb": 10**12, "tib": 2**40,
+}
+
+
+def parse_bytes(value, what="size"):
+    """Bytes from an int, a float, or a string such as ``"512MiB"``, ``"1.5 GB"``."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be a number of bytes, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        n = int(value)
+    elif isinstance(value, (float, np.floating)):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{what} must be finite, got {value!r}")
+        n = int(value)
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value)
+        if m is None or m.group(2).lower() not in _UNITS:
+            raise ValueError(f"cannot parse {what} {value!r} (examples: 1048576, '512MiB', '2GB')")
+        n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    else:
+        raise TypeError(f"{what} must be a number of bytes or a string like '512MiB', got {type(value).__name__}")
+    if n < 0:
+        raise ValueError(f"{what} must be >= 0, got {n}")
+    return n
+
+
+def _parse_device(device):
+    """``("cpu", None)`` or ``("cuda", index)`` from 0, "cpu", "cuda", "cuda:1", a gpk_array or CuPy device."""
+    if isinstance(device, bool):
+        raise TypeError(f"not a device: {device!r}")
+    if isinstance(device, (int, np.integer)):
+        if device < 0:
+            raise ValueError(f"device index must be >= 0, got {device}")
+        return ("cuda", int(device))
+    dev_id = getattr(device, "id", None)
+    if isinstance(dev_id, int) and not isinstance(device, str) and "cupy" in type(device).__module__:
+        return ("cuda", dev_id)
+    text = str(device).strip().lower()
+    m = re.search(r"(cpu|cuda)(?::(\d+))?", text)
+    if m is None:
+        raise ValueError(f"unknown device {device!r}: use 'cpu', 'cuda', 'cuda:N' or an index")
+    if m.group(1) == "cpu":
+        return ("cpu", None)
+    return ("cuda", int(m.group(2) or 0))
+
+
+def _device_key(parsed):
+    return "cpu" if parsed[0] == "cpu" else f"cuda:{parsed[1]}"
+
+
+def _physical_available():
+    try:
+        import psutil  # noqa: PLC0415
+
+        return int(psutil.virtual_memory().available)
+    except Exception:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 8 * 2**30
+
+
+def _in_event_loop():
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _fmt(n):
+    n = int(n)
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n} B ({n / size:.2f} {unit})"
+    return f"{n} B"
+
+
+# --- scheduler (one per device) ---------------------------------------------------------------------------------
+
+
+class Scheduler:
+    """The ledger and policy of one device. Create it with :func:`initialize`."""
+
+    def __init__(
+        self,
+        device,
+        total_vram_budget=None,
+        *,
+        overcommit=1.5,
+        wait_timeout=10.0,
+        contention_share=None,
+        max_inflight=2,
+        burst_s=0.02,
+        activity_window_s=0.005,
+    ):
+        parsed = _parse_device(device)
+        self.kind, self.device_id = parsed
+        self.device = _device_key(parsed)
+        if overcommit < 1.0:
+            raise ValueError(f"overcommit must be >= 1.0, got {overcommit!r}")
+        if wait_timeout is not None and wait_timeout < 0:
+            raise ValueError(f"wait_timeout must be >= 0 or None, got {wait_timeout!r}")
+        if int(max_inflight) < 1:
+            raise ValueError(f"max_inflight must be >= 1, got {max_inflight!r}")
+        shares = dict(_DEFAULT_CONTENTION)
+        if contention_share is not None:
+            for tier, share in dict(contention_share).items():
+                if tier not in ("burstable", "best_effort"):
+                    raise ValueError(f"contention_share applies to 'burstable' and 'best_effort', not {tier!r}")
+                if not 0.0 < float(share) <= 1.0:
+                    raise ValueError(f"contention share must be in (0, 1], got {share!r} for {tier}")
+                shares[tier] = float(share)
+        self.overcommit = float(overcommit)
+        self.wait_timeout = wait_timeout
+        self.contention_share = shares
+        self.max_inflight = int(max_inflight)
+        self.burst_s = float(burst_s)
+        self.activity_window_s = float(activity_window_s)
+        self.total_vram_budget = None if total_vram_budget is None else parse_bytes(total_vram_budget,
+                                                                                   "total_vram_budget")
+        if self.kind == "cpu":
+            self.capacity = self.total_vram_budget if self.total_vram_budget is not None else _physical_available()
+        else:
+            n = _cuda.device_count()
+            if self.device_id >= n:
+                raise ValueError(f"no CUDA device {self.device_id} (this machine has {n})")
+            self.capacity = self.total_vram_budget
+        self.contexts = {}  # name -> Context on this device
+        self.partitions = {}  # name -> Partition on this device
+        self._in_flight = 0  # CUDA: admitted requests whose cudaMalloc has not returned yet
+
+    def __repr__(self):
+        return f"<gpk_array.sched.Scheduler {self.device} contexts={len(self.contexts)}>"
+
+    # ledger (call with _lock held) -------------------------------------------------------------------------
+
+    def _held(self, ctx):
+        return ctx._pool.total_bytes() if ctx._cuda else ctx._cpu_used
+
+    def _sum_held(self):
+        total = sum(self._held(c) for c in self.contexts.values())
+        if self.kind == "cuda":
+            total += sum(p.total_bytes() for p, dev in _graveyard if dev == self.device_id)
+        return total
+
+    def _headroom(self, exclude=None):
+        """Reserved but not yet held bytes; ``exclude`` (a context) does not count its own reservation."""
+        h = 0
+        for c in self.contexts.values():
+            if c.partition is None and c.qos == "guaranteed" and c is not exclude:
+                h += max(0, c.max_vram - self._held(c))
+        own_part = None if exclude is None else exclude.partition
+        for p in self.partitions.values():
+            if p is not own_part:
+                h += max(0, p.memory - sum(self._held(c) for c in p.contexts.values()))
+        return h
+
+    def _free(self, counted=0):
+        """Free bytes now; ``counted`` bytes of the current request are already in some pool's total."""
+        if self.kind == "cpu":
+            return self.capacity - self._sum_held()
+        free = _cuda.device_free_bytes(self.device_id) - self._in_flight
+        if self.capacity is not None:
+            free = min(free, self.capacity - (self._sum_held() - counted))
+        return free
+
+    def _refusal(self, ctx, nbytes, counted=0):
+        """None when ``nbytes`` more fit for ``ctx``; else (kind, message) with kind 'budget' or 'device'."""
+        if not ctx._cuda:
+            used = ctx._cpu_used
+            if used + nbytes > ctx.max_vram:
+                return ("budget", f"exceeds its budget: budget {_fmt(ctx.max_vram)}, in use {_fmt(used)}, "
+                                  f"request {_fmt(nbytes)}")
+        headroom = self._headroom(exclude=ctx)
+        free = self._free(counted)
+        avail = free - headroom
+        if nbytes <= avail:
+            return None
+        used = ctx._cpu_used if not ctx._cuda else ctx._pool.used_bytes()
+        return ("device", f"device {self.device} has {_fmt(max(avail, 0))} unreserved free "
+                          f"(free {_fmt(max(free, 0))}, reserved for guaranteed contexts/partitions "
+                          f"{_fmt(headroom)}); budget {_fmt(ctx.max_vram)}, in use {_fmt(used)}, "
+                          f"request {_fmt(nbytes)}")
+
+    # eviction ------------------------------------------------------------------------------------------------
+
+    def _victims(self, ctx, kind, tried):
+        """Next thing to evict for ``ctx`` (call with _lock held): ('pool', c) or ('cache', c, entry) or None."""
+        if kind == "budget":
+            if ctx._caches:
+                entry = min(ctx._caches.values(), key=lambda e: e.last_used)
+                return ("cache", ctx, entry)
+            return None
+        rank = _RANK[ctx.qos]
+        if self.kind == "cuda":
+            # Cached pool blocks: own first, then lower (and for the top tier, equal) tiers, outside partitions.
+            candidates = [ctx] + sorted(
+                (c for c in self.contexts.values()
+                 if c is not ctx and c.partition is None and _RANK[c.qos] >= max(rank, 1)
+                 and (_RANK[c.qos] > rank or ctx.qos == "guaranteed" or c.qos == "best_effort")),
+                key=lambda c: -_RANK[c.qos])
+            for c in candidates:
+                if id(c) not in tried:
+                    tried.add(id(c))
+                    return ("pool", c)
+        best = None
+        for c in self.contexts.values():
+            if c is ctx or (_RANK[c.qos] > rank and c.partition is None):
+                for entry in c._caches.values():
+                    if best is None or entry.last_used < best[2].last_used:
+                        best = ("cache", c, entry)
+        return best
+
+    def _evict(self, victim):
+        """Evict outside the lock; returns an estimate of the bytes released."""
+        if victim[0] == "pool":
+            c = victim[1]
+            before = c._pool.total_bytes()
+            c._pool.free_all_blocks()
+            released = before - c._pool.total_bytes()
+            if released > 0:
+                with c._lock:
+                    c._evictions += 1
+                    c._evicted_bytes += released
+            return released
+        _, c, entry = victim
+        with _lock:
+            if c._caches.get(entry.name) is not entry:
+                return 0  # gone meanwhile
+            del c._caches[entry.name]
+        before = self._held(c)
+        try:
+            entry.evict()
+        finally:
+            if c._cuda:
+                c._pool.free_all_blocks()
+            released = max(0, before - self._held(c))
+            with c._lock:
+                c._evictions += 1
+                c._evicted_bytes += released if released else entry.size()
+        return released
+
+    def _admit(self, ctx, nbytes, counted, commit):
+        """Admit a request, evicting, waiting (best-effort) or raising; ``commit()`` runs under the lock."""
+        tried = set()
+        deadline = None
+        waiting = False
+        try:
+            while True:
+                with _lock:
+                    ctx._check_alive()
+                    refusal = self._refusal(ctx, nbytes, counted)
+                    if refusal is None:
+                        commit()
+                        return
+                    victim = self._victims(ctx, refusal[0], tried)
+                if victim is not None:
+                    self._evict(victim)
+                    continue
+                if refusal[0] == "device" and ctx.qos == "best_effort":
+                    timeout = ctx.wait_timeout
+                    if timeout and not _in_event_loop():
+                        now = _monotonic()
+                        if deadline is None:
+                            deadline = now + timeout
+                            waiting = True
+                            with ctx._lock:
+                                ctx._queued += 1
+                        if now < deadline:
+                            with _lock:
+                                _cond.wait(min(deadline - now, 0.01))
+                            tried.clear()
+                            continue
+                        hint = f"; waited {timeout:g} s"
+                    elif timeout and _in_event_loop():
+                        hint = "; not waiting on the event-loop thread (use `await ctx.wait_for_memory(n)` first)"
+                    else:
+                        hint = ""
+                else:
+                    hint = ""
+                with ctx._lock:
+                    ctx._refusals += 1
+                raise _oom(f"context {ctx.name!r} ({ctx.qos}) cannot allocate {_fmt(nbytes)}: "
+                           f"{refusal[1]}{hint}")
+        finally:
+            if waiting:
+                with ctx._lock:
+                    ctx._queued -= 1
+
+    # contention ------------------------------------------------------------------------------------------------
+
+    def _higher_tier_busy(self, ctx):
+        rank = _RANK[ctx.qos]
+        now = _monotonic()
+        window = self.activity_window_s
+        for c in tuple(self.contexts.values()):
+            if _RANK[c.qos] < rank and not c._destroyed:
+                if now - c._last_activity < window:
+                    return True
+                ev = c._busy_event
+                if ev is not None and not ev.done:
+                    return True
+        return False
+
+    # admission -------------------------------------------------------------------------------------------------
+
+    def _admit_reservation(self, what, name, memory):
+        headroom = self._headroom()
+        free = self._free()
+        avail = free - headroom
+        if memory > avail:
+            raise AdmissionError(
+                f"cannot admit {what} {name!r} on {self.device}: its reservation {_fmt(memory)} exceeds the "
+                f"unreserved free memory {_fmt(max(avail, 0))} (free {_fmt(max(free, 0))}, already reserved for "
+                f"guaranteed contexts/partitions {_fmt(headroom)})")
+
+    def _admit_context(self, name, budget, qos, partition):
+        if partition is not None:
+            committed = sum(c.max_vram for c in partition.contexts.values())
+            if committed + budget > partition.memory:
+                raise AdmissionError(
+                    f"cannot admit context {name!r} in partition {partition.name!r}: budgets would sum to "
+                    f"{_fmt(committed + budget)} (existing {_fmt(committed)} + {_fmt(budget)}) over the "
+                    f"partition's memory {_fmt(partition.memory)}")
+            return
+        if qos == "guaranteed":
+            self._admit_reservation("guaranteed context", name, budget)
+        elif qos == "burstable":
+            headroom = self._headroom()
+            free = self._free()
+            bursts = [c for c in self.contexts.values() if c.partition is None and c.qos == "burstable"]
+            held_b = sum(self._held(c) for c in bursts)
+            committed = sum(c.max_vram for c in bursts)
+            base = free - headroom + held_b
+            limit = self.overcommit * max(base, 0)
+            if committed + budget > limit:
+                raise AdmissionError(
+                    f"cannot admit burstable context {name!r} on {self.device}: burstable budgets would sum to "
+                    f"{_fmt(committed + budget)} (existing {_fmt(committed)} + {_fmt(budget)}), over "
+                    f"{self.overcommit:g} x {_fmt(max(base, 0))} = {_fmt(limit)} (free {_fmt(max(free, 0))} "
+                    f"after guaranteed reservations {_fmt(headroom)}, plus {_fmt(held_b)} held by burstable)")
+        # best_effort: always admitted
+
+
+# --- partitions ---------------------------------------------------------------------------------------------------
+
+
+class Partition:
+    """A group of contexts sharing reserved memory and a share of compute."""
+
+    def __init__(self, sched, name, memory, compute_share):
+        self.name = name
+        self.memory = memory
+        self.compute_share = compute_share
+        self.device = sched.device
+        self._sched = sched
+        self.contexts = {}
+        self._destroyed = False
+        self._bucket = TokenBucket(sched.burst_s)
+        self._bucket_lock = threading.Lock()
+
+    def __repr__(self):
+        return (f"<gpk_array.sched.Partition {self.name!r} {self.device} memory={self.memory} "
+                f"compute_share={self.compute_share} contexts={sorted(self.contexts)}>")
+
+    def stats(self):
+        with _lock:
+            held = sum(self._sched._held(c) for c in self.contexts.values())
+            return {
+                "name": self.name,
+                "device": self.device,
+                "memory": self.memory,
+                "compute_share": self.compute_share,
+                "contexts": sorted(self.contexts),
+                "committed": sum(c.max_vram for c in self.contexts.values()),
+                "held": held,
+            }
+
+
+# --- contexts -----------------------------------------------------------------------------------------------------
+
+
+class _Cache:
+    __slots__ = ("name", "evict", "nbytes", "last_used")
+
+    def __init__(self, name, evict, nbytes):
+        self.name = name
+        self.evict = evict
+        self.nbytes = nbytes
+        self.last_used = _monotonic()
+
+    def size(self):
+        n = self.nbytes
+        try:
+            return int(n() if callable(n) else (n or 0))
+        except Exception:
+            return 0
+
+
+class _Charge:
+    __slots__ = ("ctx", "nbytes", "active")
+
+    def __init__(self, ctx, nbytes):
+        self.ctx = ctx
+        self.nbytes = nbytes
+        self.active = True
+
+
+def _release_charge(key, rec):
+    """Finalizer of a charged NumPy owner: give its bytes back to its context."""
+    with _lock:
+        if _charged.get(key) is rec:
+            del _charged[key]
+        if rec.active:
+            rec.active = False
+            ctx = rec.ctx
+            ctx._cpu_used -= rec.nbytes
+            ctx._records.discard(rec)
+        _cond.notify_all()
+
+
+class Context:
+    """A QoS context: a budget, a stream and a memory pool (CUDA), pacing. Create with :func:`create_context`.
+
+    ``with ctx:`` / ``async with ctx:`` make it current: allocations are charged to it (and, on CUDA, come from its
+    pool) and CuPy launches go to its stream.
+    """
+
+    def __init__(self, sched, name, budget, qos, bandwidth, partition, wait_timeout):
+        self.name = name
+        self.device = sched.device
+        self.device_id = sched.device_id
+        self.qos = qos
+        self.max_vram = budget
+        self.bandwidth = bandwidth
+        self.partition = partition
+        self.wait_timeout = sched.wait_timeout if wait_timeout is None else wait_timeout
+        self._sched = sched
+        self._cuda = sched.kind == "cuda"
+        self._destroyed = False
+        self._lock = threading.Lock()
+        self._sessions = 0
+        self._cpu_used = 0
+        self._records = set()
+        self._peak = 0
+        self._evictions = 0
+        self._evicted_bytes = 0
+        self._refusals = 0
+        self._launches = 0
+        self._steps = 0
+        self._queued = 0
+        self._throttled_s = 0.0
+        self._caches = collections.OrderedDict()
+        self._bucket = TokenBucket(sched.burst_s)
+        self._pending = collections.deque()  # CUDA: (start, end) events of steps not charged yet
+        self._mark = None  # start of the current step: CUDA event, or monotonic seconds on the CPU
+        self._busy_event = None  # CUDA: last event recorded after work (for "higher tier in flight")
+        self._last_activity = 0.0
+        self._paced = (bandwidth is not None and bandwidth < 1.0) or qos != "guaranteed" or (
+            partition is not None and partition.compute_share < 1.0)
+        self.stream = None
+        self.priority = None
+        self._pool = None
+        if self._cuda:
+            cp = _cuda.cupy()
+            least, greatest = _cuda.priority_range(self.device_id)
+            self.priority = {"guaranteed": greatest, "best_effort": least}.get(
+                qos, greatest + (least - greatest) // 2)
+            rt = cp.cuda.runtime
+            prev = rt.getDevice()
+            rt.setDevice(self.device_id)
+            try:
+                self.stream = cp.cuda.Stream(non_blocking=True, priority=self.priority)
+                self._pool = cp.cuda.memory.SingleDeviceMemoryPool(self._device_alloc)
+                self._pool.set_limit(size=budget)
+            finally:
+                rt.setDevice(prev)
+
+    def __repr__(self):
+        state = "destroyed" if self._destroyed else "live"
+        return (f"<gpk_array.sched.Context {self.name!r} {self.device} {self.qos} budget={self.max_vram} "
+                f"{state}>")
+
+    @property
+    def destroyed(self):
+        return self._destroyed
+
+    @property
+    def pool(self):
+        """The CuPy memory pool (``cupy.cuda.memory.SingleDeviceMemoryPool``) on CUDA, None on the CPU."""
+        return self._pool
+
+    def _check_alive(self):
+        if self._destroyed:
+            raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed")
+
+    # entering ------------------------------------------------------------------------------------------------
+
+    def __enter__(self):
+        self._check_alive()
+        entry = _current.get()
+        if entry is not None and entry[0].device != self.device:
+            raise ValueError(
+                f"cannot enter context {self.name!r} ({self.device}) inside context {entry[0].name!r} "
+                f"({entry[0].device}): nested contexts must be on the same device")
+        _cuda.activate(self)
+        _current.set((self, entry))
+        with self._lock:
+            self._sessions += 1
+        self._last_activity = _monotonic()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        entry = _current.get()
+        if entry is None or entry[0] is not self:
+            raise RuntimeError(f"scheduler context {self.name!r} exited out of order (not the current context)")
+        parent = entry[1]
+        _current.set(parent)
+        with self._lock:
+            self._sessions -= 1
+        _cuda.activate(None if parent is None else parent[0])
+        return False
+
+    async def __aenter__(self):
+        _aio.install_task_factory()
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type, exc, tb):
+        return self.__exit__(exc_type, exc, tb)
+
+    # memory --------------------------------------------------------------------------------------------------
+
+    def _malloc(self, size):
+        """The thread-local CuPy allocator inside the context: budget check, then the context's pool."""
+        if self._destroyed:
+            raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed; cannot allocate")
+        self._last_activity = _monotonic()
+        pool = self._pool
+        budget = self.max_vram
+        rsize = -(-size // 512) * 512
+        if pool.total_bytes() + rsize > budget and pool.used_bytes() + rsize > budget:
+            self._sched._admit(self, rsize, 0, _noop_commit) if False else self._fit_budget(rsize)
+        cp = _cuda.cupy()
+        try:
+            ptr = pool.malloc(size)
+        except cp.cuda.memory.OutOfMemoryError as first:
+            pool.free_all_blocks()  # cached blocks count against the pool's limit; drop them and retry once
+            try:
+                ptr = pool.malloc(size)
+            except cp.cuda.memory.OutOfMemoryError as e:
+                with self._lock:
+                    self._refusals += 1
+                raise _oom(
+                    f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(size)}: budget "
+                    f"{_fmt(budget)}, in use {_fmt(pool.used_bytes())}, held by its pool "
+                    f"{_fmt(pool.total_bytes())}, request {_fmt(size)} ({e})") from first
+        held = pool.total_bytes()
+        if held > self._peak:
+            self._peak = held
+        return ptr
+
+    def _fit_budget(self, rsize):
+        """CUDA: the request would exceed the budget in use; evict own registered caches or raise."""
+        pool = self._pool
+        while pool.used_bytes() + rsize > self.max_vram:
+            with _lock:
+                victim = self._sched._victims(self, "budget", set())
+            if victim is None:
+                with self._lock:
+                    self._refusals += 1
+                raise _oom(
+                    f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(rsize)}: exceeds its budget: "
+                    f"budget {_fmt(self.max_vram)}, in use {_fmt(pool.used_bytes())}, request {_fmt(rsize)}")
+            self._sched._evict(victim)
+
+    def _device_alloc(self, nbytes):
+        """The pool's base allocator: called when the pool needs new device memory (cudaMalloc)."""
+        cp = _cuda.cupy()
+        sched = self._sched
+        reserved = self.partition is not None or self.qos == "guaranteed"
+        if not reserved:
+            def commit():
+                sched._in_flight += nbytes
+
+            sched._admit(self, nbytes, nbytes, commit)
+        try:
+            try:
+                return cp.cuda.MemoryPointer(cp.cuda.Memory(nbytes), 0)
+            except cp.cuda.runtime.CUDARuntimeError as e:
+                if e.status != cp.cuda.runtime.errorMemoryAllocation:
+                    raise
+                # The driver is out of memory: free what lower tiers cache (and registered caches), retry.
+                released = 0
+                tried = set()
+                while True:
+                    with _lock:
+                        victim = sched._victims(self, "device", tried)
+                    if victim is None:
+                        break
+                    released += sched._evict(victim)
+                if not released:
+                    raise
+                return cp.cuda.MemoryPointer(cp.cuda.Memory(nbytes), 0)
+        finally:
+            if not reserved:
+                with _lock:
+                    sched._in_flight -= nbytes
+                    _cond.notify_all()
+
+    def _charge_numpy(self, owner, nbytes):
+        """CPU: charge a NumPy buffer (its owning array) to this context, or raise OutOfMemoryError."""
+        key = id(owner)
+        rec = _Charge(self, nbytes)
+
+        def commit():
+            if key in _charged:
+                rec.active = False  # another thread charged it meanwhile
+                return
+            _charged[key] = rec
+            self._records.add(rec)
+            self._cpu_used += nbytes
+            if self._cpu_used > self._peak:
+                self._peak = self._cpu_used
+
+        self._sched._admit(self, nbytes, 0, commit)
+        if rec.active:
+            weakref.finalize(owner, _release_charge, key, rec)
+
+    def free_cache(self):
+        """CUDA: return the pool's cached (unused) blocks to the device. Returns the bytes released."""
+        if not self._cuda:
+            return 0
+        before = self._pool.total_bytes()
+        self._pool.free_all_blocks()
+        with _lock:
+            _cond.notify_all()
+        return before - self._pool.total_bytes()
+
+    def register_cache(self, name, evict, nbytes=None):
+        """Register an evictable cache: ``evict()`` drops it (its memory must become free once it returns).
+
+        Caches are evicted least recently used first (see :meth:`touch_cache`) when this context needs memory
+        over its budget, or when a context of this or a higher tier needs device memory.
+        """
+        self._check_alive()
+        if not callable(evict):
+            raise TypeError("evict must be callable")
+        with _lock:
+            self._caches[name] = _Cache(name, evict, nbytes)
+
+    def touch_cache(self, name):
+        """Mark a registered cache as just used (least recently used caches are evicted first)."""
+        with _lock:
+            entry = self._caches.get(name)
+            if entry is not None:
+                entry.last_used = _monotonic()
+                self._caches.move_to_end(name)
+        return entry is not None
+
+    def unregister_cache(self, name):
+        with _lock:
+            return self._caches.pop(name, None) is not None
+
+    def used_bytes(self):
+        return self._pool.used_bytes() if self._cuda else self._cpu_used
+
+    def held_bytes(self):
+        return self._pool.total_bytes() if self._cuda else self._cpu_used
+
+    async def wait_for_memory(self, nbytes, timeout=None):
+        """Wait (without blocking the event loop) until ``nbytes`` more would be admitted for this context.
+
+        Raises OutOfMemoryError at once if the request exceeds the context's budget, or after ``timeout``
+        seconds (default: the context's ``wait_timeout``). Nothing is reserved: allocate right after.
+        """
+        nbytes = parse_bytes(nbytes, "nbytes")
+        timeout = self.wait_timeout if timeout is None else timeout
+        deadline = _monotonic() + (timeout or 0.0)
+        delay = 1e-3
+        counted = False
+        try:
+            while True:
+                self._check_alive()
+                with _lock:
+                    used = self.used_bytes()
+                    if used + nbytes > self.max_vram:
+                        raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(nbytes)}: exceeds "
+                                   f"its budget: budget {_fmt(self.max_vram)}, in use {_fmt(used)}, request "
+                                   f"{_fmt(nbytes)}")
+                    refusal = self._sched._refusal(self, nbytes, 0)
+                if refusal is None:
+                    return
+                if self._cuda:
+                    self.free_cache()
+                    with _lock:
+                        refusal = self._sched._refusal(self, nbytes, 0)
+                    if refusal is None:
+                        return
+                if _monotonic() >= deadline:
+                    raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(nbytes)}: "
+                               f"{refusal[1]}; waited {timeout:g} s")
+                if not counted:
+                    counted = True
+                    with self._lock:
+                        self._queued += 1
+                await asyncio.sleep(min(delay, max(0.0, deadline - _monotonic())))
+                delay = min(delay * 2.0, 0.05)
+        finally:
+            if counted:
+                with self._lock:
+                    self._queued -= 1
+
+    # pacing --------------------------------------------------------------------------------------------------
+
+    def _rate(self):
+        rate = 1.0 if self.bandwidth is None else self.bandwidth
+        share = self._sched.contention_share.get(self.qos)
+        if share is not None and share < rate and self._sched._higher_tier_busy(self):
+            rate = share
+        return rate
+
+    def _charge(self, seconds):
+        self._bucket.charge(seconds)
+        p = self.partition
+        if p is not None and p.compute_share < 1.0:
+            with p._bucket_lock:
+                p._bucket.charge(seconds)
+
+    def _delay(self):
+        d = self._bucket.delay(self._rate())
+        p = self.partition
+        if p is not None and p.compute_share < 1.0:
+            with p._bucket_lock:
+                d = max(d, p._bucket.delay(p.compute_share))
+        return d
+
+    def _harvest(self):
+        """CUDA: charge the steps that finished. Returns the oldest unfinished end event if over the window."""
+        cp = _cuda.cupy()
+        with self._lock:
+            pending = self._pending
+            while pending:
+                start, end = pending[0]
+                if not end.done:
+                    break
+                pending.popleft()
+                self._charge(cp.cuda.get_elapsed_time(start, end) / 1e3)
+            if len(pending) > self._sched.max_inflight:
+                return pending[0][1]
+        return None
+
+    def _record(self, timing=True):
+        cp = _cuda.cupy()
+        with _on_device(self.device_id):
+            ev = cp.cuda.Event(disable_timing=not timing)
+            ev.record(self.stream)
+        return ev
+
+    def _step_boundary(self):
+        """Close the current step (for pacing) and mark activity."""
+        now = _monotonic()
+        self._last_activity = now
+        with self._lock:
+            self._steps += 1
+        if self._cuda:
+            end = self._record(timing=self._paced)
+            self._busy_event = end
+            if self._paced:
+                with self._lock:
+                    start, self._mark = self._mark, end
+                    if start is not None:
+                        self._pending.append((start, end))
+        elif self._paced:
+            with self._lock:
+                start, self._mark = self._mark, now
+                if start is not None:
+                    self._charge(now - start)
+
+    def _after_sleep(self):
+        if self._cuda:
+            ev = self._record(timing=True)
+            with self._lock:
+                self._mark = ev
+        else:
+            with self._lock:
+                self._mark = _monotonic()
+
+    def _throttle(self):
+        if not self._paced:
+            return
+        if self._cuda:
+            while True:
+                oldest = self._harvest()
+                if oldest is None:
+                    break
+                oldest.synchronize()
+        delay = self._delay()
+        if delay > 0:
+            with self._lock:
+                self._queued += 1
+            try:
+                time.sleep(delay)
+            finally:
+                with self._lock:
+                    self._queued -= 1
+                    self._throttled_s += delay
+            self._after_sleep()
+
+    async def _throttle_async(self):
+        if not self._paced:
+            return
+        if self._cuda:
+            while True:
+                oldest = self._harvest()
+                if oldest is None:
+                    break
+                await _aio.await_event(oldest, alive=self._check_alive)
+        delay = self._delay()
+        if delay > 0:
+            with self._lock:
+                self._queued += 1
+            try:
+                await asyncio.sleep(delay)
+            finally:
+                with self._lock:
+                    self._queued -= 1
+                    self._throttled_s += delay
+            self._check_alive()
+            self._after_sleep()
+        _cuda.activate(current_context())
+
+    def pace(self):
+        """Mark the end of one step of a loop and wait (blocking) as the context's pacing requires.
+
+        Best-effort and burstable contexts are capped by ``bandwidth`` (share of device time), the partition's
+        ``compute_share``, and the scheduler's contention share while a higher tier has work in flight; at most
+        ``max_inflight`` paced steps are queued on the stream. For a guaranteed context this only records activity.
+        """
+        self._check_alive()
+        self._step_boundary()
+        self._throttle()
+
+    async def pace_async(self):
+        """:meth:`pace` for asyncio: waits with ``asyncio.sleep`` and event polling, never blocking the loop."""
+        self._check_alive()
+        self._step_boundary()
+        await self._throttle_async()
+
+    def _launch_now(self, fn, args, kwargs):
+        with self:
+            if self._cuda:
+                if self._paced:
+                    start = self._record(timing=True)
+                res = fn(*args, **kwargs)
+                end = self._record(timing=self._paced)
+                self._busy_event = end
+                if self._paced:
+                    with self._lock:
+                        self._pending.append((start, end))
+            else:
+                t0 = _monotonic()
+                res = fn(*args, **kwargs)
+                if self._paced:
+                    with self._lock:
+                        self._charge(_monotonic() - t0)
+            self._last_activity = _monotonic()
+        with self._lock:
+            self._launches += 1
+        return res
+
+    def launch(self, fn, *args, **kwargs):
+        """Wait for pacing, then call ``fn(*args, **kwargs)`` inside the context; returns its result."""
+        self._check_alive()
+        self._throttle()
+        return self._launch_now(fn, args, kwargs)
+
+    async def run(self, fn, *args, **kwargs):
+        """Await pacing, then call ``fn(*args, **kwargs)`` inside the context (its launches are asynchronous)."""
+        self._check_alive()
+        _aio.install_task_factory()
+        await self._throttle_async()
+        self._check_alive()
+        return self._launch_now(fn, args, kwargs)
+
+    # synchronization ----------------------------------------------------------------------------------------
+
+    async def synchronize(self):
+        """Wait until the work queued on the context's stream so far is done, without blocking the loop."""
+        self._check_alive()
+        if not self._cuda:
+            return
+        ev = self._record(timing=False)
+        await _aio.await_event(ev, alive=self._check_alive)
+        _cuda.activate(current_context())
+
+    def wait_idle(self):
+        """Block the calling thread until the context's stream is idle (no-op on the CPU)."""
+        self._check_alive()
+        if self._cuda:
+            with _on_device(self.device_id):
+                self.stream.synchronize()
+
+    async def to_host(self, x):
+        """Copy ``x`` (CuPy array, gpk_array array, anything with ``__cuda_array_interface__``) to a NumPy array.
+
+        On CUDA the copy runs on the context's stream into pinned host memory and is awaited by polling an event.
+        On the CPU device it returns a copy at once.
+        """
+        self._check_alive()
+        if not self._cuda or isinstance(x, np.ndarray):
+            return np.array(x, copy=True)
+        cp = _cuda.cupy()
+        import cupyx  # noqa: PLC0415
+
+        if isinstance(x, cp.ndarray):
+            arr = x
+        elif hasattr(x, "__cuda_array_interface__"):
+            arr = cp.asarray(x)
+        else:
+            raise TypeError(f"to_host needs a device array, got {type(x).__name__}")
+        with self:
+            src = arr if (arr.flags.c_contiguous or arr.flags.f_contiguous) else cp.ascontiguousarray(arr)
+            order = "F" if (src.flags.f_contiguous and not src.flags.c_contiguous) else "C"
+            out = cupyx.empty_pinned(src.shape, src.dtype, order=order)
+            src.get(stream=self.stream, out=out, blocking=False)
+            ev = self._record(timing=False)
+        await _aio.await_event(ev, alive=self._check_alive)
+        del src
+        _cuda.activate(current_context())
+        return out
+
+    # stats ---------------------------------------------------------------------------------------------------
+
+    def stats(self):
+        with self._lock:
+            counters = {
+                "evictions": self._evictions,
+                "evicted_bytes": self._evicted_bytes,
+                "refusals": self._refusals,
+                "launches": self._launches,
+                "steps": self._steps,
+                "queued": self._queued,
+                "throttled_s": self._throttled_s,
+                "sessions": self._sessions,
+            }
+        if self._cuda:
+            used = self._pool.used_bytes()
+            held = self._pool.total_bytes()
+        else:
+            used = held = self._cpu_used
+        return {
+            "name": self.name,
+            "device": self.device,
+            "qos": self.qos,
+            "partition": None if self.partition is None else self.partition.name,
+            "budget": self.max_vram,
+            "used": used,
+            "held": held,
+            "peak": self._peak,
+            "bandwidth": self.bandwidth,
+            "priority": self.priority,
+            "destroyed": self._destroyed,
+            **counters,
+        }
+
+
+def _noop_commit():
+    pass
+
+
+@contextlib.contextmanager
+def _on_device(device_id):
+    rt = _cuda.cupy().cuda.runtime
+    prev = rt.getDevice()
+    if prev == device_id:
+        yield
+        return
+    rt.setDevice(device_id)
+    try:
+        yield
+    finally:
+        rt.setDevice(prev)
+
+
+# --- the allocation hook -------------------------------------------------------------------------------------------
+
+
+def _alloc_hook(data, device):
+    """Called by the core for every backing array it wraps. Cheap when no context is current."""
+    entry = _current.get()
+    if entry is None:
+        return
+    ctx = entry[0]
+    if ctx._cuda:
+        ctx._last_activity = _monotonic()  # CuPy memory is charged by the context's pool allocator
+        return
+    if not isinstance(data, np.ndarray):
+        return
+    if ctx._destroyed:
+        raise ContextDestroyedError(f"scheduler context {ctx.name!r} was destroyed; cannot allocate")
+    owner = data
+    base = owner.base
+    while base is not None:
+        if not isinstance(base, np.ndarray):
+            return  # memory owned by a foreign object (bytes, mmap, pinned buffer): not NumPy's to count
+        owner = base
+        base = owner.base
+    if id(owner) in _charged or not owner.flags.owndata:
+        return
+    nbytes = owner.nbytes
+    if nbytes:
+        ctx._last_activity = _monotonic()
+        ctx._charge_numpy(owner, nbytes)
+
+
+alloc_hook = _alloc_hook  # public name, for tests and for callers that wrap arrays themselves
+
+
+def _install_hook():
+    import gpk_array._hooks as hooks  # noqa: PLC0415 (lazy: avoid importing the package at module import)
+
+    if hooks.alloc_hook is _alloc_hook:
+        return
+    _hook_state["previous"] = hooks.alloc_hook
+    _hook_state["installed"] = True
+    hooks.alloc_hook = _alloc_hook
+
+
+def _uninstall_hook():
+    import gpk_array._hooks as hooks  # noqa: PLC0415
+
+    if hooks.alloc_hook is _alloc_hook:
+        hooks.alloc_hook = _hook_state["previous"]
+    _hook_state["installed"] = False
+    _hook_state["previous"] = None
+
+
+# --- module-level API ---------------------------------------------------------------------------------------------
+
+
+def initialize(device=0, total_vram_budget=None, **config):
+    """Set up the scheduler of a device and install the allocation hook; returns the :class:`Scheduler`.
+
+    ``device``: 0, "cuda:N", "cpu". ``total_vram_budget``: bytes (or "40GiB") the scheduler may hand out on that
+    device (default: CUDA: whatever the driver reports free at each decision; CPU: available physical memory).
+    Keyword settings: ``overcommit`` (1.5), ``wait_timeout`` (10 s, best-effort memory waits), ``contention_share``
+    (``{"burstable": 0.5, "best_effort": 0.25}``), ``max_inflight`` (2), ``burst_s`` (0.02),
+    ``activity_window_s`` (0.005). Calling it again for the same device reconfigures it if it has no live
+    contexts or partitions, and raises RuntimeError otherwise. The device becomes the default for
+    :func:`create_context`.
+    """
+    global _default
+    sched = Scheduler(device, total_vram_budget, **config)
+    with _lock:
+        old = _schedulers.get(sched.device)
+        if old is not None and (old.contexts or old.partitions):
+            raise RuntimeError(
+                f"scheduler for {sched.device} already has live contexts/partitions "
+                f"({sorted(old.contexts) + sorted(old.partitions)}); destroy them or call shutdown() first")
+        _schedulers[sched.device] = sched
+        _default = sched
+        _install_hook()
+    return sched
+
+
+def get_scheduler(device=None):
+    """The scheduler of ``device`` (default: the last initialized)."""
+    with _lock:
+        if device is None:
+            if _default is None:
+                raise RuntimeError("gpk_array.sched is not initialized: call sched.initialize(device) first")
+            return _default
+        key = _device_key(_parse_device(device))
+        sched = _schedulers.get(key)
+        if sched is None:
+            raise RuntimeError(f"gpk_array.sched is not initialized for {key}: call sched.initialize({key!r})")
+        return sched
+
+
+def shutdown():
+    """Destroy every context and partition, forget all schedulers and uninstall the allocation hook."""
+    global _default
+    for ctx in list(_contexts.values()):
+        destroy_context(ctx)
+    for part in list(_partitions.values()):
+        destroy_partition(part)
+    with _lock:
+        _schedulers.clear()
+        _default = None
+        _uninstall_hook()
+    _reap_graveyard()
+
+
+def _check_name(name, what):
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{what} name must be a non-empty string, got {name!r}")
+
+
+def create_partition(name, memory, compute_share=1.0, device=None):
+    """Reserve ``memory`` on the device for a group of contexts that share ``compute_share`` of its time."""
+    _check_name(name, "partition")
+    memory = parse_bytes(memory, "memory")
+    if memory <= 0:
+        raise ValueError("partition memory must be > 0")
+    share = float(compute_share)
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"compute_share must be in (0, 1], got {compute_share!r}")
+    with _lock:
+        sched = get_scheduler(device)
+        if name in _partitions:
+            raise ValueError(f"a partition named {name!r} already exists")
+        sched._admit_reservation("partition", name, memory)
+        part = Partition(sched, name, memory, share)
+        sched.partitions[name] = part
+        _partitions[name] = part
+        return part
+
+
+def get_partition(name):
+    with _lock:
+        try:
+            return _partitions[name]
+        except KeyError:
+            raise KeyError(f"no partition named {name!r}") from None
+
+
+def list_partitions():
+    with _lock:
+        return list(_partitions.values())
+
+
+def destroy_partition(name_or_part):
+    """Destroy a partition and every context in it."""
+    with _lock:
+        part = _partitions.get(name_or_part) if isinstance(name_or_part, str) else name_or_part
+        if part is None:
+            raise KeyError(f"no partition named {name_or_part!r}")
+        members = list(part.contexts.values())
+    for ctx in members:
+        destroy_context(ctx)
+    with _lock:
+        if not part._destroyed:
+            part._destroyed = True
+            part._sched.partitions.pop(part.name, None)
+            if _partitions.get(part.name) is part:
+                del _partitions[part.name]
+            _cond.notify_all()
+
+
+def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=None, *, device=None,
+                   wait_timeout=None):
+    """Admit a new context or raise :class:`AdmissionError`.
+
+    ``max_vram``: the budget (bytes or "2GiB"). ``qos``: "guaranteed" (reserved, highest stream priority),
+    "burstable" (overcommitted, middle priority), "best_effort" (always admitted, lowest priority, waits for
+    memory). ``bandwidth``: share of device time (0 < b <= 1) the context may keep busy, enforced by
+    :meth:`Context.pace` / :meth:`Context.launch` / :meth:`Context.run`. ``partition``: a :class:`Partition`
+    or its name. ``device``: which initialized scheduler (default: the partition's, else the last initialized).
+    """
+    _check_name(name, "context")
+    if qos not in _RANK:
+        raise ValueError(f"qos must be one of {QOS_TIERS}, got {qos!r}")
+    budget = parse_bytes(max_vram, "max_vram")
+    if budget <= 0:
+        raise ValueError("max_vram must be > 0")
+    if bandwidth is not None:
+        bandwidth = float(bandwidth)
+        if not 0.0 < bandwidth <= 1.0:
+            raise ValueError(f"bandwidth must be in (0, 1], got {bandwidth!r}")
+    if wait_timeout is not None and wait_timeout < 0:
+        raise ValueError(f"wait_timeout must be >= 0, got {wait_timeout!r}")
+    with _lock:
+        if isinstance(partition, str):
+            partition = get_partition(partition)
+        if partition is not None:
+            if partition._destroyed:
+                raise ValueError(f"partition {partition.name!r} was destroyed")
+            sched = partition._sched
+            if device is not None and _device_key(_parse_device(device)) != sched.device:
+                raise ValueError(f"partition {partition.name!r} is on {sched.device}, not {device!r}")
+        else:
+            sched = get_scheduler(device)
+        if name in _contexts:
+            raise ValueError(f"a context named {name!r} already exists")
+        sched._admit_context(name, budget, qos, partition)
+        ctx = Context(sched, name, budget, qos, bandwidth, partition, wait_timeout)
+        sched.contexts[name] = ctx
+        _contexts[name] = ctx
+        if partition is not None:
+            partition.contexts[name] = ctx
+    _reap_graveyard()
+    return ctx
+
+
+def get_context(name):
+    with _lock:
+        try:
+            return _contexts[name]
+        except KeyError:
+            raise KeyError(f"no context named {name!r}") from None
+
+
+def list_contexts():
+    """The live contexts, in creation order."""
+    with _lock:
+        return list(_contexts.values())
+
+
+def destroy_context(name_or_ctx):
+    """Destroy a context: drop its caches, synchronize its stream, free its pool's blocks.
+
+    Destroying twice is a no-op; using the context afterwards raises :class:`ContextDestroyedError`. Arrays still
+    alive keep their blocks (the pool stays alive until they are freed, then its memory goes back to the device).
+    """
+    with _lock:
+        if isinstance(name_or_ctx, str):
+            ctx = _contexts.get(name_or_ctx)
+            if ctx is None:
+                raise KeyError(f"no context named {name_or_ctx!r}")
+        else:
+            ctx = name_or_ctx
+        if ctx._destroyed:
+            return
+        ctx._destroyed = True
+        sched = ctx._sched
+        if sched.contexts.get(ctx.name) is ctx:
+            del sched.contexts[ctx.name]
+        if _contexts.get(ctx.name) is ctx:
+            del _contexts[ctx.name]
+        if ctx.partition is not None and ctx.partition.contexts.get(ctx.name) is ctx:
+            del ctx.partition.contexts[ctx.name]
+        caches = list(ctx._caches.values())
+        ctx._caches.clear()
+        for rec in list(ctx._records):  # CPU charges no longer count anywhere
+            rec.active = False
+            for key in [k for k, v in _charged.items() if v is rec]:
+                del _charged[key]
+        ctx._records.clear()
+        ctx._cpu_used = 0
+    for entry in caches:
+        try:
+            entry.evict()
+        except Exception:  # a failing cache must not keep the context alive
+            pass
+    if ctx._cuda:
+        with _on_device(ctx.device_id):
+            ctx.stream.synchronize()
+            ctx._pool.free_all_blocks()
+            ctx._pending.clear()
+            ctx._mark = None
+            ctx._busy_event = None
+            if ctx._pool.used_bytes() > 0:
+                with _lock:
+                    _graveyard.append((ctx._pool, ctx.device_id))
+    with _lock:
+        _cond.notify_all()
+    _reap_graveyard()
+
+
+def _reap_graveyard():
+    """Free the pools of destroyed contexts whose last arrays are gone."""
+    with _lock:
+        items = list(_graveyard)
+    for pool, dev in items:
+        if pool.used_bytes() == 0:
+            with _on_device(dev):
+                pool.free_all_blocks()
+            if pool.total_bytes() == 0:
+                with _lock:
+                    try:
+                        _graveyard.remove((pool, dev))
+                    except ValueError:
+                        pass
+
+
+def stats():
+    """Per-context, per-partition and per-device numbers.
+
+    ``{"contexts": {name: {budget, used, held, peak, evictions, evicted_bytes, refusals, launches, steps, queued,
+    throttled_s, sessions, qos, device, partition, priority, bandwidth}}, "partitions": {...},
+    "devices": {device: {capacity, free, reserved_headroom, contexts}}}``. ``peak`` is the most bytes the context
+    ever held (CUDA: its pool's total, an upper bound of its peak use; CPU: exact).
+    """
+    _reap_graveyard()
+    with _lock:
+        ctxs = list(_contexts.values())
+        parts = list(_partitions.values())
+        scheds = list(_schedulers.values())
+    out = {"contexts": {c.name: c.stats() for c in ctxs}, "partitions": {p.name: p.stats() for p in parts},
+           "devices": {}}
+    for s in scheds:
+        with _lock:
+            try:
+                free = s._free()
+            except Exception:
+                free = None
+            out["devices"][s.device] = {
+                "capacity": s.capacity,
+                "free": free,
+                "reserved_headroom": s._headroom(),
+                "overcommit": s.overcommit,
+                "contexts": sorted(s.contexts),
+                "graveyard_pools": sum(1 for _, d in _graveyard if s.kind == "cuda" and d == s.device_id),
+            }
+    return out
+
+
+@contextlib.contextmanager
+def context_session(ctx):
+    """``with context_session(ctx_or_name) as ctx:`` is ``with ctx:``."""
+    if isinstance(ctx, str):
+        ctx = get_context(ctx)
+    with ctx:
+        yield ctx
