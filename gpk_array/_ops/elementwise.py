@@ -31,9 +31,11 @@ def _mixed(a, b, dev):
     return a, b
 
 
-def _scalar_bf16(a, s):
+def _scalar_bf16(a, s, xp):
+    """A bfloat16 array and a Python scalar: ml_dtypes promotes the scalar strongly, so make it a 0-d array of
+    the weakly promoted dtype."""
     dt = _promotion.scalar_result(a.dtype, s)
-    return a if dt == a.dtype else a.astype(dt)
+    return (a if dt == a.dtype else a.astype(dt)), xp.asarray(s, dtype=dt)
 
 
 def binary_operands(x1, x2):
@@ -50,7 +52,7 @@ def binary_operands(x1, x2):
             b = x2._data
         elif c2 in PY_SCALARS:
             if a.dtype == _BF16:
-                a = _scalar_bf16(a, x2)
+                a, x2 = _scalar_bf16(a, x2, dev.xp)
             return a, x2, dev
         else:
             b = as_array(x2, dev)._data
@@ -59,7 +61,7 @@ def binary_operands(x1, x2):
         b = x2._data
         if c1 in PY_SCALARS:
             if b.dtype == _BF16:
-                b = _scalar_bf16(b, x1)
+                b, x1 = _scalar_bf16(b, x1, dev.xp)
             return x1, b, dev
         a = as_array(x1, dev)._data
     else:
@@ -147,7 +149,7 @@ sinh = _unary("sinh")
 square = _unary("square")
 sqrt = _unary("sqrt")
 tan = _unary("tan")
-tanh = _unary("tanh")
+_tanh = _unary("tanh")
 trunc = _unary("trunc")
 real = _unary("real")
 imag = _unary("imag")
@@ -304,3 +306,21 @@ def _finish(r, dev, out):
         return new(r, dev)
     _out_data(out, dev)[...] = r
     return out
+
+
+def tanh(x, /, *, out=None):
+    """Hyperbolic tangent (standard: elementwise_functions.tanh); for complex input with an infinite real part
+    and a finite imaginary part the result is sign(re) + 0j with the zero's sign from the imaginary part (C99)."""
+    x = as_array(x)
+    if _dt.kind(x.dtype) != "c":
+        return _tanh(x, out=out)
+    xp = x._device.xp
+    z = x._data
+    r = xp.tanh(z)
+    edge = xp.isinf(z.real) & xp.isfinite(z.imag)
+    if xp is not np or edge.any():
+        fixed = xp.empty_like(r)
+        fixed.real = xp.sign(z.real)
+        fixed.imag = xp.copysign(xp.zeros_like(z.imag), z.imag)
+        r = xp.where(edge, fixed, r)
+    return _finish(r, x._device, out)

@@ -1,2 +1,300 @@
-"""Fused neural-network ops (linear + bias + activation, layer norm, softmax, attention) on both devices."""
-__all__ = []
+"""Fused neural-network ops: linear (+ bias + activation), layer norm, softmax, GELU, attention.
+
+Each op is written once, on the backing arrays (``xp`` is NumPy on the CPU, CuPy on a CUDA device).
+Precision: float16 and bfloat16 inputs are computed in float32 where accuracy needs it (reductions,
+activations, attention scores) and the result is cast back to the input dtype. Matrix products of
+``linear`` stay in the input dtype on CUDA (cuBLAS accumulates in float32) and run in float32 on the CPU
+(NumPy has no fast half-precision GEMM).
+
+CUDA kernels plug in at one place, ``_fused(device, name)``: when ``gpk_array._gpu`` defines a function
+of that name it is called with CuPy arrays, and returns a CuPy array, or None when it does not cover the
+case at hand (dtype, layout, size), in which case the plain xp code below runs. The signatures:
+
+    _gpu.linear(x2d, w, bias, activation)          x2d (N, in), w (out, in), bias (out,) or None -> (N, out)
+    _gpu.layer_norm(x, weight, bias, eps)          over the last axis; weight/bias (C,) or None
+    _gpu.softmax(x, axis)
+    _gpu.gelu(x, approximate)                      approximate is "none" or "tanh"
+    _gpu.bias_add_inplace(out, bias)               returns out
+    _gpu.scaled_dot_product_attention(q, k, v, mask, causal, scale)
+"""
+import math
+
+import numpy as np
+
+from .. import _dtypes as _dt
+from .. import _promotion
+from .._errors import DeviceError
+from ._common import Array, as_array, new, oom_guard
+
+__all__ = ["bias_add_inplace", "gelu", "layer_norm", "linear", "linear_bias_gelu", "scaled_dot_product_attention",
+           "softmax"]
+
+ACTIVATIONS = (None, "gelu", "gelu_tanh", "relu", "silu")
+_LOW = (_dt.F16,) + ((_dt.BF16,) if _dt.BF16 is not None else ())
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _fused(dev, name):
+    """The CUDA kernel gpk_array._gpu offers for op ``name`` on ``dev``, or None (then plain xp code runs)."""
+    if dev.kind != "cuda":
+        return None
+    from .. import _gpu
+    return getattr(_gpu, name, None)
+
+
+def _operands(op, *arrays):
+    """(backing arrays, device) of Arrays or None, all on one device and of a real floating dtype."""
+    dev = None
+    out = []
+    for a in arrays:
+        if a is None:
+            out.append(None)
+            continue
+        a = as_array(a, dev)
+        if dev is None:
+            dev = a._device
+        elif a._device is not dev:
+            raise DeviceError(f"{op}: arrays are on different devices: {dev} and {a._device}")
+        if _dt.kind(a._data.dtype) != "f":
+            raise TypeError(f"{op} needs real floating-point arrays, got dtype {a._data.dtype}")
+        out.append(a._data)
+    return out, dev
+
+
+def _result_dtype(*datas):
+    dt = None
+    for d in datas:
+        if d is not None:
+            dt = d.dtype if dt is None else _promotion.result_dtype(dt, d.dtype)
+    return dt
+
+
+def _wide(a, xp):
+    """a in float32 if it is float16 / bfloat16, else a itself."""
+    return a.astype(xp.float32) if a.dtype in _LOW else a
+
+
+def _erf(x, xp):
+    if xp is np:
+        try:
+            from scipy.special import erf
+        except ImportError:
+            return _erf_approx(x, np)
+        return erf(x)
+    from cupyx.scipy.special import erf
+    return erf(x)
+
+
+def _erf_approx(x, xp):
+    """erf to 1.5e-7 (Abramowitz and Stegun 7.1.26), for when SciPy is missing."""
+    a = xp.abs(x)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return xp.sign(x) * (1.0 - poly * xp.exp(-a * a))
+
+
+def _activate(y, activation, xp):
+    """activation(y) on a float32/float64 backing array."""
+    if activation is None:
+        return y
+    if activation == "relu":
+        return xp.maximum(y, 0)
+    if activation == "silu":
+        return y * (0.5 + 0.5 * xp.tanh(0.5 * y))  # y * sigmoid(y), without overflow in exp
+    if activation == "gelu":
+        return 0.5 * y * (1.0 + _erf(y * (1.0 / math.sqrt(2.0)), xp))
+    if activation == "gelu_tanh":
+        return 0.5 * y * (1.0 + xp.tanh(_SQRT_2_OVER_PI * (y + 0.044715 * (y * y * y))))
+    raise ValueError(f"unknown activation {activation!r}: use one of {ACTIVATIONS}")
+
+
+def _softmax(s, axis, xp):
+    """softmax of a float32/float64 backing array (in place on temporaries)."""
+    e = xp.exp(s - s.max(axis=axis, keepdims=True))
+    e /= e.sum(axis=axis, keepdims=True)
+    return e
+
+
+# --- linear --------------------------------------------------------------------------------------------
+
+
+@oom_guard
+def linear(x, weight, bias=None, *, activation=None):
+    """``activation(x @ weight.T + bias)``, weight laid out (out_features, in_features) as in
+    ``torch.nn.functional.linear``. activation: None, "gelu", "gelu_tanh", "relu" or "silu"."""
+    (x, w, b), dev = _operands("linear", x, weight, bias)
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}: use one of {ACTIVATIONS}")
+    if w.ndim != 2:
+        raise ValueError(f"linear: weight must be 2-dimensional (out_features, in_features), got shape {w.shape}")
+    if x.ndim < 1 or x.shape[-1] != w.shape[1]:
+        raise ValueError(f"linear: x of shape {x.shape} does not match weight of shape {w.shape}")
+    if b is not None and b.shape != (w.shape[0],):
+        raise ValueError(f"linear: bias must have shape ({w.shape[0]},), got {b.shape}")
+    dt = _result_dtype(x, w, b)
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    y = None
+    kernel = _fused(dev, "linear")
+    if kernel is not None:
+        y = kernel(x2.astype(dt, copy=False), w.astype(dt, copy=False),
+                   None if b is None else b.astype(dt, copy=False), activation)
+    if y is None:
+        y = _linear(x2, w, b, activation, dt, dev)
+    return new(y.reshape(lead + (w.shape[0],)), dev)
+
+
+def _linear(x2, w, b, activation, dt, dev):
+    xp = dev.xp
+    if dev.kind == "cuda":
+        from .._gpu import matmul
+        y = matmul(x2.astype(dt, copy=False), w.astype(dt, copy=False).T)
+    else:
+        ct = _dt.F32 if dt in _LOW else dt
+        y = xp.matmul(x2.astype(ct, copy=False), w.astype(ct, copy=False).T)
+    if activation is None:
+        if b is not None:
+            y += b.astype(y.dtype, copy=False)  # one rounding, as in float32 then cast
+        return y.astype(dt, copy=False)
+    y = _wide(y, xp)
+    if b is not None:
+        y += b.astype(y.dtype, copy=False)
+    return _activate(y, activation, xp).astype(dt, copy=False)
+
+
+def linear_bias_gelu(x, weight, bias, *, approximate="none"):
+    """``gelu(x @ weight.T + bias)``: ``linear`` with a GELU epilogue (approximate "none" or "tanh")."""
+    return linear(x, weight, bias, activation=_gelu_name(approximate))
+
+
+def _gelu_name(approximate):
+    if approximate == "none":
+        return "gelu"
+    if approximate == "tanh":
+        return "gelu_tanh"
+    raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+@oom_guard
+def bias_add_inplace(out, bias):
+    """``out += bias`` in place, bias broadcast along the last axis; returns out."""
+    if out.__class__ is not Array:
+        raise TypeError(f"bias_add_inplace: out must be a gpk_array Array, got {type(out).__name__}")
+    (o, b), dev = _operands("bias_add_inplace", out, bias)
+    if b.ndim != 1 or o.ndim < 1 or b.shape[0] != o.shape[-1]:
+        raise ValueError(f"bias_add_inplace: bias of shape {b.shape} does not match out of shape {o.shape}")
+    kernel = _fused(dev, "bias_add_inplace")
+    if kernel is None or kernel(o, b) is None:
+        o += b.astype(o.dtype, copy=False)
+    return out
+
+
+# --- normalization and activations ---------------------------------------------------------------------
+
+
+@oom_guard
+def layer_norm(x, weight=None, bias=None, eps=1e-5):
+    """Layer normalization over the last axis, then ``* weight + bias`` (each of shape (C,) or None)."""
+    (x, w, b), dev = _operands("layer_norm", x, weight, bias)
+    c = x.shape[-1] if x.ndim else 0
+    for name, p in (("weight", w), ("bias", b)):
+        if p is not None and p.shape != (c,):
+            raise ValueError(f"layer_norm: {name} must have shape ({c},), got {p.shape}")
+    y = None
+    kernel = _fused(dev, "layer_norm")
+    if kernel is not None:
+        y = kernel(x, w, b, float(eps))
+    if y is None:
+        xp = dev.xp
+        h = _wide(x, xp)
+        h = h - h.mean(axis=-1, keepdims=True)
+        var = (h * h).mean(axis=-1, keepdims=True)
+        h *= 1.0 / xp.sqrt(var + eps)
+        if w is not None:
+            h *= w.astype(h.dtype, copy=False)
+        if b is not None:
+            h += b.astype(h.dtype, copy=False)
+        y = h.astype(_result_dtype(x, w, b), copy=False)
+    return new(y, dev)
+
+
+@oom_guard
+def softmax(x, axis=-1):
+    """``exp(x) / sum(exp(x))`` along axis, computed stably (in float32 for half-precision inputs)."""
+    (x,), dev = _operands("softmax", x)
+    if x.ndim == 0:
+        raise ValueError("softmax needs at least one dimension")
+    if not -x.ndim <= axis < x.ndim:
+        raise IndexError(f"axis {axis} is out of bounds for an array of {x.ndim} dimension(s)")
+    y = None
+    kernel = _fused(dev, "softmax")
+    if kernel is not None:
+        y = kernel(x, axis)
+    if y is None:
+        y = _softmax(_wide(x, dev.xp), axis, dev.xp).astype(x.dtype, copy=False)
+    return new(y, dev)
+
+
+@oom_guard
+def gelu(x, approximate="none"):
+    """GELU: ``x * Phi(x)`` (approximate="none", with erf) or its tanh approximation ("tanh", GPT-2's gelu_new)."""
+    activation = _gelu_name(approximate)
+    (x,), dev = _operands("gelu", x)
+    y = None
+    kernel = _fused(dev, "gelu")
+    if kernel is not None:
+        y = kernel(x, approximate)
+    if y is None:
+        y = _activate(_wide(x, dev.xp), activation, dev.xp).astype(x.dtype, copy=False)
+    return new(y, dev)
+
+
+# --- attention -----------------------------------------------------------------------------------------
+
+
+@oom_guard
+def scaled_dot_product_attention(q, k, v, *, causal=True, mask=None, scale=None):
+    """``softmax(q @ k^T * scale + masking) @ v`` over the last two axes.
+
+    q: (..., Lq, D), k: (..., Lk, D), v: (..., Lk, Dv), batch axes broadcast; scale defaults to 1/sqrt(D).
+    mask: boolean, broadcastable to (..., Lq, Lk), True where a query may attend a key.
+    causal: query i may attend keys j <= i + (Lk - Lq), i.e. the queries are the last Lq positions of the
+    keys (the same as torch's is_causal when Lq == Lk; right for decoding against a KV cache).
+    A query that may attend no key gets the mean of v rather than NaN.
+    """
+    (q, k, v), dev = _operands("scaled_dot_product_attention", q, k, v)
+    if q.ndim < 2 or k.ndim < 2 or v.ndim < 2:
+        raise ValueError("scaled_dot_product_attention needs q, k, v with at least 2 dimensions")
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"scaled_dot_product_attention: shapes q {q.shape}, k {k.shape}, v {v.shape} do not match")
+    m = None
+    if mask is not None:
+        mask = as_array(mask, dev)
+        if mask._device is not dev:
+            raise DeviceError(f"mask is on {mask._device}, q on {dev}")
+        if mask._data.dtype != _dt.BOOL:
+            raise TypeError(f"mask must be boolean (True = attend), got dtype {mask._data.dtype}")
+        m = mask._data
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    y = None
+    kernel = _fused(dev, "scaled_dot_product_attention")
+    if kernel is not None:
+        y = kernel(q, k, v, m, bool(causal), scale)
+    if y is None:
+        y = _attention(q, k, v, m, causal, scale, dev.xp)
+    return new(y, dev)
+
+
+def _attention(q, k, v, mask, causal, scale, xp):
+    dt = _result_dtype(q, k, v)
+    q, k, v = _wide(q, xp), _wide(k, xp), _wide(v, xp)
+    lq, lk = q.shape[-2], k.shape[-2]
+    # scores^T = k @ q^T: only the (small, for decoding) q is transposed, never the long k
+    s = xp.swapaxes(xp.matmul(k, xp.swapaxes(q * scale, -1, -2)), -1, -2)
+    if causal:
+        keep = xp.arange(lk)[None, :] <= xp.arange(lq)[:, None] + (lk - lq)
+        mask = keep if mask is None else mask & keep
+    if mask is not None:
+        s = xp.where(mask, s, float(np.finfo(s.dtype).min))
+    p = _softmax(s, -1, xp)
+    return xp.matmul(p.astype(v.dtype, copy=False), v).astype(dt, copy=False)

@@ -105,12 +105,12 @@ def _cumulative(name, bname, initial):
         else:
             axis = normalize_axis(axis, data.ndim)
         dt = _sum_dtype(data.dtype, dtype)
-        r = getattr(xp, bname)(data, axis=axis, dtype=dt)
         if include_initial:
-            shape = list(r.shape)
+            # accumulate from the initial value itself, so that e.g. 0 + (-0) gives +0 as the sum does
+            shape = list(data.shape)
             shape[axis] = 1
-            r = xp.concatenate([xp.full(shape, initial, dtype=dt), r], axis=axis)
-        return new(r, x._device)
+            data = xp.concatenate([xp.full(shape, initial, dtype=dt), data.astype(dt, copy=False)], axis=axis)
+        return new(getattr(xp, bname)(data, axis=axis, dtype=dt), x._device)
     fn.__name__ = name
     fn.__doc__ = f"(standard: statistical_functions.{name})"
     return fn

@@ -210,7 +210,7 @@ class SafeTensorsFile:
         import gpk_array
 
         array = gpk_array.asarray(self.numpy(name), device=device)
-        return array if dtype is None else array.astype(dtype)
+        return array if dtype is None else gpk_array.astype(array, dtype)
 
 
 def _host_array(x):
@@ -246,7 +246,7 @@ def save_file(tensors, path, metadata=None):
             raise TypeError(f"tensor {name!r}: dtype {a.dtype} has no safetensors equivalent")
         arrays[name] = a if a.flags.c_contiguous else a.copy(order="C")
     order = sorted(arrays, key=lambda k: (-_WRITE_ORDER[_NAME_OF[arrays[k].dtype]], k))
-    header = {_METADATA: dict(sorted(metadata.items()))} if metadata else {}
+    header = {} if metadata is None else {_METADATA: dict(sorted(metadata.items()))}
     offset = 0
     for name in order:
         a = arrays[name]

@@ -4,19 +4,27 @@ Why a task factory: CuPy's current stream and allocator are per *thread*, but se
 can each be inside a different ``async with ctx:``. The scheduler's own "current context" is a ContextVar, which
 asyncio already keeps per task; the factory wraps each new task's coroutine so that every step first applies the
 task's context to the thread (stream, allocator, device) and afterwards puts back what was there. Kernels launched
-by a task therefore always land on its context's stream, whatever else ran in between. ``async with ctx:``
-installs the factory on the running loop on first use (tasks created before that, such as the main task of
-``asyncio.run``, are not wrapped; they still get their context applied on entry and after each scheduler await).
+by a task therefore always land on its context's stream, whatever else ran in between.
+
+The factory is installed on the running loop by :func:`run` (``sched.run(main())`` instead of
+``asyncio.run(main())``), by :func:`install_task_factory`, by ``sched.initialize()`` called inside a running
+loop, and by the first ``async with ctx:`` / ``await ctx.run(...)``. Tasks created before it (the main task,
+or tasks that ``asyncio.gather`` created before the first ``async with``) are not wrapped: one such task per
+thread is fine (wrapped tasks put its state back after each of their steps), but two unwrapped tasks inside CUDA
+contexts on one thread can see each other's stream between awaits; a RuntimeWarning says so.
 """
 
 import asyncio
 import collections.abc
+import threading
 import time
+import warnings
 import weakref
 
 from . import _cuda
 
-__all__ = ["install_task_factory", "await_event", "current_ctx_getter"]
+__all__ = ["install_task_factory", "run", "await_event", "current_ctx_getter", "note_unwrapped_enter",
+           "note_unwrapped_exit"]
 
 # set by _core at import: a zero-argument function returning the current Context or None
 current_ctx_getter = None
@@ -98,6 +106,58 @@ def install_task_factory(loop=None):
 
     loop.set_task_factory(factory)
     _installed_loops.add(loop)
+
+
+def run(main, *, debug=None):
+    """``asyncio.run(main)`` with the scheduler's task factory installed before ``main`` starts."""
+
+    async def _main():
+        install_task_factory()
+        return await main
+
+    return asyncio.run(_main(), debug=debug)
+
+
+_unwrapped = threading.local()
+_warned = [False]
+
+
+def _current_task_unwrapped():
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        return None
+    if task is None or isinstance(task.get_coro(), _GuardedCoroutine):
+        return None
+    return task
+
+
+def note_unwrapped_enter(ctx):
+    """Called by ``async with`` on a CUDA context: track unwrapped tasks that hold one (per thread)."""
+    task = _current_task_unwrapped()
+    if task is None:
+        return
+    holders = getattr(_unwrapped, "tasks", None)
+    if holders is None:
+        holders = _unwrapped.tasks = weakref.WeakKeyDictionary()
+    holders[task] = holders.get(task, 0) + 1
+    if len(holders) > 1 and not _warned[0]:
+        _warned[0] = True
+        warnings.warn(
+            "several asyncio tasks created before gpk_array.sched's task factory was installed are inside CUDA "
+            "scheduler contexts on one thread; their kernels may land on each other's streams between awaits. "
+            "Start the program with gpk_array.sched.run(main()) or call sched.install_task_factory() before "
+            "creating the tasks.", RuntimeWarning, stacklevel=3)
+
+
+def note_unwrapped_exit(ctx):
+    task = _current_task_unwrapped()
+    holders = getattr(_unwrapped, "tasks", None)
+    if task is None or holders is None or task not in holders:
+        return
+    holders[task] -= 1
+    if holders[task] <= 0:
+        del holders[task]
 
 
 # --- awaiting CUDA events ----------------------------------------------------------------------------------------

@@ -297,14 +297,16 @@ class Scheduler:
                 return ("cache", ctx, entry)
             return None
         rank = _RANK[ctx.qos]
+        reserved = ctx.qos == "guaranteed" or ctx.partition is not None
         if self.kind == "cuda":
-            # Cached pool blocks: own first, then lower (and for the top tier, equal) tiers, outside partitions.
-            candidates = [ctx] + sorted(
-                (c for c in self.contexts.values()
-                 if c is not ctx and c.partition is None and _RANK[c.qos] >= max(rank, 1)
-                 and (_RANK[c.qos] > rank or ctx.qos == "guaranteed" or c.qos == "best_effort")),
-                key=lambda c: -_RANK[c.qos])
-            for c in candidates:
+            # Cached (unused) pool blocks: own first, then other contexts, lowest tier first. A reserved
+            # requester (this only happens when the driver itself is out of memory) may free anyone's cache;
+            # others only the caches of unreserved contexts of their tier or lower (freeing a reserved context's
+            # cache would not make any memory available to them).
+            others = [c for c in self.contexts.values() if c is not ctx and (
+                reserved or (c.partition is None and c.qos != "guaranteed" and _RANK[c.qos] >= rank))]
+            others.sort(key=lambda c: -_RANK[c.qos])
+            for c in [ctx] + others:
                 if id(c) not in tried:
                     tried.add(id(c))
                     return ("pool", c)
@@ -443,7 +445,8 @@ class Scheduler:
                     f"cannot admit burstable context {name!r} on {self.device}: burstable budgets would sum to "
                     f"{_fmt(committed + budget)} (existing {_fmt(committed)} + {_fmt(budget)}), over "
                     f"{self.overcommit:g} x {_fmt(max(base, 0))} = {_fmt(limit)} (free {_fmt(max(free, 0))} "
-                    f"after guaranteed reservations {_fmt(headroom)}, plus {_fmt(held_b)} held by burstable)")
+                    f"minus {_fmt(headroom)} reserved for guaranteed contexts/partitions, plus {_fmt(held_b)} "
+                    f"held by burstable contexts)")
         # best_effort: always admitted
 
 
@@ -503,11 +506,12 @@ class _Cache:
 
 
 class _Charge:
-    __slots__ = ("ctx", "nbytes", "active")
+    __slots__ = ("ctx", "nbytes", "key", "active")
 
-    def __init__(self, ctx, nbytes):
+    def __init__(self, ctx, nbytes, key):
         self.ctx = ctx
         self.nbytes = nbytes
+        self.key = key
         self.active = True
 
 
@@ -628,9 +632,14 @@ class Context:
 
     async def __aenter__(self):
         _aio.install_task_factory()
-        return self.__enter__()
+        self.__enter__()
+        if self._cuda:
+            _aio.note_unwrapped_enter(self)
+        return self
 
     async def __aexit__(self, exc_type, exc, tb):
+        if self._cuda:
+            _aio.note_unwrapped_exit(self)
         return self.__exit__(exc_type, exc, tb)
 
     # memory --------------------------------------------------------------------------------------------------
@@ -644,7 +653,7 @@ class Context:
         budget = self.max_vram
         rsize = -(-size // 512) * 512
         if pool.total_bytes() + rsize > budget and pool.used_bytes() + rsize > budget:
-            self._sched._admit(self, rsize, 0, _noop_commit) if False else self._fit_budget(rsize)
+            self._fit_budget(rsize)
         cp = _cuda.cupy()
         try:
             ptr = pool.malloc(size)
@@ -683,10 +692,14 @@ class Context:
         cp = _cuda.cupy()
         sched = self._sched
         reserved = self.partition is not None or self.qos == "guaranteed"
-        if not reserved:
-            def commit():
-                sched._in_flight += nbytes
 
+        def commit():
+            sched._in_flight += nbytes
+
+        if reserved:  # within its reservation: no check, but count the bytes until cudaMalloc has returned
+            with _lock:
+                commit()
+        else:
             sched._admit(self, nbytes, nbytes, commit)
         try:
             try:
@@ -707,15 +720,14 @@ class Context:
                     raise
                 return cp.cuda.MemoryPointer(cp.cuda.Memory(nbytes), 0)
         finally:
-            if not reserved:
-                with _lock:
-                    sched._in_flight -= nbytes
-                    _cond.notify_all()
+            with _lock:
+                sched._in_flight -= nbytes
+                _cond.notify_all()
 
     def _charge_numpy(self, owner, nbytes):
         """CPU: charge a NumPy buffer (its owning array) to this context, or raise OutOfMemoryError."""
         key = id(owner)
-        rec = _Charge(self, nbytes)
+        rec = _Charge(self, nbytes, key)
 
         def commit():
             if key in _charged:
@@ -1012,6 +1024,8 @@ class Context:
         On the CPU device it returns a copy at once.
         """
         self._check_alive()
+        if type(x).__module__.startswith("gpk_array") and hasattr(x, "_data"):
+            x = x._data  # a gpk_array Array: its backing array
         if not self._cuda or isinstance(x, np.ndarray):
             return np.array(x, copy=True)
         cp = _cuda.cupy()
@@ -1067,10 +1081,6 @@ class Context:
             "destroyed": self._destroyed,
             **counters,
         }
-
-
-def _noop_commit():
-    pass
 
 
 @contextlib.contextmanager
@@ -1165,6 +1175,8 @@ def initialize(device=0, total_vram_budget=None, **config):
         _schedulers[sched.device] = sched
         _default = sched
         _install_hook()
+    if _in_event_loop():
+        _aio.install_task_factory()
     return sched
 
 
@@ -1338,8 +1350,8 @@ def destroy_context(name_or_ctx):
         ctx._caches.clear()
         for rec in list(ctx._records):  # CPU charges no longer count anywhere
             rec.active = False
-            for key in [k for k, v in _charged.items() if v is rec]:
-                del _charged[key]
+            if _charged.get(rec.key) is rec:
+                del _charged[rec.key]
         ctx._records.clear()
         ctx._cpu_used = 0
     for entry in caches:

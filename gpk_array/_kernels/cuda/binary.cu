@@ -1,9 +1,10 @@
 // Binary elementwise kernels: out = op(a, b) with a, b of one dtype T; out is T or bool.
 //
-// For every (op, dtype) four extern "C" kernels:
+// For every (op, dtype) these extern "C" kernels:
 //   gpk_<op>_<dt>_vv  a, b, out contiguous, same length, 16-byte aligned: 128-bit loads/stores
 //   gpk_<op>_<dt>_vs  as vv with b a single element (a scalar broadcast)
-//   gpk_<op>_<dt>_sv  as vv with a a single element
+//   gpk_<op>_<dt>_sv  as vv with a a single element (only subtract, divide, pow: for the other
+//                     ops the caller swaps the operands, and less <-> greater etc.)
 //   gpk_<op>_<dt>_nd  any shapes/strides (broadcast dims have stride 0), up to 8 dims
 // The vector kernels loop over tiles of blockDim.x * GPK_EW_UNROLL vectors (grid-stride); the
 // n % (16/sizeof(T)) tail elements go to the first threads of the grid.
@@ -126,46 +127,45 @@ __device__ __forceinline__ void binary_nd(const T* __restrict__ a, const T* __re
 
 }  // namespace gpk
 
-#define GPK_BINARY(NAME, OP, T, O, DT)                                                             \
-  extern "C" __global__ void gpk_##NAME##_##DT##_vv(const T* __restrict__ a, const T* __restrict__ b, \
-                                                    O* __restrict__ out, long long n) {            \
-    gpk::binary_contig<gpk::OP, T, O, 0>(a, b, out, n);                                            \
-  }                                                                                                \
-  extern "C" __global__ void gpk_##NAME##_##DT##_vs(const T* __restrict__ a, const T* __restrict__ b, \
-                                                    O* __restrict__ out, long long n) {            \
-    gpk::binary_contig<gpk::OP, T, O, 1>(a, b, out, n);                                            \
-  }                                                                                                \
-  extern "C" __global__ void gpk_##NAME##_##DT##_sv(const T* __restrict__ a, const T* __restrict__ b, \
-                                                    O* __restrict__ out, long long n) {            \
-    gpk::binary_contig<gpk::OP, T, O, 2>(a, b, out, n);                                            \
-  }                                                                                                \
-  extern "C" __global__ void gpk_##NAME##_##DT##_nd(const T* __restrict__ a, const T* __restrict__ b, \
-                                                    O* __restrict__ out, gpk::NdParams p) {        \
-    gpk::binary_nd<gpk::OP, T, O>(a, b, out, p);                                                   \
+#define GPK_BINARY_VV(NAME, OP, T, O, DT, MODE, M)                                                 \
+  extern "C" __global__ void gpk_##NAME##_##DT##_##MODE(const T* __restrict__ a,                    \
+                                                        const T* __restrict__ b, O* __restrict__ out, \
+                                                        long long n) {                               \
+    gpk::binary_contig<gpk::OP, T, O, M>(a, b, out, n);                                              \
   }
+#define GPK_BINARY_ND(NAME, OP, T, O, DT)                                                            \
+  extern "C" __global__ void gpk_##NAME##_##DT##_nd(const T* __restrict__ a, const T* __restrict__ b, \
+                                                    O* __restrict__ out, gpk::NdParams p) {          \
+    gpk::binary_nd<gpk::OP, T, O>(a, b, out, p);                                                     \
+  }
+// Ops whose scalar-first form is another op with the operands swapped (add, maximum, less ->
+// greater, ...) get no _sv kernel: the Python side swaps.
+#define GPK_BINARY_C(NAME, OP, T, O, DT) \
+  GPK_BINARY_VV(NAME, OP, T, O, DT, vv, 0) GPK_BINARY_VV(NAME, OP, T, O, DT, vs, 1) GPK_BINARY_ND(NAME, OP, T, O, DT)
+#define GPK_BINARY(NAME, OP, T, O, DT) GPK_BINARY_C(NAME, OP, T, O, DT) GPK_BINARY_VV(NAME, OP, T, O, DT, sv, 2)
 
 // Op groups; the Python side (elementwise.py) lists the same groups per dtype.
-#define GPK_BIN_ARITH(T, DT)                    \
-  GPK_BINARY(add, OpAdd, T, T, DT)              \
-  GPK_BINARY(subtract, OpSub, T, T, DT)         \
-  GPK_BINARY(multiply, OpMul, T, T, DT)
-#define GPK_BIN_MAXMIN(T, DT)                   \
-  GPK_BINARY(maximum, OpMax, T, T, DT)          \
-  GPK_BINARY(minimum, OpMin, T, T, DT)
-#define GPK_BIN_FLOAT(T, DT)                    \
-  GPK_BINARY(divide, OpDiv, T, T, DT)           \
+#define GPK_BIN_ARITH(T, DT)                  \
+  GPK_BINARY_C(add, OpAdd, T, T, DT)          \
+  GPK_BINARY(subtract, OpSub, T, T, DT)       \
+  GPK_BINARY_C(multiply, OpMul, T, T, DT)
+#define GPK_BIN_MAXMIN(T, DT)                 \
+  GPK_BINARY_C(maximum, OpMax, T, T, DT)      \
+  GPK_BINARY_C(minimum, OpMin, T, T, DT)
+#define GPK_BIN_FLOAT(T, DT)                  \
+  GPK_BINARY(divide, OpDiv, T, T, DT)         \
   GPK_BINARY(pow, OpPow, T, T, DT)
-#define GPK_BIN_CMP(T, DT)                      \
-  GPK_BINARY(equal, OpEq, T, bool, DT)          \
-  GPK_BINARY(not_equal, OpNe, T, bool, DT)      \
-  GPK_BINARY(less, OpLt, T, bool, DT)           \
-  GPK_BINARY(less_equal, OpLe, T, bool, DT)     \
-  GPK_BINARY(greater, OpGt, T, bool, DT)        \
-  GPK_BINARY(greater_equal, OpGe, T, bool, DT)
-#define GPK_BIN_BITS(T, DT)                     \
-  GPK_BINARY(bitwise_and, OpAnd, T, T, DT)      \
-  GPK_BINARY(bitwise_or, OpOr, T, T, DT)        \
-  GPK_BINARY(bitwise_xor, OpXor, T, T, DT)
+#define GPK_BIN_CMP(T, DT)                    \
+  GPK_BINARY_C(equal, OpEq, T, bool, DT)      \
+  GPK_BINARY_C(not_equal, OpNe, T, bool, DT)  \
+  GPK_BINARY_C(less, OpLt, T, bool, DT)       \
+  GPK_BINARY_C(less_equal, OpLe, T, bool, DT) \
+  GPK_BINARY_C(greater, OpGt, T, bool, DT)    \
+  GPK_BINARY_C(greater_equal, OpGe, T, bool, DT)
+#define GPK_BIN_BITS(T, DT)                   \
+  GPK_BINARY_C(bitwise_and, OpAnd, T, T, DT)  \
+  GPK_BINARY_C(bitwise_or, OpOr, T, T, DT)    \
+  GPK_BINARY_C(bitwise_xor, OpXor, T, T, DT)
 
 // A module built with -DGPK_GROUP_arith holds only the arithmetic groups, -DGPK_GROUP_cmp only
 // comparisons and bitwise ops; with neither, both.

@@ -158,6 +158,19 @@ __device__ __forceinline__ void unary_nd(const T* __restrict__ x, T* __restrict_
   GPK_UNARY(gelu_tanh, UGeluTanh, T, DT)
 #define GPK_UN_BITS(T, DT) GPK_UNARY(bitwise_invert, UInvert, T, DT)
 
+// A module built with -DGPK_GROUP_basic holds only the cheap ops (numeric and bitwise groups),
+// -DGPK_GROUP_math only the transcendental ones; with neither, both.
+#if defined(GPK_GROUP_math) && !defined(GPK_GROUP_basic)
+#undef GPK_UN_NUMERIC
+#undef GPK_UN_BITS
+#define GPK_UN_NUMERIC(T, DT)
+#define GPK_UN_BITS(T, DT)
+#endif
+#if defined(GPK_GROUP_basic) && !defined(GPK_GROUP_math)
+#undef GPK_UN_MATH
+#define GPK_UN_MATH(T, DT)
+#endif
+
 #define GPK_UN_FLOATS(T, DT) GPK_UN_NUMERIC(T, DT) GPK_UN_MATH(T, DT)
 #define GPK_UN_INTS(T, DT) GPK_UN_NUMERIC(T, DT) GPK_UN_BITS(T, DT)
 #define GPK_UN_BOOLS(T, DT) GPK_UN_BITS(T, DT)

@@ -1,0 +1,277 @@
+"""Elementwise kernels on CuPy arrays.
+
+``binary(op, a, b, out=None)`` and ``unary(op, x, out=None)`` take ``cupy.ndarray`` operands of ONE
+dtype (the caller promotes first), broadcast like NumPy, and return a ``cupy.ndarray`` (``out`` if
+given). Comparisons return bool; everything else returns the operands' dtype. An (op, dtype) pair we
+have no kernel for raises ``NotImplementedError`` so the caller can fall back to CuPy;
+``supports_binary`` / ``supports_unary`` answer that question without raising.
+
+Paths: contiguous same-shape operands whose data pointers are 16-byte aligned take 128-bit vector
+kernels (also when one operand is a single element); anything else takes the strided kernel
+(broadcast dims have stride 0; dims are collapsed first, at most 8 may remain).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import loader
+from ._common import (ALL, BOOL, FLOATS, INTS, ITEMSIZE, broadcast_strides, collapse_dims,
+                      dtype_code, nd_params)
+
+BINARY_FILE = "binary.cu"
+UNARY_FILE = "unary.cu"
+
+# op -> (module group, dtype codes, returns bool)
+BINARY_OPS: dict[str, tuple[str, tuple, bool]] = {}
+for _op in ("add", "subtract", "multiply"):
+    BINARY_OPS[_op] = ("arith", FLOATS + INTS, False)
+for _op in ("maximum", "minimum"):
+    BINARY_OPS[_op] = ("arith", ALL, False)
+for _op in ("divide", "pow"):
+    BINARY_OPS[_op] = ("arith", FLOATS, False)
+for _op in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"):
+    BINARY_OPS[_op] = ("cmp", ALL, True)
+for _op in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    BINARY_OPS[_op] = ("cmp", INTS + BOOL, False)
+
+# Names the caller may use for the same kernels: (alias, dtype codes it is valid for) -> op.
+BINARY_ALIASES = {
+    "true_divide": ("divide", FLOATS),
+    "power": ("pow", FLOATS),
+    "logical_and": ("bitwise_and", BOOL),
+    "logical_or": ("bitwise_or", BOOL),
+    "logical_xor": ("bitwise_xor", BOOL),
+}
+
+# op -> (module group, dtype codes)
+UNARY_OPS: dict[str, tuple[str, tuple]] = {}
+for _op in ("negative", "abs", "square", "relu"):
+    UNARY_OPS[_op] = ("basic", FLOATS + INTS)
+UNARY_OPS["bitwise_invert"] = ("basic", INTS + BOOL)
+for _op in ("exp", "log", "sqrt", "sin", "cos", "tanh", "log1p", "expm1", "reciprocal", "rsqrt",
+            "sigmoid", "silu", "gelu", "gelu_tanh"):
+    UNARY_OPS[_op] = ("math", FLOATS)
+
+UNARY_ALIASES = {
+    "logical_not": ("bitwise_invert", BOOL),
+    "absolute": ("abs", FLOATS + INTS),
+}
+
+# Ops with a scalar-first (_sv) kernel; for the others, op(s, b) == SWAP[op](b, s).
+_HAS_SV = {"subtract", "divide", "pow"}
+_SWAP = {"add": "add", "multiply": "multiply", "maximum": "maximum", "minimum": "minimum",
+         "equal": "equal", "not_equal": "not_equal", "less": "greater", "greater": "less",
+         "less_equal": "greater_equal", "greater_equal": "less_equal",
+         "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor"}
+
+# Cheap ops unroll 4 vectors per thread and iteration, pow and the unary "math" ops 2
+# (GPK_EW_UNROLL / GPK_EW_MATH_UNROLL in the .cu files).
+_MATH_BINARY = {"pow"}
+
+# Launch settings; the benchmark's tuning sweep changes them.
+CONFIG = {
+    "threads": 256,          # threads per block, vector kernels
+    "blocks_per_sm": 16,     # grid cap for the grid-stride vector kernels, per SM
+    "nd_threads": 256,
+    "nd_blocks_per_sm": 16,
+}
+
+
+def module_options(dt: str, group: str) -> tuple:
+    return ("-DGPK_SELECT", f"-DGPK_DT_{dt}", f"-DGPK_GROUP_{group}")
+
+
+def variants() -> list[tuple[str, tuple]]:
+    """Every (cu_file, options) module this front end may load."""
+    out = set()
+    for group, dts, _ in BINARY_OPS.values():
+        for dt in dts:
+            out.add((BINARY_FILE, module_options(dt, group)))
+    for group, dts in UNARY_OPS.values():
+        for dt in dts:
+            out.add((UNARY_FILE, module_options(dt, group)))
+    return sorted(out)
+
+
+def expected_kernels() -> dict[str, set[str]]:
+    """cu_file -> every kernel name the front end may request (for the compile check)."""
+    names = {BINARY_FILE: set(), UNARY_FILE: set()}
+    for op, (_, dts, _) in BINARY_OPS.items():
+        for dt in dts:
+            for mode in ("vv", "vs", "nd") + (("sv",) if op in _HAS_SV else ()):
+                names[BINARY_FILE].add(f"gpk_{op}_{dt}_{mode}")
+    for op, (_, dts) in UNARY_OPS.items():
+        for dt in dts:
+            for mode in ("v", "nd"):
+                names[UNARY_FILE].add(f"gpk_{op}_{dt}_{mode}")
+    return names
+
+
+def _resolve_binary(op: str, dt: str):
+    spec = BINARY_OPS.get(op)
+    if spec is None:
+        alias = BINARY_ALIASES.get(op)
+        if alias is not None and dt in alias[1]:
+            op = alias[0]
+            spec = BINARY_OPS[op]
+    if spec is None or dt not in spec[1]:
+        return None, None
+    return op, spec
+
+
+def _resolve_unary(op: str, dt: str):
+    spec = UNARY_OPS.get(op)
+    if spec is None:
+        alias = UNARY_ALIASES.get(op)
+        if alias is not None and dt in alias[1]:
+            op = alias[0]
+            spec = UNARY_OPS[op]
+    if spec is None or dt not in spec[1]:
+        return None, None
+    return op, spec
+
+
+def supports_binary(op: str, dtype) -> bool:
+    dt = dtype_code(dtype)
+    return dt is not None and _resolve_binary(op, dt)[0] is not None
+
+
+def supports_unary(op: str, dtype) -> bool:
+    dt = dtype_code(dtype)
+    return dt is not None and _resolve_unary(op, dt)[0] is not None
+
+
+def _vec_grid(n: int, itemsize: int, unroll: int) -> tuple[int, int]:
+    threads = CONFIG["threads"]
+    nvec = n // (16 // itemsize)
+    tiles = -(-nvec // (threads * unroll))
+    cap = loader.sm_count() * CONFIG["blocks_per_sm"]
+    return max(1, min(tiles, cap)), threads
+
+
+def _nd_grid(n: int) -> tuple[int, int]:
+    threads = CONFIG["nd_threads"]
+    cap = loader.sm_count() * CONFIG["nd_blocks_per_sm"]
+    return max(1, min(-(-n // threads), cap)), threads
+
+
+def _aligned(arr, nbytes: int) -> bool:
+    return arr.data.ptr % nbytes == 0
+
+
+def _check_out(out, shape, dtype):
+    import cupy
+    if not isinstance(out, cupy.ndarray):
+        raise TypeError("gpk_array kernels: out must be a cupy.ndarray")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"gpk_array kernels: out has shape {out.shape}, expected {tuple(shape)}")
+    if out.dtype != dtype:
+        raise ValueError(f"gpk_array kernels: out has dtype {out.dtype}, expected {np.dtype(dtype)}")
+
+
+def binary(op: str, a, b, out=None):
+    """``out = op(a, b)`` elementwise with NumPy broadcasting; a and b are cupy arrays of one dtype."""
+    import cupy
+    if not isinstance(a, cupy.ndarray) or not isinstance(b, cupy.ndarray):
+        raise TypeError("gpk_array kernels: binary() takes cupy.ndarray operands")
+    if a.dtype != b.dtype:
+        raise TypeError(f"gpk_array kernels: binary() needs operands of one dtype, got {a.dtype} "
+                        f"and {b.dtype}")
+    dt = dtype_code(a.dtype)
+    if dt is None:
+        raise NotImplementedError(f"gpk_array kernels: no {op} kernel for dtype {a.dtype}")
+    kop, spec = _resolve_binary(op, dt)
+    if kop is None:
+        raise NotImplementedError(f"gpk_array kernels: no {op} kernel for dtype {a.dtype}")
+    group, _, returns_bool = spec
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    out_dtype = np.dtype(np.bool_) if returns_bool else a.dtype
+    dev = a.data.device_id
+    if b.data.device_id != dev or (out is not None and out.data.device_id != dev):
+        raise ValueError("gpk_array kernels: operands are on different devices")
+    if dev != loader.current_device_id():
+        with cupy.cuda.Device(dev):
+            return binary(op, a, b, out)
+    if out is None:
+        out = cupy.empty(shape, dtype=out_dtype)
+    else:
+        _check_out(out, shape, out_dtype)
+    n = out.size
+    if n == 0:
+        return out
+    opts = module_options(dt, group)
+    isz = ITEMSIZE[dt]
+    vec = 16 // isz
+    out_align = vec * out.dtype.itemsize
+    if out.flags.c_contiguous and _aligned(out, out_align):
+        mode = None
+        # An operand with n elements that broadcasts to `shape` differs from it only by extent-1
+        # dims, so a C-contiguous one is laid out like `out`.
+        if (a.size == n and b.size == n and a.flags.c_contiguous and b.flags.c_contiguous
+                and _aligned(a, 16) and _aligned(b, 16)):
+            mode = "vv"
+        elif b.size == 1 and a.size == n and a.flags.c_contiguous and _aligned(a, 16):
+            mode = "vs"
+        elif a.size == 1 and b.size == n and b.flags.c_contiguous and _aligned(b, 16):
+            mode = "sv"
+        if mode is not None:
+            x, y, name = a, b, kop
+            if mode == "sv" and kop not in _HAS_SV:
+                x, y, name, mode = b, a, _SWAP[kop], "vs"
+            fn = loader.get_function(BINARY_FILE, f"gpk_{name}_{dt}_{mode}", opts)
+            grid, block = _vec_grid(n, isz, 2 if kop in _MATH_BINARY else 4)
+            loader.launch(fn, grid, block, (x, y, out, np.int64(n)))
+            return out
+    st_o = broadcast_strides(shape, out.shape, out.strides, out.dtype.itemsize)
+    st_a = broadcast_strides(shape, a.shape, a.strides, isz)
+    st_b = broadcast_strides(shape, b.shape, b.strides, isz)
+    cshape, cstrides = collapse_dims(shape, [st_o, st_a, st_b])
+    params = nd_params(n, cshape, cstrides)
+    fn = loader.get_function(BINARY_FILE, f"gpk_{kop}_{dt}_nd", opts)
+    grid, block = _nd_grid(n)
+    loader.launch(fn, grid, block, (a, b, out, params))
+    return out
+
+
+def unary(op: str, x, out=None):
+    """``out = op(x)`` elementwise; x is a cupy array, out has x's dtype and shape."""
+    import cupy
+    if not isinstance(x, cupy.ndarray):
+        raise TypeError("gpk_array kernels: unary() takes a cupy.ndarray")
+    dt = dtype_code(x.dtype)
+    if dt is None:
+        raise NotImplementedError(f"gpk_array kernels: no {op} kernel for dtype {x.dtype}")
+    kop, spec = _resolve_unary(op, dt)
+    if kop is None:
+        raise NotImplementedError(f"gpk_array kernels: no {op} kernel for dtype {x.dtype}")
+    group = spec[0]
+    dev = x.data.device_id
+    if out is not None and out.data.device_id != dev:
+        raise ValueError("gpk_array kernels: operands are on different devices")
+    if dev != loader.current_device_id():
+        with cupy.cuda.Device(dev):
+            return unary(op, x, out)
+    shape = x.shape
+    if out is None:
+        out = cupy.empty(shape, dtype=x.dtype)
+    else:
+        _check_out(out, shape, x.dtype)
+    n = out.size
+    if n == 0:
+        return out
+    opts = module_options(dt, group)
+    isz = ITEMSIZE[dt]
+    if (x.flags.c_contiguous and out.flags.c_contiguous and _aligned(x, 16) and _aligned(out, 16)):
+        fn = loader.get_function(UNARY_FILE, f"gpk_{kop}_{dt}_v", opts)
+        grid, block = _vec_grid(n, isz, 2 if group == "math" else 4)
+        loader.launch(fn, grid, block, (x, out, np.int64(n)))
+        return out
+    st_o = broadcast_strides(shape, out.shape, out.strides, isz)
+    st_x = broadcast_strides(shape, x.shape, x.strides, isz)
+    cshape, cstrides = collapse_dims(shape, [st_o, st_x])
+    params = nd_params(n, cshape, cstrides)
+    fn = loader.get_function(UNARY_FILE, f"gpk_{kop}_{dt}_nd", opts)
+    grid, block = _nd_grid(n)
+    loader.launch(fn, grid, block, (x, out, params))
+    return out

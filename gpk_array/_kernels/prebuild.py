@@ -1,0 +1,78 @@
+"""Compile every kernel module into the disk cache, so no user call waits for a compiler.
+
+    python -m gpk_array._kernels.prebuild [--arch 90] [--jobs N] [--force]
+
+Without --arch the local GPU's compute capability is used (that needs a GPU); with it, nothing
+touches a GPU. ``prebuild()`` returns one dict per module: file, options, arch, path, cached,
+seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import types
+from concurrent.futures import ThreadPoolExecutor
+
+from . import loader
+
+
+def all_variants() -> list[tuple[str, tuple]]:
+    """Every (cu_file, options) module the front ends may load."""
+    from . import elementwise, reduction
+    return sorted(set(elementwise.variants()) | set(reduction.variants()))
+
+
+def prebuild(arch=None, *, jobs: int | None = None, verbose: bool = False, force: bool = False,
+             variants=None) -> list[dict]:
+    arch = loader.normalize_arch(arch) if arch is not None else loader.device_arch()
+    todo = list(variants) if variants is not None else all_variants()
+    jobs = jobs or os.cpu_count() or 1
+    backend = loader.default_backend()
+    results: list[dict] = []
+
+    def one(v):
+        cu_file, options = v
+        info = loader.build(cu_file, options, arch, backend=backend, force=force)
+        if verbose:
+            state = "cached" if info["cached"] else f"{info['seconds']:.1f}s"
+            print(f"gpk_array: {cu_file} {' '.join(options)} sm_{arch}: {state}", file=sys.stderr,
+                  flush=True)
+        return info
+
+    t0 = time.perf_counter()
+    # NVRTC releases the GIL while it compiles, and nvcc runs as a subprocess: threads suffice.
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for info in pool.map(one, todo):
+            results.append(info)
+    if verbose:
+        built = sum(1 for r in results if not r["cached"])
+        print(f"gpk_array: {built} of {len(results)} modules built for sm_{arch} in "
+              f"{time.perf_counter() - t0:.1f}s ({backend})", file=sys.stderr, flush=True)
+    return results
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--arch", default=None, help="e.g. 90 or sm_90 (default: the local GPU)")
+    ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--force", action="store_true", help="rebuild even if cached")
+    args = ap.parse_args(argv)
+    prebuild(args.arch, jobs=args.jobs, verbose=True, force=args.force)
+    return 0
+
+
+class _CallableModule(types.ModuleType):
+    """Importing this submodule rebinds ``gpk_array._kernels.prebuild`` from the package's function
+    to this module; making the module callable keeps ``gpk_array._kernels.prebuild(arch)`` working."""
+
+    def __call__(self, arch=None, **kwargs):
+        return prebuild(arch, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,402 @@
+"""Text generation: KV cache, greedy and sampled decoding, stop tokens, batches, streaming.
+
+``Engine`` holds a fixed number of slots, the rows of one preallocated KV cache. A sequence is prefilled into a
+free slot (several at once, right-padded), then every ``step()`` runs one batched decode over all slots, with
+fixed shapes: tokens and positions in device buffers, attention over the first ``kv_len`` cache slots (rounded up
+to a block) with a mask. On a CUDA device that step is captured once per ``kv_len`` in a CUDA graph and replayed.
+Sequences come and go between steps (continuous batching): ``generate`` and the HTTP server both drive it.
+
+Token choice happens on the host for sampling, with one seeded NumPy Generator per sequence, so the CPU and a
+GPU draw the same tokens from the same logits; greedy rows take an argmax on the device.
+"""
+import collections
+import dataclasses
+import warnings
+
+import numpy as np
+
+import gpk_array as gp
+
+
+@dataclasses.dataclass
+class SamplingParams:
+    """temperature 0 means greedy; top_k None/0 and top_p None/1.0 keep every token."""
+    temperature: float = 0.0
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int | None = None
+
+    def __post_init__(self):
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if self.top_k is not None and self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
+        if self.top_p is not None and not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+
+    @property
+    def greedy(self):
+        return self.temperature == 0 or self.top_k == 1
+
+
+def sample(logits, params, rng):
+    """A token id from one row of logits (NumPy, (V,)) under ``params``, drawing with ``rng``."""
+    if params.greedy:
+        return int(np.argmax(logits))
+    z = np.asarray(logits, dtype=np.float64) / params.temperature
+    if params.top_k and params.top_k < z.size:
+        kth = np.partition(z, -params.top_k)[-params.top_k]
+        z = np.where(z >= kth, z, -np.inf)
+    p = np.exp(z - z.max())
+    p /= p.sum()
+    if params.top_p is not None and params.top_p < 1:
+        order = np.argsort(-p, kind="stable")
+        sorted_p = p[order]
+        drop = np.cumsum(sorted_p) - sorted_p >= params.top_p  # keep the smallest prefix reaching top_p
+        p[order[drop]] = 0.0
+        p /= p.sum()
+    cdf = np.cumsum(p)
+    return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), z.size - 1))
+
+
+class Sequence:
+    """One prompt being continued: its generated ``tokens``, and ``finish_reason`` once done
+    ("stop": a stop token came (it is not kept), "length": max_new_tokens reached, "cancelled")."""
+
+    def __init__(self, prompt, *, max_new_tokens=64, params=None, stop_tokens=(), tag=None):
+        self.prompt = [int(t) for t in prompt]
+        if not self.prompt:
+            raise ValueError("a prompt needs at least one token")
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.max_new_tokens = max_new_tokens
+        self.params = params or SamplingParams()
+        self.rng = np.random.default_rng(self.params.seed)
+        self.stop_tokens = frozenset(int(t) for t in stop_tokens)
+        self.tokens = []
+        self.finish_reason = None
+        self.slot = None
+        self.tag = tag  # anything the caller wants to find again
+
+    @property
+    def done(self):
+        return self.finish_reason is not None
+
+    @property
+    def next_position(self):
+        """Position (and cache slot) of the last token, the one fed to the next decode step."""
+        return len(self.prompt) + len(self.tokens) - 1
+
+    def _push(self, token):
+        if token in self.stop_tokens:
+            self.finish_reason = "stop"
+            return
+        self.tokens.append(token)
+        if len(self.tokens) >= self.max_new_tokens:
+            self.finish_reason = "length"
+
+
+class Engine:
+    """A KV cache of ``max_batch`` slots and the prefill / decode steps that fill and read it."""
+
+    def __init__(self, model, max_batch=1, max_len=None, *, cuda_graphs=None, kv_block=128):
+        """cuda_graphs: None captures decode (and single-sequence prefill) steps in CUDA graphs on a CUDA
+        device; False runs them eagerly. kv_block: decode attends the cache in blocks of this many slots."""
+        c = model.config
+        self.model = model
+        self.device = model.device
+        self.max_batch = max_batch
+        self.max_len = min(max_len or c.n_positions, c.n_positions)
+        self.kv_block = kv_block
+        self.cache = model.new_cache(max_batch, self.max_len)
+        self.slots = [None] * max_batch
+        dev = self.device
+        self._io = gp.zeros((2, max_batch, 1), dtype=gp.int64, device=dev)  # decode tokens and positions
+        self._io_host = np.zeros((2, max_batch, 1), dtype=np.int64)
+        self.graphs = None
+        if dev.kind == "cuda" and cuda_graphs is not False:
+            self.graphs = CudaGraphs()
+            self._logits = gp.zeros((max_batch, c.vocab_size), dtype=model.dtype, device=dev)
+            self._next = gp.zeros((max_batch,), dtype=gp.int64, device=dev)
+            self._p_io = gp.zeros((self.max_len + 2,), dtype=gp.int64, device=dev)  # prefill: tokens, row, last
+            self._p_logits = gp.zeros((1, c.vocab_size), dtype=model.dtype, device=dev)
+            self._p_next = gp.zeros((1,), dtype=gp.int64, device=dev)
+        self.steps = 0
+        self.max_active = 0  # most sequences seen in one decode step (evidence of batching)
+
+    @property
+    def active(self):
+        return [s for s in self.slots if s is not None]
+
+    @property
+    def free(self):
+        return sum(s is None for s in self.slots)
+
+    def check(self, seq):
+        """ValueError if seq cannot run here (too long for the cache, ids outside the vocabulary)."""
+        n = len(seq.prompt) + seq.max_new_tokens
+        if n > self.max_len:
+            raise ValueError(f"prompt ({len(seq.prompt)} tokens) + max_new_tokens ({seq.max_new_tokens}) = {n} "
+                             f"exceeds the context length {self.max_len}")
+        v = self.model.config.vocab_size
+        if min(seq.prompt) < 0 or max(seq.prompt) >= v:
+            raise ValueError(f"prompt token ids must be in [0, {v})")
+
+    def add(self, seqs):
+        """Prefill seqs into free slots (one batched forward) and choose their first tokens; returns them."""
+        seqs = list(seqs)
+        if len(seqs) > self.free:
+            raise RuntimeError(f"{len(seqs)} sequences for {self.free} free slots")
+        for s in seqs:
+            self.check(s)
+        free = [i for i, s in enumerate(self.slots) if s is None]
+        for s, i in zip(seqs, free):
+            s.slot, self.slots[i] = i, s
+        if len(seqs) == 1 and self.graphs is not None:
+            logits, nxt = self._prefill_graph(seqs[0])
+        elif seqs:
+            lens = [len(s.prompt) for s in seqs]
+            toks = np.zeros((len(seqs), max(lens)), dtype=np.int64)  # right padding: later slots are rewritten
+            for r, s in enumerate(seqs):
+                toks[r, :lens[r]] = s.prompt
+            rows = np.array([s.slot for s in seqs], dtype=np.int64)
+            logits = self.model(toks, cache=self.cache, rows=rows, last=np.array(lens) - 1)
+            nxt = None
+        self._choose(seqs, logits, nxt)
+        return seqs
+
+    def step(self):
+        """One decode step for every active sequence; returns the sequences that advanced (or finished)."""
+        active = self.active
+        if not active:
+            return []
+        io = self._io_host
+        io[:] = 0  # free slots decode token 0 at position 0 of their own row: harmless, fixed shapes
+        for s in active:
+            io[0, s.slot, 0] = s.tokens[-1]
+            io[1, s.slot, 0] = s.next_position
+        kv_len = min(self.max_len, -(-(max(s.next_position for s in active) + 1) // self.kv_block) * self.kv_block)
+        _upload(self._io, io)
+        tok, pos = self._io[0], self._io[1]
+        if self.graphs is not None:
+            def fn():
+                logits = self.model(tok, pos, cache=self.cache, kv_len=kv_len)[:, 0]
+                self._logits[...] = logits
+                self._next[...] = gp.argmax(logits, axis=-1)
+            if self._graph(("decode", kv_len), fn):
+                logits, nxt = self._logits, self._next
+            else:
+                logits, nxt = self.model(tok, pos, cache=self.cache, kv_len=kv_len)[:, 0], None
+        else:
+            logits, nxt = self.model(tok, pos, cache=self.cache, kv_len=kv_len)[:, 0], None
+        self.steps += 1
+        self.max_active = max(self.max_active, len(active))
+        rows = [s.slot for s in active]
+        self._choose(active, logits, nxt, rows)
+        return active
+
+    def release(self, seq, reason=None):
+        """Free seq's slot (finishing it with ``reason`` if it was still running)."""
+        if reason is not None and seq.finish_reason is None:
+            seq.finish_reason = reason
+        if seq.slot is not None and self.slots[seq.slot] is seq:
+            self.slots[seq.slot] = None
+        seq.slot = None
+
+    # --- internals -------------------------------------------------------------------------------------
+    def _choose(self, seqs, logits, nxt, rows=None):
+        """Choose each sequence's next token from its row of logits (rows: their rows, default 0..n-1)."""
+        rows = list(range(len(seqs))) if rows is None else rows
+        if all(s.params.greedy for s in seqs):
+            ids = _host(nxt if nxt is not None else gp.argmax(logits, axis=-1))[rows]
+            for s, t in zip(seqs, ids):
+                s._push(int(t))
+        else:
+            picked = logits if rows == list(range(logits.shape[0])) else gp.take(logits, gp.asarray(
+                np.array(rows), device=self.device), axis=0)
+            host = _host(gp.astype(picked, gp.float32))
+            for s, row in zip(seqs, host):
+                s._push(sample(row, s.params, s.rng))
+        for s in seqs:
+            if s.done:
+                self.release(s)
+
+    def _prefill_graph(self, seq):
+        n = len(seq.prompt)
+        T = 16
+        while T < n:
+            T *= 2
+        T = min(T, self.max_len)
+        host = np.zeros(self.max_len + 2, dtype=np.int64)
+        host[:n] = seq.prompt
+        host[-2:] = seq.slot, n - 1
+        _upload(self._p_io, host)
+        tok = gp.reshape(self._p_io[:T], (1, T))
+        row, last = self._p_io[-2:-1], self._p_io[-1:]
+
+        def fn():
+            logits = self.model(tok, cache=self.cache, rows=row, last=last)
+            self._p_logits[...] = logits
+            self._p_next[...] = gp.argmax(logits, axis=-1)
+        if self._graph(("prefill", T), fn):
+            return self._p_logits, self._p_next
+        return self.model(tok, cache=self.cache, rows=row, last=last), None
+
+    def _graph(self, key, fn):
+        """Run fn through its CUDA graph; False (and graphs off from now on) if it cannot be captured."""
+        if self.graphs is None:
+            return False
+        try:
+            self.graphs.run(key, fn)
+            return True
+        except Exception as e:  # a capture the backend refuses: run eagerly from now on
+            warnings.warn(f"CUDA graph capture failed ({type(e).__name__}: {e}); running eagerly", RuntimeWarning)
+            self.graphs = None
+            return False
+
+
+class CudaGraphs:
+    """CUDA graphs of step functions, captured on first use per key and replayed after.
+
+    A step function reads and writes only arrays that outlive it (static inputs, outputs, the KV cache); its
+    temporaries come from a private memory pool that nothing else allocates from, so the addresses the graph
+    recorded stay its own across replays.
+    """
+
+    def __init__(self):
+        import cupy
+        self._cp = cupy
+        self.pool = cupy.cuda.MemoryPool()
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.graphs = {}
+
+    def run(self, key, fn):
+        cp = self._cp
+        graph = self.graphs.get(key)
+        if graph is None:
+            cp.cuda.get_current_stream().synchronize()
+            with cp.cuda.using_allocator(self.pool.malloc), self.stream:
+                fn()  # warm-up: compiles kernels and fills the pool; a step is idempotent, so running it twice is fine
+                self.stream.begin_capture()
+                try:
+                    fn()
+                finally:
+                    graph = self.stream.end_capture()
+                graph.upload(self.stream)
+            self.stream.synchronize()
+            self.graphs[key] = graph
+        graph.launch(stream=cp.cuda.get_current_stream())
+
+
+def _upload(dst, host):
+    """Copy a host NumPy array into the device array dst (same shape and dtype), in place."""
+    if dst.device.kind == "cpu":
+        np.copyto(np.asarray(dst), host)
+    else:
+        dst._data.set(host)
+
+
+def _host(a):
+    return np.asarray(a.to_device("cpu"))
+
+
+# --- the generation API ----------------------------------------------------------------------------------
+
+
+def generate(model, prompts, *, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None, seed=None,
+             stop_tokens=None, tokenizer=None, max_batch=None, cuda_graphs=None):
+    """Continue one prompt or a batch of prompts of any lengths.
+
+    prompts: a list of token ids, or a list of them (or text / a list of texts, with ``tokenizer``).
+    stop_tokens: ids that end a sequence (default: the tokenizer's end-of-text id, if a tokenizer is given).
+    seed: sequence i draws from ``numpy.random.default_rng([seed, i])`` (one prompt: ``default_rng(seed)``).
+    Returns the generated ids (stop token excluded) per prompt, or texts when the prompts were texts.
+    """
+    single = isinstance(prompts, str) or (len(prompts) > 0 and isinstance(prompts[0], (int, np.integer)))
+    batch = [prompts] if single else list(prompts)
+    texts = any(isinstance(p, str) for p in batch)
+    if texts:
+        if tokenizer is None:
+            raise ValueError("text prompts need a tokenizer")
+        batch = [tokenizer.encode(p) if isinstance(p, str) else p for p in batch]
+    if stop_tokens is None:
+        stop_tokens = () if tokenizer is None or tokenizer.eos_token_id is None else (tokenizer.eos_token_id,)
+    seqs = []
+    for i, p in enumerate(batch):
+        s = seed if single or seed is None else [seed, i]
+        params = SamplingParams(temperature, top_k, top_p, s)
+        seqs.append(Sequence(p, max_new_tokens=max_new_tokens, params=params, stop_tokens=stop_tokens))
+    max_len = max(len(s.prompt) for s in seqs) + max_new_tokens
+    engine = Engine(model, max_batch=min(len(seqs), max_batch or len(seqs)), max_len=max_len,
+                    cuda_graphs=cuda_graphs)
+    for s in seqs:
+        engine.check(s)
+    pending = collections.deque(seqs)
+    while pending or engine.active:
+        if pending and engine.free:
+            engine.add([pending.popleft() for _ in range(min(engine.free, len(pending)))])
+        engine.step()
+    out = [s.tokens for s in seqs]
+    if texts:
+        out = [tokenizer.decode(t) for t in out]
+    return out[0] if single else out
+
+
+def generate_stream(model, prompt, *, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None, seed=None,
+                    stop_tokens=None, tokenizer=None, engine=None):
+    """Yield the tokens generated for one prompt as they come: ids, or text pieces when a tokenizer is given
+    (pieces end on whole UTF-8 characters). ``engine``: reuse an Engine (its cache and captured graphs)."""
+    if isinstance(prompt, str):
+        if tokenizer is None:
+            raise ValueError("a text prompt needs a tokenizer")
+        prompt = tokenizer.encode(prompt)
+    if stop_tokens is None:
+        stop_tokens = () if tokenizer is None or tokenizer.eos_token_id is None else (tokenizer.eos_token_id,)
+    seq = Sequence(prompt, max_new_tokens=max_new_tokens, params=SamplingParams(temperature, top_k, top_p, seed),
+                   stop_tokens=stop_tokens)
+    engine = engine or Engine(model, max_batch=1, max_len=len(seq.prompt) + max_new_tokens)
+    text = TextStream(tokenizer) if tokenizer is not None else None
+    engine.check(seq)
+    sent = 0
+    try:
+        engine.add([seq])
+        while True:
+            for t in seq.tokens[sent:]:
+                if text is None:
+                    yield t
+                else:
+                    piece = text.push([t])
+                    if piece:
+                        yield piece
+            sent = len(seq.tokens)
+            if seq.done:
+                break
+            engine.step()
+        if text is not None:
+            rest = text.flush()
+            if rest:
+                yield rest
+    finally:
+        engine.release(seq, "cancelled")
+
+
+class TextStream:
+    """Incremental detokenization: ``push(ids)`` returns the text that is complete so far; bytes of a
+    character split across tokens wait for the rest (up to a few tokens, then they flush as U+FFFD)."""
+
+    def __init__(self, tokenizer, hold=4):
+        self.tokenizer, self.hold = tokenizer, hold
+        self.pending = []
+
+    def push(self, ids):
+        self.pending += ids
+        text = self.tokenizer.decode(self.pending)
+        if text.endswith("\ufffd") and len(self.pending) < self.hold:
+            return ""
+        self.pending = []
+        return text
+
+    def flush(self):
+        text = self.tokenizer.decode(self.pending) if self.pending else ""
+        self.pending = []
+        return text

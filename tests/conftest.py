@@ -1,0 +1,23 @@
+"""Shared fixtures: the devices to test on (the CPU always; cuda:0 for tests marked gpu, where one exists)."""
+import os
+
+os.environ.setdefault("SCIPY_ARRAY_API", "1")  # before scipy / scikit-learn are imported anywhere
+
+import pytest  # noqa: E402
+
+import gpk_array as xp  # noqa: E402
+
+
+def _has_gpu():
+    return any(d.kind == "cuda" for d in xp.__array_namespace_info__().devices())
+
+
+HAS_GPU = _has_gpu()
+requires_gpu = pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU on this machine")
+DEVICES = [pytest.param("cpu", id="cpu"),
+           pytest.param("cuda:0", id="cuda", marks=[pytest.mark.gpu, requires_gpu])]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return xp.Device(request.param)

@@ -1,0 +1,162 @@
+"""Misuse: wrong nesting, destroyed contexts, bad arguments; no deadlock under concurrent use."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from gpk_array import sched
+from gpk_array.sched import ContextDestroyedError
+
+
+def test_nesting_contexts_of_different_devices_raises(cpu_sched):
+    a = sched.create_context("a", 1000)
+    b = sched.create_context("b", 1000)
+    b.device = "cuda:7"  # pretend b lives elsewhere (a real CPU/GPU pair is covered by the GPU tests)
+    with a:
+        with pytest.raises(ValueError, match="same device"):
+            with b:
+                pass
+        assert sched.current_context() is a  # the failed enter left nothing behind
+    assert sched.current_context() is None
+
+
+def test_destroyed_context_refuses_everything(cpu_sched, alloc):
+    a = sched.create_context("a", 1000)
+    sched.destroy_context("a")
+    assert a.destroyed
+    with pytest.raises(ContextDestroyedError):
+        with a:
+            pass
+    with pytest.raises(ContextDestroyedError):
+        a.launch(lambda: None)
+    with pytest.raises(ContextDestroyedError):
+        a.pace()
+    with pytest.raises(ContextDestroyedError):
+        a.wait_idle()
+    with pytest.raises(ContextDestroyedError):
+        a.register_cache("c", lambda: None)
+    with pytest.raises(ContextDestroyedError):
+        with sched.context_session(a):
+            pass
+    with pytest.raises(KeyError):
+        sched.get_context("a")
+    with pytest.raises(KeyError):
+        sched.destroy_context("a")
+    sched.destroy_context(a)  # destroying the object twice is a no-op
+    assert issubclass(ContextDestroyedError, RuntimeError)
+
+
+def test_destroy_while_entered(cpu_sched, alloc):
+    a = sched.create_context("a", 1000)
+    with a:
+        x = alloc(10)
+        sched.destroy_context(a)
+        with pytest.raises(ContextDestroyedError):
+            alloc(10)
+    assert sched.current_context() is None
+    del x
+
+
+def test_destroy_runs_cache_evictions(cpu_sched):
+    a = sched.create_context("a", 1000)
+    called = []
+    a.register_cache("kv", lambda: called.append("kv"))
+    a.register_cache("bad", lambda: 1 / 0)  # a failing cache does not stop the destroy
+    sched.destroy_context(a)
+    assert called == ["kv"]
+
+
+def test_exit_out_of_order_raises(cpu_sched):
+    a = sched.create_context("a", 1000)
+    b = sched.create_context("b", 1000)
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(RuntimeError, match="out of order"):
+        a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+    assert sched.current_context() is None
+
+
+def test_same_context_reentrant(cpu_sched, alloc):
+    a = sched.create_context("a", 1000)
+    with a:
+        with a:
+            x = alloc(10)
+        assert sched.current_context() is a
+    assert a.stats()["sessions"] == 0
+    del x
+
+
+def test_exceptions_inside_restore_state(cpu_sched):
+    a = sched.create_context("a", 1000)
+    with pytest.raises(ZeroDivisionError):
+        with a:
+            1 / 0
+    assert sched.current_context() is None
+    with pytest.raises(ZeroDivisionError):
+        a.launch(lambda: 1 / 0)
+    assert sched.current_context() is None
+
+
+def test_bad_cache_registration(cpu_sched):
+    a = sched.create_context("a", 1000)
+    with pytest.raises(TypeError):
+        a.register_cache("x", "not callable")
+    assert a.touch_cache("missing") is False
+    assert a.unregister_cache("missing") is False
+    a.register_cache("x", lambda: None)
+    assert a.unregister_cache("x") is True
+
+
+def test_concurrent_threads_no_deadlock(cpu_sched, alloc):
+    """Threads allocating, freeing, evicting, waiting and destroying at once all finish."""
+    sched.shutdown()
+    sched.initialize("cpu", total_vram_budget=200_000, wait_timeout=0.05)
+    ctxs = [
+        sched.create_context("g", 50_000),
+        sched.create_context("b", 100_000, qos="burstable"),
+        sched.create_context("be1", 150_000, qos="best_effort", bandwidth=0.5),
+        sched.create_context("be2", 150_000, qos="best_effort"),
+    ]
+    stop = time.monotonic() + 0.5
+    errors = []
+
+    def worker(ctx, seed):
+        rng = np.random.default_rng(seed)
+        keep = []
+        try:
+            while time.monotonic() < stop:
+                with ctx:
+                    try:
+                        keep.append(alloc(int(rng.integers(1, 20_000))))
+                    except MemoryError:
+                        pass
+                    if ctx.qos != "guaranteed" and rng.random() < 0.2:
+                        store = keep
+                        ctx.register_cache(f"c{len(keep)}", store.clear)
+                    if rng.random() < 0.4:
+                        try:
+                            keep.pop(0)
+                        except IndexError:  # an eviction from another thread emptied it
+                            pass
+                    ctx.pace()
+        except ContextDestroyedError:
+            pass
+        except Exception as e:  # pragma: no cover
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(c, i)) for i, c in enumerate(ctxs)]
+    for t in threads:
+        t.start()
+    time.sleep(0.25)
+    sched.destroy_context("be2")  # destroyed under load
+    for t in threads:
+        t.join(timeout=10)
+    assert not any(t.is_alive() for t in threads), "deadlock"
+    assert not errors, errors
+    for c in ctxs[:3]:
+        assert c.used_bytes() <= c.max_vram
+    sched.shutdown()

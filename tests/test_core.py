@@ -1,0 +1,240 @@
+"""Unit tests of the semantic layer: promotion, indexing, devices, errors, copy semantics and DLPack."""
+import numpy as np
+import pytest
+
+import gpk_array as xp
+
+from .conftest import requires_gpu
+
+
+# --- promotion: the standard's table, checked against array-api-strict ---------------------------------------
+def test_promotion_table_matches_array_api_strict():
+    strict = pytest.importorskip("array_api_strict")
+    names = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
+             "float64", "complex64", "complex128"]
+    for a in names:
+        for b in names:
+            try:
+                want = strict.result_type(getattr(strict, a), getattr(strict, b))
+            except TypeError:
+                continue  # no promotion in the standard: NumPy's rule applies (unspecified)
+            got = xp.result_type(getattr(xp, a), getattr(xp, b))
+            assert np.dtype(got).name == str(want).split(".")[-1].strip("'>"), (a, b)
+
+
+def test_python_scalars_are_weak():
+    x = xp.ones(3, dtype=xp.float32)
+    assert (x + 1).dtype == xp.float32
+    assert (x * 2.5).dtype == xp.float32
+    assert (1j + x).dtype == xp.complex64
+    assert (xp.ones(2, dtype=xp.int8) + 100).dtype == xp.int8
+    assert xp.result_type(xp.int16, 1, 2.0) == xp.float64  # NumPy's rule where the standard is silent
+
+
+def test_bfloat16_float16_promotion_and_arithmetic():
+    b = xp.ones(4, dtype=xp.bfloat16)
+    h = xp.ones(4, dtype=xp.float16)
+    assert (b + h).dtype == xp.float32
+    assert (b + 1.5).dtype == xp.bfloat16
+    assert (b * b).dtype == xp.bfloat16
+    m = xp.ones((3, 3), dtype=xp.bfloat16)
+    assert (m @ m).dtype == xp.bfloat16
+    np.testing.assert_array_equal(np.asarray(xp.astype(m @ m, xp.float32)), np.full((3, 3), 3.0))
+
+
+# --- indexing ------------------------------------------------------------------------------------------------
+def test_indexing_matches_numpy():
+    a = np.arange(60).reshape(3, 4, 5)
+    x = xp.asarray(a)
+    keys = [0, -1, (1, 2), (slice(None), 1), (Ellipsis, 2), (None, 0), (slice(1, None, 2), Ellipsis, None),
+            (0, slice(None, None, -1)), ()]
+    for k in keys:
+        np.testing.assert_array_equal(np.asarray(x[k]), a[k], err_msg=str(k))
+    mask = a % 3 == 0
+    np.testing.assert_array_equal(np.asarray(x[xp.asarray(mask)]), a[mask])
+    idx = np.array([2, 0, 1])
+    np.testing.assert_array_equal(np.asarray(x[xp.asarray(idx)]), a[idx])
+    np.testing.assert_array_equal(np.asarray(x[xp.asarray(idx), :, xp.asarray(idx)]), a[idx, :, idx])
+
+
+def test_setitem():
+    x = xp.zeros((3, 4))
+    x[1] = 5
+    x[:, 2] = xp.asarray([1.0, 2.0, 3.0])
+    x[x > 4] = -1
+    ref = np.zeros((3, 4))
+    ref[1] = 5
+    ref[:, 2] = [1, 2, 3]
+    ref[ref > 4] = -1
+    np.testing.assert_array_equal(np.asarray(x), ref)
+
+
+@pytest.mark.parametrize("key, err", [(3, IndexError), ((0, 0, 0), IndexError), (1.5, IndexError),
+                                      ("a", IndexError), ((Ellipsis, Ellipsis), IndexError)])
+def test_bad_indices_raise(key, err):
+    x = xp.zeros((3, 4))
+    with pytest.raises(err):
+        x[key]
+
+
+# --- devices -------------------------------------------------------------------------------------------------
+def test_devices_and_default():
+    info = xp.__array_namespace_info__()
+    assert xp.Device("cpu") in info.devices()
+    assert info.default_device() in info.devices()
+    x = xp.zeros(3, device="cpu")
+    assert x.device == xp.Device("cpu")
+    assert xp.asarray([1, 2]).device == info.default_device()
+    with pytest.raises(ValueError, match="unknown device"):
+        xp.Device("tpu:0")
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_mixing_devices_raises_naming_both():
+    a = xp.zeros(3, device="cpu")
+    b = xp.zeros(3, device="cuda:0")
+    with pytest.raises(ValueError, match="cpu.*cuda:0"):
+        a + b
+    c = b.to_device("cpu")
+    assert c.device == xp.Device("cpu")
+    np.testing.assert_array_equal(np.asarray(c), np.zeros(3))
+
+
+def test_device_errors_without_gpu():
+    if any(d.kind == "cuda" for d in xp.__array_namespace_info__().devices()):
+        pytest.skip("a GPU is present")
+    with pytest.raises(ValueError, match="cuda:0 is not available"):
+        xp.zeros(3, device="cuda:0")
+
+
+# --- errors --------------------------------------------------------------------------------------------------
+def test_error_types():
+    with pytest.raises(ValueError):
+        xp.reshape(xp.zeros(6), (4, 2))
+    with pytest.raises(ValueError):
+        xp.zeros((2, 3)) + xp.zeros((4, 3))
+    with pytest.raises(TypeError):
+        xp.zeros(3, dtype="str")
+    with pytest.raises(TypeError):
+        xp.asarray(["a", "b"])
+    with pytest.raises(TypeError):
+        xp.astype(xp.asarray([1j]), xp.float64)
+    with pytest.raises(ValueError):
+        xp.squeeze(xp.zeros((2, 3)), axis=0)
+    with pytest.raises(IndexError):
+        xp.sum(xp.zeros((2, 3)), axis=2)
+    with pytest.raises(TypeError):
+        xp.Array()
+    x = xp.zeros(3, dtype=xp.int32)
+    with pytest.raises(TypeError):
+        x += 1.5  # in-place ops keep the dtype
+
+
+# --- copy semantics ------------------------------------------------------------------------------------------
+def test_asarray_copy_semantics():
+    a = np.arange(4.0)
+    x = xp.asarray(a, device="cpu", copy=False)
+    a[0] = 10
+    assert float(x[0]) == 10  # shared
+    y = xp.asarray(a, device="cpu", copy=True)
+    a[1] = 20
+    assert float(y[1]) == 1
+    with pytest.raises(ValueError):
+        xp.asarray([1, 2], copy=False)
+    with pytest.raises(ValueError):
+        xp.asarray(a, dtype=xp.float32, device="cpu", copy=False)
+    z = xp.asarray(x)
+    assert z is x or np.shares_memory(np.asarray(z), np.asarray(x))
+
+
+def test_reshape_copy_false_raises_when_copy_needed():
+    x = xp.permute_dims(xp.reshape(xp.arange(6), (2, 3)), (1, 0))
+    with pytest.raises(ValueError):
+        xp.reshape(x, (6,), copy=False)
+
+
+# --- DLPack --------------------------------------------------------------------------------------------------
+def test_dlpack_numpy_zero_copy_both_ways():
+    a = np.arange(6.0)
+    x = xp.from_dlpack(a)
+    a[0] = 7
+    assert float(x[0]) == 7
+    b = np.from_dlpack(x)
+    b[1] = 9
+    assert float(x[1]) == 9
+    assert x.__dlpack_device__()[0] == 1
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_dlpack_cupy_and_torch_zero_copy():
+    import cupy
+    c = cupy.arange(6.0)
+    x = xp.from_dlpack(c)
+    c[0] = 5
+    assert float(x[0]) == 5
+    back = cupy.from_dlpack(x)
+    back[1] = 8
+    assert float(x[1]) == 8
+    assert x.__cuda_array_interface__["data"][0] == c.data.ptr
+    torch = pytest.importorskip("torch")
+    t = torch.arange(4, dtype=torch.float32, device="cuda")
+    y = xp.from_dlpack(t)
+    t[0] = 3
+    assert float(y[0]) == 3
+    t2 = torch.from_dlpack(y)
+    assert t2.data_ptr() == t.data_ptr()
+
+
+def test_array_protocol_on_cpu():
+    x = xp.asarray([1.0, 2.0], device="cpu")
+    assert np.asarray(x).tolist() == [1.0, 2.0]
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_array_protocol_on_gpu_raises():
+    x = xp.asarray([1.0, 2.0], device="cuda:0")
+    with pytest.raises(TypeError, match="to_device"):
+        np.asarray(x)
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_out_of_memory_raises_and_recovers():
+    with pytest.raises(xp.OutOfMemoryError):
+        xp.empty((1 << 45,), dtype=xp.uint8, device="cuda:0")  # 32 TiB
+    assert isinstance(xp.OutOfMemoryError(), MemoryError)
+    y = xp.ones(1000, device="cuda:0")
+    assert float(xp.sum(y)) == 1000.0
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_gpu_work_runs_on_the_current_cupy_stream():
+    import cupy
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        x = xp.ones((256, 256), device="cuda:0")
+        y = x @ x + 1
+        assert cupy.cuda.get_current_stream() == s
+    s.synchronize()
+    assert float(y[0, 0]) == 257.0
+
+
+def test_every_standard_name_exists():
+    names = """abs acos acosh add asin asinh atan atan2 atanh bitwise_and bitwise_left_shift bitwise_invert
+    bitwise_or bitwise_right_shift bitwise_xor ceil clip conj copysign cos cosh divide equal exp expm1 floor
+    floor_divide greater greater_equal hypot imag isfinite isinf isnan less less_equal log log1p log2 log10
+    logaddexp logical_and logical_not logical_or logical_xor maximum minimum multiply negative nextafter not_equal
+    positive pow real reciprocal remainder round sign signbit sin sinh square sqrt subtract tan tanh trunc
+    arange asarray empty empty_like eye from_dlpack full full_like linspace meshgrid ones ones_like tril triu zeros
+    zeros_like astype can_cast finfo iinfo isdtype result_type take take_along_axis matmul matrix_transpose
+    tensordot vecdot broadcast_arrays broadcast_shapes broadcast_to concat expand_dims flip moveaxis permute_dims
+    repeat reshape roll squeeze stack tile unstack argmax argmin count_nonzero nonzero searchsorted where isin
+    unique_all unique_counts unique_inverse unique_values argsort sort cumulative_sum cumulative_prod max mean min
+    prod std sum var all any diff __array_namespace_info__ e inf nan newaxis pi bool int8 int16 int32 int64 uint8
+    uint16 uint32 uint64 float32 float64 complex64 complex128 float16 bfloat16""".split()
+    missing = [n for n in names if not hasattr(xp, n)]
+    assert not missing
