@@ -19,7 +19,13 @@ def matmul(x1, x2, /):
     if dev.kind == "cuda":
         from .._gpu import matmul as gpu_matmul
         return new(gpu_matmul(a, b), dev)
+    if a.dtype in _LOW:
+        # NumPy has no half-precision GEMM (and gives float32 for bfloat16): accumulate in float32
+        return new(dev.xp.matmul(a.astype(_dt.F32), b.astype(_dt.F32)).astype(a.dtype), dev)
     return new(dev.xp.matmul(a, b), dev)
+
+
+_LOW = (_dt.F16, _dt.BF16)
 
 
 def matrix_transpose(x, /):
