@@ -5,6 +5,7 @@ import operator
 import numpy as np
 
 from .. import _dtypes as _dt
+from .. import _version
 from .._device import CPU, Device, as_device
 from .._errors import DeviceError
 from ._common import PY_SCALARS, Array, new, on_device, oom_guard
@@ -305,7 +306,7 @@ def meshgrid(*arrays, indexing="xy"):
     from ._common import as_arrays
     arrays = as_arrays(*arrays)
     if not arrays:
-        return ()
+        return () if _version.get() >= "2025.12" else []
     dev = arrays[0]._device
     for a in arrays:
         if a.ndim != 1:
@@ -315,8 +316,8 @@ def meshgrid(*arrays, indexing="xy"):
         from .._promotion import result_type
         dt = result_type(*arrays)
         arrays = [astype_data(a, dt) for a in arrays]
-    outs = dev.xp.meshgrid(*[a._data for a in arrays], indexing=indexing)
-    return tuple(new(o, dev) for o in outs)
+    outs = [new(o, dev) for o in dev.xp.meshgrid(*[a._data for a in arrays], indexing=indexing)]
+    return tuple(outs) if _version.get() >= "2025.12" else outs  # a list before 2025.12
 
 
 def astype_data(a, dt):

@@ -1,7 +1,7 @@
 """Manipulation functions (standard section "Manipulation Functions")."""
 import operator
 
-from .. import _promotion
+from .. import _promotion, _version
 from ._common import CPU, Array, as_array, as_arrays, new, normalize_axes, normalize_axis, oom_guard
 
 
@@ -32,7 +32,8 @@ def broadcast_arrays(*arrays):
     """Broadcast arrays against each other (standard: manipulation_functions.broadcast_arrays)."""
     arrays = as_arrays(*arrays)
     shape = broadcast_shapes(*(a.shape for a in arrays))
-    return tuple(broadcast_to(a, shape) for a in arrays)
+    out = [broadcast_to(a, shape) for a in arrays]
+    return tuple(out) if _version.get() >= "2025.12" else out  # a list before 2025.12
 
 
 @oom_guard
