@@ -33,8 +33,11 @@ def main(argv=None):
     suite = pathlib.Path(a.suite).resolve()
     if not (suite / "array_api_tests").is_dir():
         ap.error(f"{suite} is not an array-api-tests checkout")
-    commit = subprocess.run(["git", "-C", str(suite), "rev-parse", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    if (suite / "COMMIT").exists():  # a copy without .git records its commit in COMMIT
+        commit = (suite / "COMMIT").read_text().strip()
+    else:
+        commit = subprocess.run(["git", "-C", str(suite), "rev-parse", "HEAD"], capture_output=True,
+                                text=True).stdout.strip() or "unknown"
     env = dict(os.environ, ARRAY_API_TESTS_MODULE="gpk_array", ARRAY_API_TESTS_VERSION=a.version,
                GPK_ARRAY_API_VERSION=a.version, GPK_DEVICE=a.device,
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))

@@ -1,0 +1,73 @@
+"""python -m benchmarks KIND [KIND ...] [--json OUT]: run benchmarks, print tables, write JSON with the GPU, the
+commit and every figure beside its baseline measured in the same run.
+
+KIND: overhead | elementwise | reduction | gemm | linear | sched | llm | tokenizer | all
+"""
+import argparse
+import datetime
+import importlib
+import json
+import platform
+import subprocess
+import sys
+import traceback
+
+KINDS = {
+    "overhead": ("benchmarks.overhead", "run", ()),
+    "elementwise": ("benchmarks.kernels_bench", "run", ("elementwise",)),
+    "reduction": ("benchmarks.kernels_bench", "run", ("reduction",)),
+    "gemm": ("benchmarks.gemm_bench", "run", ("gemm",)),
+    "linear": ("benchmarks.gemm_bench", "run", ("linear",)),
+    "sched": ("benchmarks.sched_bench", "run", ()),
+    "llm": ("benchmarks.llm_bench", "run", ()),
+    "tokenizer": ("benchmarks.tokenizer_bench", "run", ()),
+}
+
+
+def _env():
+    info = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(), "python": platform.python_version()}
+    try:
+        info["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                        timeout=10).stdout.strip()
+    except Exception:
+        info["commit"] = "unknown"
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount():
+            p = cupy.cuda.runtime.getDeviceProperties(0)
+            info["gpu"] = p["name"].decode()
+            info["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
+            info["cupy"] = cupy.__version__
+    except Exception:
+        info["gpu"] = None
+    import numpy
+    info["numpy"] = numpy.__version__
+    return info
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("kinds", nargs="+", choices=list(KINDS) + ["all"])
+    ap.add_argument("--json", help="write results here")
+    a = ap.parse_args(argv)
+    kinds = list(KINDS) if "all" in a.kinds else a.kinds
+    out = {"env": _env(), "results": {}}
+    status = 0
+    for k in kinds:
+        mod, fn, args = KINDS[k]
+        print(f"\n== {k} ==", flush=True)
+        try:
+            out["results"][k] = getattr(importlib.import_module(mod), fn)(*args)
+        except Exception as e:  # one failing benchmark must not lose the others' figures
+            traceback.print_exc()
+            out["results"][k] = {"error": f"{type(e).__name__}: {e}"}
+            status = 1
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(out, f, indent=1, default=str)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
