@@ -31,42 +31,51 @@ def test_python_scalars_are_weak():
     assert xp.result_type(xp.int16, 1, 2.0) == xp.float64  # NumPy's rule where the standard is silent
 
 
-def test_bfloat16_float16_promotion_and_arithmetic():
-    b = xp.ones(4, dtype=xp.bfloat16)
-    h = xp.ones(4, dtype=xp.float16)
+def test_bfloat16_float16_promotion_and_arithmetic(device):
+    b = xp.ones(4, dtype=xp.bfloat16, device=device)
+    h = xp.ones(4, dtype=xp.float16, device=device)
     assert (b + h).dtype == xp.float32
     assert (b + 1.5).dtype == xp.bfloat16
     assert (b * b).dtype == xp.bfloat16
-    m = xp.ones((3, 3), dtype=xp.bfloat16)
+    m = xp.ones((3, 3), dtype=xp.bfloat16, device=device)
     assert (m @ m).dtype == xp.bfloat16
-    np.testing.assert_array_equal(np.asarray(xp.astype(m @ m, xp.float32)), np.full((3, 3), 3.0))
+    np.testing.assert_array_equal(np.asarray(xp.astype(m @ m, xp.float32).to_device("cpu")), np.full((3, 3), 3))
+
+
+def test_negative_zero_survives_creation(device):
+    for x in (xp.full((2,), -0.0, device=device), xp.asarray([-0.0], device=device),
+              xp.full_like(xp.ones(2, device=device), -0.0)):
+        assert np.all(np.signbit(np.asarray(x.to_device("cpu"))))
 
 
 # --- indexing ------------------------------------------------------------------------------------------------
 def test_indexing_matches_numpy():
     a = np.arange(60).reshape(3, 4, 5)
-    x = xp.asarray(a)
+    x = xp.asarray(a, device="cpu")
     keys = [0, -1, (1, 2), (slice(None), 1), (Ellipsis, 2), (None, 0), (slice(1, None, 2), Ellipsis, None),
             (0, slice(None, None, -1)), ()]
     for k in keys:
         np.testing.assert_array_equal(np.asarray(x[k]), a[k], err_msg=str(k))
     mask = a % 3 == 0
-    np.testing.assert_array_equal(np.asarray(x[xp.asarray(mask)]), a[mask])
+    np.testing.assert_array_equal(np.asarray(x[xp.asarray(mask, device="cpu")]), a[mask])
     idx = np.array([2, 0, 1])
-    np.testing.assert_array_equal(np.asarray(x[xp.asarray(idx)]), a[idx])
-    np.testing.assert_array_equal(np.asarray(x[xp.asarray(idx), :, xp.asarray(idx)]), a[idx, :, idx])
+    i = xp.asarray(idx, device="cpu")
+    np.testing.assert_array_equal(np.asarray(x[i]), a[idx])
+    np.testing.assert_array_equal(np.asarray(x[i, :, i]), a[idx, :, idx])
 
 
-def test_setitem():
-    x = xp.zeros((3, 4))
+def test_setitem(device):
+    x = xp.zeros((3, 4), device=device)
     x[1] = 5
-    x[:, 2] = xp.asarray([1.0, 2.0, 3.0])
+    x[:, 2] = xp.asarray([1.0, 2.0, 3.0], device=device)
     x[x > 4] = -1
     ref = np.zeros((3, 4))
     ref[1] = 5
     ref[:, 2] = [1, 2, 3]
     ref[ref > 4] = -1
-    np.testing.assert_array_equal(np.asarray(x), ref)
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), ref)
+    x[0, 0] = -0.0
+    assert np.signbit(np.asarray(x.to_device("cpu"))[0, 0])
 
 
 @pytest.mark.parametrize("key, err", [(3, IndexError), ((0, 0, 0), IndexError), (1.5, IndexError),

@@ -69,8 +69,14 @@ def compare(name, *args, rtol=1e-12, module=None, signed_zeros=True, **kw):
     assert_same(got, want, rtol, signed_zeros)
 
 
+ON_GPU = xp.__array_namespace_info__().default_device().kind == "cuda"
+
+
 def _rtol(dtype):
-    return 1e-5 if dtype in (xp.float32, xp.complex64) else 1e-12
+    """NumPy against NumPy is exact; CUDA's libm may differ from the host's by a few ulp (more for pow)."""
+    if dtype in (xp.float32, xp.complex64):
+        return 1e-5
+    return 1e-7 if ON_GPU else 1e-12
 
 
 @pytest.mark.parametrize("name", UNARY)

@@ -201,7 +201,21 @@ def full(shape, fill_value, *, dtype=None, device=None):
         raise OverflowError(f"fill_value {fill_value} is out of bounds for int64")
     dev = as_device(device)
     with on_device(dev):
-        return new(dev.xp.full(_shape(shape), fill_value, dtype=dt), dev)
+        return new(_full(dev, _shape(shape), fill_value, dt), dev)
+
+
+def _negative_zero(v):
+    """Whether a fill value holds a negative zero (CuPy fills zeros with memset, which loses the sign)."""
+    if isinstance(v, (complex, np.complexfloating)):
+        return (v.real == 0 and np.signbit(v.real)) or (v.imag == 0 and np.signbit(v.imag))
+    return isinstance(v, (float, np.floating)) and v == 0 and np.signbit(v)
+
+
+def _full(dev, shape, value, dt):
+    xp = dev.xp
+    if dev is not CPU and _negative_zero(value):
+        return xp.broadcast_to(xp.asarray(np.asarray(value, dtype=dt)), shape).copy()
+    return xp.full(shape, value, dtype=dt)
 
 
 def _like(x, dtype, device):
@@ -243,7 +257,7 @@ def full_like(x, /, fill_value, *, dtype=None, device=None):
     if fill_value.__class__ is Array:
         fill_value = fill_value._data.item() if fill_value._device is CPU else fill_value._data.get().item()
     with on_device(dev):
-        return new(dev.xp.full(shape, fill_value, dtype=dt), dev)
+        return new(_full(dev, shape, fill_value, dt), dev)
 
 
 @oom_guard

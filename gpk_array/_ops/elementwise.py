@@ -76,7 +76,7 @@ def binary_operands(x1, x2):
     return a, b, dev
 
 
-def _unary(name, bname=None, doc=""):
+def _unary(name, bname=None, doc="", complex_fix=False):
     bname = bname or name
 
     def fn(x, /, *, out=None):
@@ -84,6 +84,9 @@ def _unary(name, bname=None, doc=""):
             x = as_array(x)
         dev = x._device
         try:
+            if complex_fix and dev.kind == "cuda" and x._data.dtype.kind == "c":
+                r = _complex_special(bname, x._data, getattr(dev.xp, bname)(x._data))
+                return _finish(r, dev, out)
             if out is None:
                 return new(getattr(dev.xp, bname)(x._data), dev)
             getattr(dev.xp, bname)(x._data, out=_out_data(out, dev))
@@ -118,38 +121,38 @@ def _binary(name, bname=None, doc=""):
 
 # --- unary ----------------------------------------------------------------------------------------
 abs = _unary("abs", "absolute")
-acos = _unary("acos", "arccos")
-acosh = _unary("acosh", "arccosh")
-asin = _unary("asin", "arcsin")
-asinh = _unary("asinh", "arcsinh")
-atan = _unary("atan", "arctan")
-atanh = _unary("atanh", "arctanh")
+acos = _unary("acos", "arccos", complex_fix=True)
+acosh = _unary("acosh", "arccosh", complex_fix=True)
+asin = _unary("asin", "arcsin", complex_fix=True)
+asinh = _unary("asinh", "arcsinh", complex_fix=True)
+atan = _unary("atan", "arctan", complex_fix=True)
+atanh = _unary("atanh", "arctanh", complex_fix=True)
 bitwise_invert = _unary("bitwise_invert", "invert")
 ceil = _unary("ceil")
 conj = _unary("conj", "conjugate")
-cos = _unary("cos")
-cosh = _unary("cosh")
-exp = _unary("exp")
+cos = _unary("cos", complex_fix=True)
+cosh = _unary("cosh", complex_fix=True)
+exp = _unary("exp", complex_fix=True)
 _expm1 = _unary("expm1")
 floor = _unary("floor")
 isfinite = _unary("isfinite")
 isinf = _unary("isinf")
 isnan = _unary("isnan")
-log = _unary("log")
-log1p = _unary("log1p")
-log2 = _unary("log2")
-log10 = _unary("log10")
+log = _unary("log", complex_fix=True)
+log1p = _unary("log1p", complex_fix=True)
+log2 = _unary("log2", complex_fix=True)
+log10 = _unary("log10", complex_fix=True)
 logical_not = _unary("logical_not")
 negative = _unary("negative")
 positive = _unary("positive")
 sign = _unary("sign")
 signbit = _unary("signbit")
-sin = _unary("sin")
-sinh = _unary("sinh")
+sin = _unary("sin", complex_fix=True)
+sinh = _unary("sinh", complex_fix=True)
 square = _unary("square")
-sqrt = _unary("sqrt")
-tan = _unary("tan")
-_tanh = _unary("tanh")
+sqrt = _unary("sqrt", complex_fix=True)
+tan = _unary("tan", complex_fix=True)
+_tanh = _unary("tanh", complex_fix=True)
 trunc = _unary("trunc")
 real = _unary("real")
 imag = _unary("imag")
@@ -181,7 +184,7 @@ multiply = _binary("multiply")
 nextafter = _binary("nextafter")
 not_equal = _binary("not_equal")
 pow = _binary("pow", "power")
-remainder = _binary("remainder")
+_remainder = _binary("remainder")
 subtract = _binary("subtract")
 
 
@@ -324,3 +327,46 @@ def tanh(x, /, *, out=None):
         fixed.imag = xp.copysign(xp.zeros_like(z.imag), z.imag)
         r = xp.where(edge, fixed, r)
     return _finish(r, x._device, out)
+
+
+def _complex_special(bname, z, r):
+    """CUDA's complex math (thrust) departs from C99 Annex G, which the standard follows, at zeros, infinities
+    and NaNs. Recompute just those elements with NumPy's (C99) functions: a host round trip of the special
+    elements alone, and only when there are any (one device sync)."""
+    xp = __import__("cupy")
+    re, im = z.real, z.imag
+    special = ~xp.isfinite(re) | ~xp.isfinite(im) | (re == 0) | (im == 0)
+    idx = xp.flatnonzero(special)
+    if idx.size == 0:
+        return r
+    vals = z.reshape(-1)[idx].get()
+    with np.errstate(all="ignore"):
+        fixed = getattr(np, bname)(vals).astype(r.dtype)
+    out = r.reshape(-1).copy()
+    out[idx] = xp.asarray(fixed)
+    return out.reshape(r.shape)
+
+
+def remainder(x1, x2, /, *, out=None):
+    """x1 - floor(x1 / x2) * x2 with the sign of x2 (standard: elementwise_functions.remainder).
+    On CUDA, floats are computed here from fmod (CuPy's remainder breaks the standard's cases with
+    infinite divisors and signed zeros)."""
+    a, b, dev = binary_operands(x1, x2)
+    xp = dev.xp
+    if xp is np:
+        r = np.remainder(a, b)
+        return _finish(r, dev, out)
+    if _dt.kind(_promotion.result_dtype(a.dtype, b.dtype) if hasattr(b, "dtype") and hasattr(a, "dtype")
+                else xp.result_type(a, b)) != "f":
+        return _finish(xp.remainder(a, b), dev, out)
+    r = xp.fmod(a, b)
+    b_arr = xp.asarray(b, dtype=r.dtype)
+    a_arr = xp.asarray(a, dtype=r.dtype)
+    fix = (r != 0) & ((r < 0) != (b_arr < 0))
+    r = xp.where(fix, r + b_arr, r)
+    r = xp.where(r == 0, xp.copysign(xp.zeros_like(r), b_arr), r)
+    # a finite, b infinite: a when their signs agree (or a is zero), else b
+    inf_b = xp.isinf(b_arr) & xp.isfinite(a_arr)
+    same = (xp.signbit(a_arr) == xp.signbit(b_arr)) | (a_arr == 0)
+    r = xp.where(inf_b, xp.where(same, a_arr, b_arr), r)
+    return _finish(r, dev, out)

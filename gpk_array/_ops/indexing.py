@@ -4,7 +4,8 @@ import operator
 
 from .. import _dtypes as _dt
 from .._errors import DeviceError
-from ._common import Array, as_array, new, normalize_axis, oom_guard
+from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard
+from .creation import _negative_zero
 
 
 def _key_part(k, dev):
@@ -81,6 +82,8 @@ def setitem(x, key, value):
         value = as_array(value, dev)._data
     elif isinstance(value, complex) and _dt.kind(x._data.dtype) != "c":
         raise TypeError(f"cannot assign a complex value to an array of dtype {x._data.dtype}")
+    elif dev is not CPU and isinstance(value, (float, complex)) and _negative_zero(value):
+        value = dev.xp.asarray(value, dtype=x._data.dtype)  # CuPy's scalar fill would drop the sign of -0
     x._data[k] = value
 
 

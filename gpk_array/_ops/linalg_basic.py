@@ -53,6 +53,8 @@ def tensordot(x1, x2, /, *, axes=2):
     for i, j in zip(*ax):
         if a.shape[i] != b.shape[j]:
             raise ValueError(f"shape mismatch for contraction: {a.shape}[{i}] != {b.shape}[{j}]")
+    if not ax[0]:  # no contraction: the outer product (CuPy refuses zero-dimensional operands here)
+        return new(a.reshape(a.shape + (1,) * b.ndim) * b, dev)
     return new(dev.xp.tensordot(a, b, axes=ax), dev)
 
 

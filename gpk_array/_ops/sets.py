@@ -63,5 +63,5 @@ def isin(x1, x2, /, *, invert=False):
     scalar = x1.__class__ is not Array and isinstance(x1, (bool, int, float, complex))
     a, b, dev = binary_operands(x1, x2)
     xp = dev.xp
-    r = xp.isin(xp.asarray(a), b, invert=invert)
+    r = xp.isin(xp.asarray(a), xp.asarray(b), invert=invert)
     return new(r.reshape(()) if scalar else r, dev)
