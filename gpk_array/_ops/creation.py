@@ -103,7 +103,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if dev is CPU:
             return new(src, dev)
         with on_device(dev):
-            return new(dev.xp.asarray(src), dev)
+            return new(_to_gpu(dev, src, None), dev)
     elif hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
         x = from_dlpack(obj, device=device, copy=copy)
         return asarray(x, dtype=dt, copy=False if copy is False else None)
@@ -130,7 +130,15 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     src = np.asarray(src)
     _check_result(src)
     with on_device(dev):
-        return new(dev.xp.asarray(src, dtype=dt), dev)
+        return new(_to_gpu(dev, src, dt), dev)
+
+
+def _to_gpu(dev, src, dt):
+    """Host NumPy data onto a CUDA device. CuPy turns a 0-d host array into a scalar fill, which loses the sign
+    of -0; a one-element copy keeps every bit."""
+    if src.ndim == 0:
+        return dev.xp.asarray(src.reshape(1), dtype=dt).reshape(())
+    return dev.xp.asarray(src, dtype=dt)
 
 
 def _from_cupy(obj, dt, device, copy):
@@ -396,7 +404,7 @@ def _dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=Non
         if dl_type != mine:
             if dl_type == _DL_CPU and x._device is not CPU:
                 if copy is False:
-                    raise ValueError("exporting CUDA data to the CPU needs a copy, but copy=False")
+                    raise BufferError("exporting CUDA data to the CPU needs a copy, but copy=False")
                 data = data.get()
                 return data.__dlpack__(max_version=max_version) if max_version else data.__dlpack__()
             raise BufferError(f"cannot export an array on {x._device} to DLPack device {dl_device}")
