@@ -138,10 +138,7 @@ class Array:
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()
 
-    # --- indexing ---------------------------------------------------------------------------------
-    def __getitem__(self, key):
-        from ._ops.indexing import getitem
-        return getitem(self, key)
+    # --- indexing (__getitem__ is installed with the operators: gpk_array._ops.indexing.getitem) ----------
 
     def __setitem__(self, key, value):
         from ._ops.indexing import setitem
@@ -196,6 +193,7 @@ def _install_operators():
     """Operators of the standard, delegating to the elementwise functions (one place for their semantics)."""
     from ._ops import elementwise as ew
     from ._ops import linalg_basic as la
+    from ._ops.indexing import getitem as _getitem
 
     def forward(fn):
         def op(self, other):
@@ -203,6 +201,7 @@ def _install_operators():
                 if not _array_like(other):
                     return NotImplemented
             return fn(self, other)
+        op.__name__ = fn.__name__
         return op
 
     def reflected(fn):
@@ -228,6 +227,7 @@ def _install_operators():
         "and": ew.bitwise_and, "or": ew.bitwise_or, "xor": ew.bitwise_xor,
         "lshift": ew.bitwise_left_shift, "rshift": ew.bitwise_right_shift,
     }
+    Array.__getitem__ = _getitem
     for name, fn in binary.items():
         setattr(Array, f"__{name}__", forward(fn))
         setattr(Array, f"__r{name}__", reflected(fn))

@@ -100,6 +100,9 @@ def test_binary(name, data):
     shapes = data.draw(xps.mutually_broadcastable_shapes(2, max_side=4), label="shapes").input_shapes
     x1 = data.draw(xps.arrays(dtype, shapes[0]), label="x1")
     x2 = data.draw(xps.arrays(dtype, shapes[1]), label="x2")
+    if name == "floor_divide" and dtype in (xp.float32, xp.float64) and not (
+            bool(xp.all(xp.isfinite(x1))) and bool(xp.all(xp.isfinite(x2)))):
+        return  # the standard gives inf // 1 == inf; array-api-strict (NumPy) gives NaN: the suite checks ours
     if name in ("bitwise_left_shift", "bitwise_right_shift"):
         x2 = xp.clip(x2, 0, 8 * np.dtype(dtype).itemsize - 1) if dtype != xp.bool else x2
     with np.errstate(all="ignore"):

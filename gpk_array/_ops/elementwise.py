@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtypes as _dt
 from .. import _promotion
 from .._errors import DeviceError, OutOfMemoryError
-from ._common import PY_SCALARS, Array, as_array, as_arrays, new
+from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new
 
 _BF16 = _dt.BF16
 
@@ -102,8 +102,21 @@ def _unary(name, bname=None, doc="", complex_fix=False):
 
 def _binary(name, bname=None, doc=""):
     bname = bname or name
+    np_fn = getattr(np, bname)
 
     def fn(x1, x2, /, *, out=None):
+        # fast path: two Arrays of one dtype on one device, no out=
+        if x1.__class__ is Array and x2.__class__ is Array and out is None:
+            a = x1._data
+            b = x2._data
+            dev = x1._device
+            if x2._device is dev and a.dtype is b.dtype:
+                try:
+                    return new(np_fn(a, b) if dev is CPU else getattr(dev.xp, bname)(a, b), dev)
+                except OutOfMemoryError:
+                    raise
+                except MemoryError as e:
+                    raise OutOfMemoryError(str(e)) from e
         a, b, dev = binary_operands(x1, x2)
         try:
             if out is None:

@@ -3,7 +3,7 @@ indexing for ``__getitem__`` / ``__setitem__``, plus ``take`` and ``take_along_a
 import operator
 
 from .. import _dtypes as _dt
-from .._errors import DeviceError
+from .._errors import DeviceError, OutOfMemoryError
 from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard
 from .creation import _negative_zero
 
@@ -61,12 +61,24 @@ def _check_ints(x, key):
         axis += 1
 
 
-@oom_guard
 def getitem(x, key):
     dev = x._device
-    k = _key(key, dev)
-    _check_ints(x, k)
-    return new(x._data[k], dev)
+    c = key.__class__
+    try:
+        if c is slice:
+            return new(x._data[key], dev)
+        if c is int:
+            shape = x._data.shape
+            if not shape or not -shape[0] <= key < shape[0]:
+                _check_ints(x, key)
+            return new(x._data[key], dev)
+        k = _key(key, dev)
+        _check_ints(x, k)
+        return new(x._data[k], dev)
+    except MemoryError as e:
+        if isinstance(e, OutOfMemoryError):
+            raise
+        raise OutOfMemoryError(str(e)) from e
 
 
 @oom_guard

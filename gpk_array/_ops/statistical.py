@@ -21,7 +21,7 @@ def _reducer(name, bname, accumulates):
     @oom_guard
     def fn(x, /, *, axis=None, dtype=None, keepdims=False):
         x = as_array(x)
-        axes = normalize_axes(axis, x.ndim)
+        axes = None if axis is None else normalize_axes(axis, x.ndim)
         xp = x._device.xp
         data = x._data
         if accumulates:
@@ -31,7 +31,7 @@ def _reducer(name, bname, accumulates):
             else:
                 r = getattr(xp, bname)(data, axis=axes, dtype=dt, keepdims=keepdims)
         else:
-            if data.size == 0 and builtins.any(data.shape[a] == 0 for a in axes):
+            if data.size == 0 and (axes is None or builtins.any(data.shape[a] == 0 for a in axes)):
                 raise ValueError(f"{name} of an empty array (or along an axis of size zero) is undefined")
             r = getattr(xp, bname)(data, axis=axes, keepdims=keepdims)
         return new(r, x._device)
@@ -62,7 +62,7 @@ min = _minmax("min")
 def mean(x, /, *, axis=None, keepdims=False):
     """Arithmetic mean (standard: statistical_functions.mean)."""
     x = as_array(x)
-    axes = normalize_axes(axis, x.ndim)
+    axes = None if axis is None else normalize_axes(axis, x.ndim)
     data = x._data
     xp = x._device.xp
     if data.dtype in (_dt.F16, _dt.BF16):
@@ -74,7 +74,7 @@ def _moment(bname):
     @oom_guard
     def fn(x, /, *, axis=None, correction=0.0, keepdims=False):
         x = as_array(x)
-        axes = normalize_axes(axis, x.ndim)
+        axes = None if axis is None else normalize_axes(axis, x.ndim)
         data = x._data
         xp = x._device.xp
         low = data.dtype in (_dt.F16, _dt.BF16)
@@ -124,7 +124,7 @@ def _logical(name):
     @oom_guard
     def fn(x, /, *, axis=None, keepdims=False):
         x = as_array(x)
-        axes = normalize_axes(axis, x.ndim)
+        axes = None if axis is None else normalize_axes(axis, x.ndim)
         return new(getattr(x._device.xp, name)(x._data, axis=axes, keepdims=keepdims), x._device)
     fn.__name__ = name
     fn.__doc__ = f"(standard: utility_functions.{name})"
