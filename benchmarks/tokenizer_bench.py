@@ -4,7 +4,7 @@ Corpora are built locally and deterministically: English prose (docstrings of th
 library), Python code (its sources), and multilingual text (Zipf-distributed synthetic words in
 Latin, Cyrillic, Greek, Arabic, Devanagari, CJK and Hangul scripts, with digits, punctuation and emoji).
 
-    python benchmarks/tokenizer_bench.py [--mb 2] [--repeat 3] [--json out.json]
+    python benchmarks/tokenizer_bench.py [--mb 1] [--repeat 3] [--json out.json]
 """
 import argparse
 import ast
@@ -112,7 +112,7 @@ def bench(name, docs, data_dir, hf, repeat):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=pathlib.Path, default=DEFAULT_DATA, help="GPT-2 tokenizer directory")
-    parser.add_argument("--mb", type=float, default=2.0, help="size of each corpus in MB")
+    parser.add_argument("--mb", type=float, default=1.0, help="size of each corpus in MB")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (best is kept)")
     parser.add_argument("--json", type=pathlib.Path, help="write the results here")
     args = parser.parse_args()
@@ -128,10 +128,10 @@ def main():
                       args.repeat))
 
     columns = [c for c in rows[0] if c != "documents"]
-    print("  ".join(f"{c:>{len(c)}}" for c in columns))
-    for row in rows:
-        print("  ".join(f"{row[c]:>{len(c)}.2f}" if isinstance(row[c], float) else f"{row[c]!s:>{len(c)}}"
-                        for c in columns))
+    cells = [[f"{row[c]:.2f}" if isinstance(row[c], float) else str(row[c]) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(columns)]
+    for line in [columns, *cells]:
+        print("  ".join(cell.rjust(width) for cell, width in zip(line, widths)))
     print("MB/s of UTF-8 input; 'cold' starts with an empty piece cache; others best of", args.repeat)
     if args.json:
         info = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),

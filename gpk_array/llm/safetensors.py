@@ -50,7 +50,7 @@ def _no_duplicates(pairs):
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
-        raise SafeTensorsError(f"header names {dup!r} more than once")
+        raise SafeTensorsError(f"header repeats the key {dup!r}")
     return dict(pairs)
 
 
@@ -66,7 +66,9 @@ def _parse_header(raw, data_len):
         raise SafeTensorsError(f"header is not valid UTF-8: {e}") from None
     try:
         header = json.loads(text, object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as e:
+    except SafeTensorsError:
+        raise
+    except (ValueError, RecursionError) as e:  # ValueError: also integers too long to convert
         raise SafeTensorsError(f"header is not valid JSON: {e}") from None
     if not isinstance(header, dict):
         raise SafeTensorsError(f"header must be a JSON object, not {type(header).__name__}")
@@ -88,7 +90,7 @@ def _parse_entry(name, info, data_len):
         if key not in info:
             raise SafeTensorsError(f"tensor {name!r}: missing key {key!r}")
     dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-    if dtype not in _DTYPES:
+    if not isinstance(dtype, str) or dtype not in _DTYPES:
         raise SafeTensorsError(f"tensor {name!r}: unknown dtype {dtype!r} (known: {', '.join(_DTYPES)})")
     if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
         raise SafeTensorsError(f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
@@ -165,6 +167,7 @@ class SafeTensorsFile:
 
     @property
     def num_tensors(self):
+        """Number of tensors in the file."""
         return len(self._entries)
 
     @property
@@ -195,6 +198,7 @@ class SafeTensorsFile:
         return self._entry(name)[0]
 
     def shape(self, name):
+        """Shape of a tensor, a tuple."""
         return self._entry(name)[1]
 
     def numpy(self, name):

@@ -8,6 +8,7 @@ import heapq
 import itertools
 import json
 import pathlib
+import re
 
 import numpy as np
 import regex
@@ -16,6 +17,8 @@ import regex
 # one space), then whitespace runs, leaving the last space of a run to lead the following word.
 _GPT2_PATTERN = r"'(?:[stmd]|re|ve|ll)| ?{L}+| ?{N}+| ?{O}+|\s+(?!\S)|\s+"
 _PRETOKENIZE = regex.compile(_GPT2_PATTERN.format(L=r"\p{L}", N=r"\p{N}", O=r"[^\s\p{L}\p{N}]"))
+# the same on ASCII text, for the (twice faster) standard `re` module; \s is [ \t\n\r\f\v] there
+_PRETOKENIZE_ASCII = re.compile(_GPT2_PATTERN.format(L="[A-Za-z]", N="[0-9]", O=r"[^\sA-Za-z0-9]"), re.ASCII)
 
 # Letters and digits new in Unicode 17.0: the `regex` module knows them, the Oniguruma engine of
 # Hugging Face `tokenizers` (Unicode 16.0) does not, so there they are "other symbols". Texts holding
@@ -40,10 +43,11 @@ for _first, _last in _UNICODE_17_LN:
 
 def _pretokenize(text):
     """Split text into pieces as GPT-2 (and Hugging Face ``tokenizers``) does."""
-    if not text.isascii():
-        code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        if np.take(_IS_U17, code_points, mode="clip").any():
-            return _PRETOKENIZE_U16.findall(text)
+    if text.isascii():
+        return _PRETOKENIZE_ASCII.findall(text)
+    code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    if np.take(_IS_U17, code_points, mode="clip").any():
+        return _PRETOKENIZE_U16.findall(text)
     return _PRETOKENIZE.findall(text)
 
 
@@ -63,6 +67,14 @@ _BYTE_CHARS = _byte_chars()
 _BYTE_OF_CHAR = {c: b for b, c in enumerate(_BYTE_CHARS)}
 # str.translate table from Latin-1-decoded UTF-8 bytes to the byte characters above
 _TO_BYTE_CHARS = {b: c for b, c in enumerate(_BYTE_CHARS) if chr(b) != c}
+
+
+def _token_bytes(token):
+    """Bytes of a token: its characters read back as bytes, else (special tokens) its UTF-8, as in HF."""
+    try:
+        return bytes(_BYTE_OF_CHAR[c] for c in token)
+    except KeyError:
+        return token.encode("utf-8")
 
 
 class _PieceCache(dict):
@@ -88,30 +100,27 @@ class Tokenizer:
     """
 
     def __init__(self, vocab, merges, special_tokens=None):
-        special_tokens = dict(special_tokens or {})
         self._vocab = dict(vocab)
+        self._special = dict(special_tokens or {})
         self._ranks = {}
         for rank, (left, right) in enumerate(merges):
             for token in (left, right, left + right):
                 if token not in self._vocab:
                     raise ValueError(f"merge {rank} ({left!r}, {right!r}): token {token!r} is not in the vocabulary")
-            self._ranks.setdefault((left, right), rank)
+            self._ranks[left, right] = rank  # a repeated pair keeps its last rank, as in HF
         missing = [c for c in _BYTE_CHARS if c not in self._vocab]
         if missing:
             raise ValueError(f"vocabulary lacks {len(missing)} of the 256 byte tokens, e.g. {missing[0]!r}")
-        self._special = special_tokens
-        tokens = {**{i: t for t, i in self._vocab.items()}, **{i: t for t, i in special_tokens.items()}}
-        self._id_to_token = tokens
-        size = max(tokens) + 1 if tokens else 0
-        if min(tokens, default=0) < 0:
+        self._id_to_token = {**{i: t for t, i in self._vocab.items()}, **{i: t for t, i in self._special.items()}}
+        if min(self._id_to_token, default=0) < 0:
             raise ValueError("token ids must be non-negative")
-        special_ids = set(special_tokens.values())
-        self._id_bytes = [b""] * size  # ids missing from both maps decode to nothing
-        for i, t in tokens.items():
-            self._id_bytes[i] = t.encode() if i in special_ids else bytes(_BYTE_OF_CHAR[c] for c in t)
+        self._id_bytes = [b""] * (max(self._id_to_token, default=-1) + 1)  # unused ids decode to nothing
+        for i, token in self._id_to_token.items():
+            self._id_bytes[i] = _token_bytes(token)
+        special_ids = set(self._special.values())
         self._id_bytes_plain = [b"" if i in special_ids else b for i, b in enumerate(self._id_bytes)]
         self._cache = _PieceCache(self._bpe_piece)
-        alternatives = sorted(special_tokens, key=len, reverse=True)  # longest match wins
+        alternatives = sorted(self._special, key=len, reverse=True)  # the longest match wins
         self._special_split = (regex.compile("(" + "|".join(map(regex.escape, alternatives)) + ")").split
                                if alternatives else None)
 
@@ -240,6 +249,8 @@ class Tokenizer:
 
     def encode(self, text):
         """Token ids of ``text``; special tokens in the text become their ids."""
+        if not isinstance(text, str):
+            raise TypeError(f"encode takes a str, not {type(text).__name__}")
         if self._special_split is None:
             return self._encode_ordinary(text)
         ids = []
@@ -257,7 +268,11 @@ class Tokenizer:
     # ---- decoding -----------------------------------------------------------------------------
 
     def decode(self, ids, skip_special_tokens=False):
-        """Text of token ids; invalid UTF-8 (from partial sequences) becomes U+FFFD, as in HF."""
+        """Text of token ids; bytes that are not valid UTF-8 (a partial character) become U+FFFD, as in HF.
+
+        Special tokens are kept unless ``skip_special_tokens`` (HF skips them by default), so that
+        ``decode(encode(s)) == s``.
+        """
         table = self._id_bytes_plain if skip_special_tokens else self._id_bytes
         ids = list(ids)
         if ids and (min(ids) < 0 or max(ids) >= len(table)):

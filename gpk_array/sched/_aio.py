@@ -172,9 +172,27 @@ FIRST_DELAY_S = 20e-6
 MAX_DELAY_S = 1e-3
 
 
+_CUDA_SUCCESS = 0
+_CUDA_ERROR_NOT_READY = 600
+
+
+def event_done(event):
+    """True when ``event`` completed, False while pending; raises on a CUDA error (``Event.done`` hides those)."""
+    ptr = getattr(event, "ptr", None)
+    if not isinstance(ptr, int) or not ptr:
+        return bool(event.done)  # not a CuPy event (tests use stand-ins)
+    rt = _cuda.cupy().cuda.runtime
+    status = rt.eventQuery(ptr)
+    if status == _CUDA_SUCCESS:
+        return True
+    if status == _CUDA_ERROR_NOT_READY:
+        return False
+    raise rt.CUDARuntimeError(status)
+
+
 async def await_event(event, alive=None):
     """Wait until the CUDA ``event`` has completed. ``alive()`` (optional) raises if the owner went away."""
-    if event.done:
+    if event_done(event):
         return
     loop = asyncio.get_running_loop()
     fut = loop.create_future()
@@ -188,7 +206,7 @@ async def await_event(event, alive=None):
         try:
             if alive is not None:
                 alive()
-            if event.done:
+            if event_done(event):
                 fut.set_result(None)
                 return
         except BaseException as e:  # noqa: BLE001 (propagate anything to the awaiting task)

@@ -64,6 +64,7 @@ _RANK = {"guaranteed": 0, "burstable": 1, "best_effort": 2}
 _DEFAULT_CONTENTION = {"burstable": 0.5, "best_effort": 0.25}
 
 _monotonic = time.monotonic
+_CUDA_ERROR_MEMORY_ALLOCATION = 2  # cudaErrorMemoryAllocation (CuPy does not export the constant to Python)
 
 # The current context of this thread / asyncio task: None or (ctx, parent_entry).
 _current = contextvars.ContextVar("gpk_array_sched_current", default=None)
@@ -77,6 +78,7 @@ _default = None  # the Scheduler that create_context uses when neither device no
 _contexts = {}  # name -> live Context
 _partitions = {}  # name -> live Partition
 _graveyard = []  # pools of destroyed CUDA contexts with blocks still in use by live arrays
+_waiters = [0]  # threads sleeping on _cond (memory frees only notify when someone waits)
 _charged = {}  # id(numpy owner) -> _Charge, for NumPy buffers charged to a CPU context
 _hook_state = {"installed": False, "previous": None}
 
@@ -233,6 +235,7 @@ class Scheduler:
         self.contexts = {}  # name -> Context on this device
         self.partitions = {}  # name -> Partition on this device
         self._in_flight = 0  # CUDA: admitted requests whose cudaMalloc has not returned yet
+        self._cpu_total = 0  # CPU: bytes charged to this device's live contexts
 
     def __repr__(self):
         return f"<gpk_array.sched.Scheduler {self.device} contexts={len(self.contexts)}>"
@@ -243,10 +246,10 @@ class Scheduler:
         return ctx._pool.total_bytes() if ctx._cuda else ctx._cpu_used
 
     def _sum_held(self):
+        if self.kind == "cpu":
+            return self._cpu_total
         total = sum(self._held(c) for c in self.contexts.values())
-        if self.kind == "cuda":
-            total += sum(p.total_bytes() for p, dev in _graveyard if dev == self.device_id)
-        return total
+        return total + sum(p.total_bytes() for p, dev in _graveyard if dev == self.device_id)
 
     def _headroom(self, exclude=None):
         """Reserved but not yet held bytes; ``exclude`` (a context) does not count its own reservation."""
@@ -375,7 +378,11 @@ class Scheduler:
                                 ctx._queued += 1
                         if now < deadline:
                             with _lock:
-                                _cond.wait(min(deadline - now, 0.01))
+                                _waiters[0] += 1
+                                try:
+                                    _cond.wait(min(deadline - now, 0.01))
+                                finally:
+                                    _waiters[0] -= 1
                             tried.clear()
                             continue
                         hint = f"; waited {timeout:g} s"
@@ -506,26 +513,43 @@ class _Cache:
 
 
 class _Charge:
-    __slots__ = ("ctx", "nbytes", "key", "active")
+    """A NumPy buffer charged to a CPU context; released by a weak-reference callback when the buffer dies."""
+
+    __slots__ = ("ctx", "nbytes", "key", "active", "ref")
 
     def __init__(self, ctx, nbytes, key):
         self.ctx = ctx
         self.nbytes = nbytes
         self.key = key
+        self.active = False
+        self.ref = None
+
+    def commit(self):
+        """Record the charge (call with _lock held)."""
+        if self.key in _charged:  # another thread charged the same buffer meanwhile
+            return
+        ctx = self.ctx
+        _charged[self.key] = self
+        ctx._records.add(self)
+        ctx._cpu_used += self.nbytes
+        ctx._sched._cpu_total += self.nbytes
+        if ctx._cpu_used > ctx._peak:
+            ctx._peak = ctx._cpu_used
         self.active = True
 
-
-def _release_charge(key, rec):
-    """Finalizer of a charged NumPy owner: give its bytes back to its context."""
-    with _lock:
-        if _charged.get(key) is rec:
-            del _charged[key]
-        if rec.active:
-            rec.active = False
-            ctx = rec.ctx
-            ctx._cpu_used -= rec.nbytes
-            ctx._records.discard(rec)
-        _cond.notify_all()
+    def release(self, _ref=None):
+        with _lock:
+            if _charged.get(self.key) is self:
+                del _charged[self.key]
+            if self.active:
+                self.active = False
+                ctx = self.ctx
+                ctx._cpu_used -= self.nbytes
+                ctx._sched._cpu_total -= self.nbytes
+                ctx._records.discard(self)
+            self.ref = None
+            if _waiters[0]:
+                _cond.notify_all()
 
 
 class Context:
@@ -548,6 +572,7 @@ class Context:
         self._cuda = sched.kind == "cuda"
         self._destroyed = False
         self._lock = threading.Lock()
+        self._alloc_lock = threading.RLock()
         self._sessions = 0
         self._cpu_used = 0
         self._records = set()
@@ -565,6 +590,7 @@ class Context:
         self._mark = None  # start of the current step: CUDA event, or monotonic seconds on the CPU
         self._busy_event = None  # CUDA: last event recorded after work (for "higher tier in flight")
         self._last_activity = 0.0
+        self._reserved = qos == "guaranteed" or partition is not None
         self._paced = (bandwidth is not None and bandwidth < 1.0) or qos != "guaranteed" or (
             partition is not None and partition.compute_share < 1.0)
         self.stream = None
@@ -652,26 +678,46 @@ class Context:
         pool = self._pool
         budget = self.max_vram
         rsize = -(-size // 512) * 512
-        if pool.total_bytes() + rsize > budget and pool.used_bytes() + rsize > budget:
-            self._fit_budget(rsize)
         cp = _cuda.cupy()
-        try:
-            ptr = pool.malloc(size)
-        except cp.cuda.memory.OutOfMemoryError as first:
-            pool.free_all_blocks()  # cached blocks count against the pool's limit; drop them and retry once
+        with self._alloc_lock:  # check and allocate atomically for threads sharing this context
+            # total >= used, so the O(live blocks) used_bytes() is only needed near the budget
+            if pool.total_bytes() + rsize > budget and pool.used_bytes() + rsize > budget:
+                self._fit_budget(rsize)
             try:
                 ptr = pool.malloc(size)
-            except cp.cuda.memory.OutOfMemoryError as e:
-                with self._lock:
-                    self._refusals += 1
-                raise _oom(
-                    f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(size)}: budget "
-                    f"{_fmt(budget)}, in use {_fmt(pool.used_bytes())}, held by its pool "
-                    f"{_fmt(pool.total_bytes())}, request {_fmt(size)} ({e})") from first
+            except cp.cuda.memory.OutOfMemoryError:
+                # The pool's limit (the budget) counts cached blocks too, but the use fits (checked above):
+                # drop the cached blocks and retry, then, if split blocks still hold the room, grow past it.
+                pool.free_all_blocks()
+                try:
+                    ptr = pool.malloc(size)
+                except cp.cuda.memory.OutOfMemoryError:
+                    ptr = self._malloc_fragmented(size, rsize)
         held = pool.total_bytes()
         if held > self._peak:
             self._peak = held
         return ptr
+
+    def _malloc_fragmented(self, size, rsize):
+        """The use fits the budget but cached split blocks keep the pool at its limit: allocate past the limit.
+
+        The extra device memory goes through device-level admission like any other (see ``_device_alloc``), so
+        the pool may hold more than the budget (in cached fragments) but never uses more.
+        """
+        cp = _cuda.cupy()
+        pool = self._pool
+        pool.set_limit(size=pool.total_bytes() + rsize)  # (called with _alloc_lock held)
+        try:
+            return pool.malloc(size)
+        except cp.cuda.memory.OutOfMemoryError as e:
+            with self._lock:
+                self._refusals += 1
+            raise _oom(
+                f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(size)}: the device is out of "
+                f"memory: budget {_fmt(self.max_vram)}, in use {_fmt(pool.used_bytes())}, held by its pool "
+                f"{_fmt(pool.total_bytes())}, request {_fmt(size)} ({e})") from e
+        finally:
+            pool.set_limit(size=self.max_vram)
 
     def _fit_budget(self, rsize):
         """CUDA: the request would exceed the budget in use; evict own registered caches or raise."""
@@ -691,12 +737,15 @@ class Context:
         """The pool's base allocator: called when the pool needs new device memory (cudaMalloc)."""
         cp = _cuda.cupy()
         sched = self._sched
-        reserved = self.partition is not None or self.qos == "guaranteed"
+        # Within a reservation (guaranteed, or a partition's member) no check is needed; past it (a pool grown
+        # beyond its budget by fragments, see _malloc_fragmented) the request is admitted like any other.
+        reserved = (self.partition is not None or self.qos == "guaranteed") and (
+            self._pool.total_bytes() <= self.max_vram)
 
         def commit():
             sched._in_flight += nbytes
 
-        if reserved:  # within its reservation: no check, but count the bytes until cudaMalloc has returned
+        if reserved:  # no check, but count the bytes until cudaMalloc has returned
             with _lock:
                 commit()
         else:
@@ -705,7 +754,7 @@ class Context:
             try:
                 return cp.cuda.MemoryPointer(cp.cuda.Memory(nbytes), 0)
             except cp.cuda.runtime.CUDARuntimeError as e:
-                if e.status != cp.cuda.runtime.errorMemoryAllocation:
+                if getattr(e, "status", None) != _CUDA_ERROR_MEMORY_ALLOCATION:
                     raise
                 # The driver is out of memory: free what lower tiers cache (and registered caches), retry.
                 released = 0
@@ -722,26 +771,24 @@ class Context:
         finally:
             with _lock:
                 sched._in_flight -= nbytes
-                _cond.notify_all()
+                if _waiters[0]:
+                    _cond.notify_all()
 
     def _charge_numpy(self, owner, nbytes):
         """CPU: charge a NumPy buffer (its owning array) to this context, or raise OutOfMemoryError."""
-        key = id(owner)
-        rec = _Charge(self, nbytes, key)
-
-        def commit():
-            if key in _charged:
-                rec.active = False  # another thread charged it meanwhile
-                return
-            _charged[key] = rec
-            self._records.add(rec)
-            self._cpu_used += nbytes
-            if self._cpu_used > self._peak:
-                self._peak = self._cpu_used
-
-        self._sched._admit(self, nbytes, 0, commit)
+        rec = _Charge(self, nbytes, id(owner))
+        done = False
+        if self._reserved:
+            # Within a reservation only the budget can refuse: reservations are admitted against what is free
+            # and nobody else may use them, so the device check would always pass.
+            with _lock:
+                if not self._destroyed and self._cpu_used + nbytes <= self.max_vram:
+                    rec.commit()
+                    done = True
+        if not done:
+            self._sched._admit(self, nbytes, 0, rec.commit)
         if rec.active:
-            weakref.finalize(owner, _release_charge, key, rec)
+            rec.ref = weakref.ref(owner, rec.release)
 
     def free_cache(self):
         """CUDA: return the pool's cached (unused) blocks to the device. Returns the bytes released."""
@@ -858,7 +905,7 @@ class Context:
             pending = self._pending
             while pending:
                 start, end = pending[0]
-                if not end.done:
+                if not _aio.event_done(end):
                     break
                 pending.popleft()
                 self._charge(cp.cuda.get_elapsed_time(start, end) / 1e3)
@@ -874,7 +921,12 @@ class Context:
         return ev
 
     def _step_boundary(self):
-        """Close the current step (for pacing) and mark activity."""
+        """Close the current step (for pacing) and mark activity.
+
+        A step runs from the mark opened when the previous ``pace()`` returned to this call: on CUDA the device
+        time between an event recorded then and one recorded now (time the stream sat idle before the mark is
+        not counted), on the CPU the host time.
+        """
         now = _monotonic()
         self._last_activity = now
         with self._lock:
@@ -884,16 +936,16 @@ class Context:
             self._busy_event = end
             if self._paced:
                 with self._lock:
-                    start, self._mark = self._mark, end
+                    start, self._mark = self._mark, None
                     if start is not None:
                         self._pending.append((start, end))
         elif self._paced:
             with self._lock:
-                start, self._mark = self._mark, now
+                start, self._mark = self._mark, None
                 if start is not None:
                     self._charge(now - start)
 
-    def _after_sleep(self):
+    def _open_step(self):
         if self._cuda:
             ev = self._record(timing=True)
             with self._lock:
@@ -921,7 +973,6 @@ class Context:
                 with self._lock:
                     self._queued -= 1
                     self._throttled_s += delay
-            self._after_sleep()
 
     async def _throttle_async(self):
         if not self._paced:
@@ -943,7 +994,6 @@ class Context:
                     self._queued -= 1
                     self._throttled_s += delay
             self._check_alive()
-            self._after_sleep()
         _cuda.activate(current_context())
 
     def pace(self):
@@ -956,12 +1006,16 @@ class Context:
         self._check_alive()
         self._step_boundary()
         self._throttle()
+        if self._paced:
+            self._open_step()
 
     async def pace_async(self):
         """:meth:`pace` for asyncio: waits with ``asyncio.sleep`` and event polling, never blocking the loop."""
         self._check_alive()
         self._step_boundary()
         await self._throttle_async()
+        if self._paced:
+            self._open_step()
 
     def _launch_now(self, fn, args, kwargs):
         with self:
@@ -1353,6 +1407,7 @@ def destroy_context(name_or_ctx):
             if _charged.get(rec.key) is rec:
                 del _charged[rec.key]
         ctx._records.clear()
+        sched._cpu_total -= ctx._cpu_used
         ctx._cpu_used = 0
     for entry in caches:
         try:

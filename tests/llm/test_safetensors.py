@@ -177,6 +177,15 @@ def test_save_accepts_array_likes(tmp_path):
         save_file({}, tmp_path / "y.safetensors", metadata={"a": 1})
 
 
+def test_unpadded_header_gives_unaligned_views(tmp_path):
+    values = np.array([1.5, -2.25], np.float64)
+    header = {"x": {"dtype": "F64", "shape": [2], "data_offsets": [0, 16]}}
+    raw = json.dumps(header).encode() + b" "
+    assert len(raw) % 8 != 0
+    with SafeTensorsFile(_write_raw(tmp_path / "x.safetensors", raw, values.tobytes())) as f:
+        assert f.numpy("x").tolist() == [1.5, -2.25]
+
+
 def test_empty_file_round_trip(tmp_path):
     save_file({}, tmp_path / "x.safetensors")
     with SafeTensorsFile(tmp_path / "x.safetensors") as f:
@@ -193,6 +202,7 @@ BAD_HEADERS = [
     ({"x": {"dtype": "F32", "shape": [2]}}, 8, r"tensor 'x': missing key 'data_offsets'"),
     ({"x": [1]}, 8, r"tensor 'x': entry must be an object"),
     ({"x": {**F32_2, "dtype": "F7"}}, 8, r"tensor 'x': unknown dtype 'F7'"),
+    ({"x": {**F32_2, "dtype": ["F32"]}}, 8, r"tensor 'x': unknown dtype \['F32'\]"),
     ({"x": {**F32_2, "shape": [-2]}}, 8, r"tensor 'x': shape must be a list of non-negative integers, got \[-2\]"),
     ({"x": {**F32_2, "shape": [2.0]}}, 8, r"tensor 'x': shape must be .* got \[2.0\]"),
     ({"x": {**F32_2, "shape": [True, 2]}}, 8, r"tensor 'x': shape must be .* got \[True, 2\]"),
@@ -203,7 +213,8 @@ BAD_HEADERS = [
     ({"x": {**F32_2, "data_offsets": [0, 16]}}, 8,
      r"tensor 'x': data_offsets \[0, 16\] run past the end of the 8-byte data buffer"),
     ({"x": {**F32_2, "data_offsets": [0, 2 ** 70]}}, 8, r"run past the end"),
-    ({"x": {**F32_2, "shape": [3]}}, 8, r"tensor 'x': shape \[3\] of F32 needs 12 bytes but data_offsets \[0, 8\] hold 8"),
+    ({"x": {**F32_2, "shape": [3]}}, 8,
+     r"tensor 'x': shape \[3\] of F32 needs 12 bytes but data_offsets \[0, 8\] hold 8"),
     ({"x": {**F32_2, "shape": [2 ** 40, 2 ** 40]}}, 8, r"needs 4835703278458516698824704 bytes"),
     ({"x": {**F32_2, "data_offsets": [4, 12]}}, 12,
      r"tensor 'x': data starts at 4 but the data buffer starts at 0 \(4-byte gap\)"),
@@ -215,7 +226,10 @@ BAD_HEADERS = [
     ({"__metadata__": {"k": 1}, "a": F32_2}, 8, r"__metadata__ must map strings to strings"),
     ({"__metadata__": ["k"], "a": F32_2}, 8, r"__metadata__ must map strings to strings"),
     ([1, 2], 0, r"header must be a JSON object, not list"),
-    (b'{"a": 1, "a": 2}', 0, r"header names 'a' more than once"),
+    (b'{"a": 1, "a": 2}', 0, r"header repeats the key 'a'"),
+    (b'{"x": {"dtype": "F32", "dtype": "F16"}}', 0, r"header repeats the key 'dtype'"),
+    (b'{"x": {"shape": [' + b"9" * 5000 + b']}}', 0, r"header is not valid JSON: .*digits"),
+    (b'{"x": ' + b"[" * 100000 + b"]" * 100000 + b'}', 0, r"header is not valid JSON"),
     (b'{"a": ', 0, r"header is not valid JSON"),
     (b'{"\xff": 1}', 0, r"header is not valid UTF-8"),
 ]

@@ -157,10 +157,11 @@ def test_gather_runs_paced_contexts_concurrently():
         wall, throttled = run(main())
     finally:
         sched.shutdown()
-    busy = 2 * steps * step_s
+    own = [steps * step_s + t for t in throttled]  # each worker's busy time plus the waits it was given
     assert all(t > 0.1 for t in throttled), throttled
-    # one after the other would take busy + sum(throttled) (about 0.4 s); overlapped, about half
-    assert wall < 0.75 * (busy + sum(throttled)), (wall, busy, throttled)
+    # one after the other would take sum(own) (about 0.4 s); overlapped, about max(own). Charges grow when the
+    # machine is loaded, so only claim that at least half of the shorter worker overlapped the other.
+    assert wall < sum(own) - 0.5 * min(own), (wall, own)
 
 
 def test_wait_for_memory_until_freed(cpu_sched, alloc):

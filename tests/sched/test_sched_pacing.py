@@ -15,6 +15,25 @@ def busy(seconds):
         pass
 
 
+def retry_timing(tries=3):
+    """Wall-clock measurements on a loaded 2-core machine can miss once: retry a timing test a few times
+    (a real regression fails every try)."""
+    import functools
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for i in range(tries):
+                try:
+                    return fn(*args, **kwargs)
+                except AssertionError:
+                    if i == tries - 1:
+                        raise
+        return wrapper
+    return deco
+
+
+
 def test_token_bucket_math():
     b = TokenBucket(burst=0.01)
     now = b._last
@@ -48,6 +67,7 @@ def assert_capped(charged, wall, share, burst, step_s=0.002):
     assert charged >= 0.3 * share * wall, (charged, wall, share)
 
 
+@retry_timing()
 def test_bandwidth_caps_busy_share():
     sched.shutdown()
     sched.initialize("cpu", total_vram_budget=1_000_000, burst_s=0.005)
@@ -83,6 +103,7 @@ def test_partition_compute_share():
         sched.shutdown()
 
 
+@retry_timing()
 def test_lower_tier_yields_while_higher_tier_is_active(cpu_sched):
     sched.shutdown()
     sched.initialize("cpu", total_vram_budget=1_000_000, contention_share={"best_effort": 0.2})
@@ -115,6 +136,7 @@ def test_lower_tier_yields_while_higher_tier_is_active(cpu_sched):
     sched.shutdown()
 
 
+@retry_timing()
 def test_launch_is_paced(cpu_sched):
     be = sched.create_context("be", 1000, qos="best_effort", bandwidth=0.2)
     t0 = time.perf_counter()

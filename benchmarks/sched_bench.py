@@ -1,0 +1,364 @@
+"""Benchmark of gpk_array.sched on a GPU: isolation, overhead, and a stress run.
+
+``run()`` prints a table and returns a dict (the caller writes it as JSON):
+
+(a) isolation: a guaranteed context runs a fixed loop of small FP16 GEMMs (each step 4 chained
+    1024x768 @ 768x768 products) and records each step's latency (host launch to completion, observed through an
+    event; the step's GPU time between events is reported beside it), first alone, then while two best-effort
+    contexts on other threads keep the GPU busy with 8192^3 FP16 GEMMs. The same runs without the scheduler
+    (every thread on the default stream, the big GEMM loops bounded to the same queue depth) give the baseline.
+    Reported: p50/p99 per case and the p99 ratio contended / alone, with and without the scheduler, plus the
+    best-effort throughput in each case.
+(b) overhead: host time per call of a small CuPy op outside any context, inside an entered context, entering
+    a context around each op, and through ``ctx.launch`` (guaranteed and paced best-effort).
+(c) stress: 1,000 random allocate/free sequences over 4 contexts under a total budget (count of allocations
+    beyond a budget must be 0), then the device's free memory after destroying them against the baseline.
+
+Run: ``python -m benchmarks.sched_bench [--quick]`` or ``python benchmarks/sched_bench.py``.
+"""
+
+import gc
+import random
+import sys
+import threading
+import time
+
+import numpy as np
+
+MiB = 2**20
+
+SMALL = (1024, 768, 768)  # M, K, N of the latency-critical GEMM
+SMALL_CHAIN = 4  # GEMMs per step
+BIG = 8192  # the best-effort GEMMs: BIG^3
+
+
+def _gpu_count():
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount()
+    except Exception:
+        return 0
+
+
+def _pct(values, q):
+    return float(np.percentile(np.asarray(values), q)) if len(values) else float("nan")
+
+
+# --- (a) isolation --------------------------------------------------------------------------------------------
+
+
+def _latency_loop(cp, stream, steps, warmup):
+    """Run the small-GEMM steps on the current stream; returns (host latencies s, gpu times s)."""
+    m, k, n = SMALL
+    a = cp.random.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
+    w = (cp.random.standard_normal((k, n), dtype=cp.float32) / np.sqrt(k)).astype(cp.float16)
+    start = cp.cuda.Event()
+    end = cp.cuda.Event(block=True)
+    host, gpu = [], []
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        start.record(stream)
+        x = a
+        for _ in range(SMALL_CHAIN):
+            x = x @ w
+        end.record(stream)
+        end.synchronize()
+        t1 = time.perf_counter()
+        if i >= warmup:
+            host.append(t1 - t0)
+            gpu.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+    return host, gpu
+
+
+def _big_gemm_worker(cp, ctx, stop, counter, errors, ready):
+    """A best-effort loop of BIG^3 FP16 GEMMs; with ``ctx`` paced by the scheduler, without it on the default
+    stream with at most two GEMMs queued (the scheduler's default ``max_inflight``)."""
+    try:
+        if ctx is not None:
+            ctx.__enter__()
+        try:
+            a = cp.ones((BIG, BIG), dtype=cp.float16)
+            b = cp.ones((BIG, BIG), dtype=cp.float16)
+            stream = cp.cuda.get_current_stream()
+            events = []
+            ready.release()
+            while not stop.is_set():
+                c = a @ b
+                del c
+                counter[0] += 1
+                if ctx is not None:
+                    ctx.pace()
+                else:
+                    ev = cp.cuda.Event(block=True)
+                    ev.record(stream)
+                    events.append(ev)
+                    if len(events) > 2:
+                        events.pop(0).synchronize()
+            stream.synchronize()
+        finally:
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
+    except Exception as e:  # reported by the caller
+        errors.append(e)
+        ready.release()
+
+
+def _contended(cp, make_ctx, latency_ctx, steps, warmup):
+    stop = threading.Event()
+    counters = [[0], [0]]
+    errors = []
+    ready = threading.Semaphore(0)
+    threads = [threading.Thread(target=_big_gemm_worker, args=(cp, make_ctx(i), stop, counters[i], errors, ready),
+                                daemon=True) for i in range(2)]
+    for t in threads:
+        t.start()
+    for _ in threads:
+        ready.acquire(timeout=120)
+    time.sleep(0.2)  # let them saturate the GPU
+    n0 = sum(c[0] for c in counters)
+    t0 = time.perf_counter()
+    try:
+        if latency_ctx is not None:
+            with latency_ctx:
+                host, gpu = _latency_loop(cp, latency_ctx.stream, steps, warmup)
+        else:
+            host, gpu = _latency_loop(cp, cp.cuda.get_current_stream(), steps, warmup)
+    finally:
+        wall = time.perf_counter() - t0
+        n1 = sum(c[0] for c in counters)
+        stop.set()
+        for t in threads:
+            t.join(timeout=120)
+    if errors:
+        raise errors[0]
+    tflops = (n1 - n0) * 2.0 * BIG**3 / wall / 1e12
+    return host, gpu, tflops
+
+
+def _summary(host, gpu):
+    return {
+        "p50_us": _pct(host, 50) * 1e6,
+        "p99_us": _pct(host, 99) * 1e6,
+        "max_us": max(host) * 1e6 if host else float("nan"),
+        "gpu_p50_us": _pct(gpu, 50) * 1e6,
+        "gpu_p99_us": _pct(gpu, 99) * 1e6,
+    }
+
+
+def bench_isolation(cp, steps=1000, warmup=50):
+    from gpk_array import sched
+
+    out = {"small_gemm": f"{SMALL[0]}x{SMALL[1]}x{SMALL[2]} fp16 x{SMALL_CHAIN} per step",
+           "big_gemm": f"{BIG}^3 fp16, 2 best-effort threads", "steps": steps}
+
+    # with the scheduler
+    sched.shutdown()
+    sched.initialize(0)
+    try:
+        lat = sched.create_context("latency", 1024 * MiB, qos="guaranteed")
+        bes = [sched.create_context(f"batch{i}", 4096 * MiB, qos="best_effort") for i in range(2)]
+        with lat:
+            alone = _latency_loop(cp, lat.stream, steps, warmup)
+        host, gpu, tflops = _contended(cp, lambda i: bes[i], lat, steps, warmup)
+        res = {"alone": _summary(*alone), "contended": _summary(host, gpu), "best_effort_tflops": tflops,
+               "best_effort_throttled_s": [b.stats()["throttled_s"] for b in bes]}
+        res["p99_ratio"] = res["contended"]["p99_us"] / res["alone"]["p99_us"]
+        out["sched"] = res
+    finally:
+        sched.shutdown()
+    gc.collect()
+    cp.get_default_memory_pool().free_all_blocks()
+
+    # without: everything on the default stream, no pacing
+    alone = _latency_loop(cp, cp.cuda.get_current_stream(), steps, warmup)
+    host, gpu, tflops = _contended(cp, lambda i: None, None, steps, warmup)
+    res = {"alone": _summary(*alone), "contended": _summary(host, gpu), "best_effort_tflops": tflops}
+    res["p99_ratio"] = res["contended"]["p99_us"] / res["alone"]["p99_us"]
+    out["no_sched"] = res
+    gc.collect()
+    cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+# --- (b) overhead ---------------------------------------------------------------------------------------------
+
+
+def bench_overhead(cp, n=20000):
+    from gpk_array import sched
+
+    sched.shutdown()
+    sched.initialize(0)
+    try:
+        g = sched.create_context("ovh", 256 * MiB)
+        be = sched.create_context("ovh_be", 256 * MiB, qos="best_effort")
+        x = cp.ones(1024, dtype=cp.float32)
+
+        def add1():
+            return x + 1
+
+        def timed(fn):
+            fn()  # warm up (kernel compile, pool)
+            cp.cuda.runtime.deviceSynchronize()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            t = (time.perf_counter() - t0) / n
+            cp.cuda.runtime.deviceSynchronize()
+            return t * 1e6
+
+        def outside():
+            x + 1
+
+        def enter_only():
+            with g:
+                pass
+
+        def enter_each():
+            with g:
+                x + 1
+
+        res = {"op": "x + 1 on 1024 float32", "calls": n}
+        res["outside_us"] = timed(outside)
+        with g:
+            res["inside_entered_us"] = timed(outside)
+        res["enter_exit_only_us"] = timed(enter_only)
+        res["enter_and_op_us"] = timed(enter_each)
+        res["launch_guaranteed_us"] = timed(lambda: g.launch(add1))
+        res["launch_best_effort_paced_us"] = timed(lambda: be.launch(add1))
+        res["enter_overhead_us"] = res["enter_and_op_us"] - res["outside_us"]
+        res["inside_overhead_us"] = res["inside_entered_us"] - res["outside_us"]
+        return res
+    finally:
+        sched.shutdown()
+        gc.collect()
+        cp.get_default_memory_pool().free_all_blocks()
+
+
+# --- (c) stress -----------------------------------------------------------------------------------------------
+
+
+def _settle(cp):
+    gc.collect()
+    cp.cuda.runtime.deviceSynchronize()
+    cp.get_default_memory_pool().free_all_blocks()
+    cp.get_default_pinned_memory_pool().free_all_blocks()
+    return int(cp.cuda.runtime.memGetInfo()[0])
+
+
+def bench_stress(cp, sequences=1000, seed=0):
+    from gpk_array import sched
+
+    sched.shutdown()
+    base = _settle(cp)
+    total = 2048 * MiB
+    sched.initialize(0, total_vram_budget=total, wait_timeout=0)
+    budgets = {"g1": 512 * MiB, "g2": 256 * MiB, "b": 1024 * MiB, "be": 2048 * MiB}
+    qos = {"g1": "guaranteed", "g2": "guaranteed", "b": "burstable", "be": "best_effort"}
+    sizes = [MiB, 4 * MiB, 16 * MiB, 64 * MiB, 128 * MiB]
+    rng = random.Random(seed)
+    granted = refused = over_budget = over_total = 0
+    t0 = time.perf_counter()
+    try:
+        ctxs = {k: sched.create_context(k, budgets[k], qos=qos[k]) for k in budgets}
+        live = {k: [] for k in budgets}
+        for _ in range(sequences):
+            name = rng.choice(list(budgets))
+            ctx = ctxs[name]
+            with ctx:
+                for _ in range(rng.randint(1, 6)):
+                    try:
+                        live[name].append(cp.empty(rng.choice(sizes), dtype=cp.uint8))
+                        granted += 1
+                    except MemoryError:
+                        refused += 1
+                    if ctx.used_bytes() > budgets[name]:
+                        over_budget += 1
+            if sum(c.used_bytes() for c in ctxs.values()) > total:
+                over_total += 1
+            for other in rng.sample(list(budgets), k=rng.randint(0, 4)):
+                arrays = live[other]
+                for _ in range(rng.randint(0, len(arrays))):
+                    arrays.pop(rng.randrange(len(arrays)))
+        peaks = {k: c.stats()["peak"] for k, c in ctxs.items()}
+        evictions = sum(c.stats()["evictions"] for c in ctxs.values())
+        live.clear()
+        for c in list(ctxs.values()):
+            sched.destroy_context(c)
+    finally:
+        sched.shutdown()
+    elapsed = time.perf_counter() - t0
+    after = _settle(cp)
+    return {
+        "sequences": sequences,
+        "allocations": granted + refused,
+        "granted": granted,
+        "refused": refused,
+        "over_budget": over_budget,
+        "over_total": over_total,
+        "pool_evictions": evictions,
+        "peak_held": peaks,
+        "seconds": elapsed,
+        "free_before": base,
+        "free_after": after,
+        "free_delta_bytes": base - after,
+        "back_to_baseline": abs(base - after) <= 4 * MiB,
+    }
+
+
+# --- driver ---------------------------------------------------------------------------------------------------
+
+
+def _table(res):
+    lines = []
+    iso = res.get("isolation")
+    if iso:
+        lines.append(f"(a) isolation: {iso['small_gemm']} latency, contended by {iso['big_gemm']}")
+        lines.append(f"    {'':10} {'case':10} {'p50 us':>9} {'p99 us':>9} {'gpu p50':>9} {'p99/alone':>10} "
+                     f"{'BE TFLOP/s':>10}")
+        for mode in ("sched", "no_sched"):
+            r = iso[mode]
+            for case in ("alone", "contended"):
+                s = r[case]
+                ratio = f"{r['p99_ratio']:.2f}" if case == "contended" else ""
+                tf = f"{r['best_effort_tflops']:.0f}" if case == "contended" else ""
+                lines.append(f"    {mode:10} {case:10} {s['p50_us']:9.1f} {s['p99_us']:9.1f} "
+                             f"{s['gpu_p50_us']:9.1f} {ratio:>10} {tf:>10}")
+    ovh = res.get("overhead")
+    if ovh:
+        lines.append(f"(b) overhead, host us per call ({ovh['op']}):")
+        for key in ("outside_us", "inside_entered_us", "enter_exit_only_us", "enter_and_op_us",
+                    "launch_guaranteed_us", "launch_best_effort_paced_us"):
+            lines.append(f"    {key:32} {ovh[key]:8.2f}")
+    st = res.get("stress")
+    if st:
+        lines.append(f"(c) stress: {st['sequences']} sequences, {st['allocations']} allocations "
+                     f"({st['granted']} granted, {st['refused']} refused), beyond a budget: {st['over_budget']}, "
+                     f"beyond the total: {st['over_total']}")
+        lines.append(f"    free memory after destroy vs baseline: {st['free_delta_bytes'] / MiB:+.2f} MiB "
+                     f"({'back to baseline' if st['back_to_baseline'] else 'NOT back to baseline'})")
+    return "\n".join(lines)
+
+
+def run(quick=False):
+    """Run the scheduler benchmark on cuda:0; print a table and return the numbers as a dict."""
+    if _gpu_count() == 0:
+        print("sched benchmark: no CUDA GPU, skipped")
+        return {"skipped": "no CUDA GPU"}
+    import cupy as cp
+
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    name = props["name"]
+    res = {"device": name.decode() if isinstance(name, bytes) else str(name)}
+    res["isolation"] = bench_isolation(cp, steps=200 if quick else 1000, warmup=20 if quick else 50)
+    res["overhead"] = bench_overhead(cp, n=3000 if quick else 20000)
+    res["stress"] = bench_stress(cp, sequences=1000)
+    print(_table(res))
+    return res
+
+
+if __name__ == "__main__":
+    import os
+
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    run(quick="--quick" in sys.argv)
