@@ -1,0 +1,99 @@
+"""GEMM and fused-linear benchmarks on the GPU: gpk_array beside cuBLAS (through CuPy) and torch, same run.
+
+gemm: TFLOP/s over a sweep (square, GPT-2 shapes, unaligned tails) for float16, bfloat16 and float32 (TF32 where
+the library uses it); linear: linear + bias + GELU against the bare GEMM of the same shape.
+"""
+import numpy as np
+
+SQUARE = [512, 1024, 2048, 4096, 8192]
+GPT2_KN = [(768, 3072), (3072, 768), (768, 2304), (768, 768)]
+GPT2_M = [1, 8, 128, 1024, 8192]
+TAILS = [1000, 4095]
+
+
+def _shapes():
+    out = [(n, n, n) for n in SQUARE] + [(n, n, n) for n in TAILS]
+    out += [(m, k, n) for m in GPT2_M for k, n in GPT2_KN]
+    return out
+
+
+def _time(fn, cp, reps=10):
+    for _ in range(3):
+        fn()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    times = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
+    return float(np.median(times))
+
+
+def run(kind="gemm"):
+    import cupy as cp
+
+    import gpk_array as xp
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if cp.cuda.runtime.getDeviceCount() == 0:
+        raise RuntimeError("no CUDA GPU")
+    dev = xp.Device("cuda:0")
+    rows = []
+    rng = np.random.default_rng(0)
+    if kind == "gemm":
+        for dname in ("float16", "bfloat16", "float32"):
+            for m, k, n in _shapes():
+                dt = getattr(xp, dname)
+                a = xp.asarray(rng.standard_normal((m, k), dtype=np.float32), device=dev)
+                b = xp.asarray(rng.standard_normal((k, n), dtype=np.float32), device=dev)
+                a, b = xp.astype(a, dt), xp.astype(b, dt)
+                flop = 2.0 * m * n * k
+                t_ours = _time(lambda: a @ b, cp)
+                t_cublas = _time(lambda: cp.matmul(a._data, b._data), cp)
+                t_torch = None
+                if torch is not None:
+                    ta = torch.from_dlpack(a._data)
+                    tb = torch.from_dlpack(b._data)
+                    torch.backends.cuda.matmul.allow_tf32 = True
+                    t_torch = _time(lambda: ta @ tb, cp)
+                rows.append({"dtype": dname, "m": m, "k": k, "n": n, "ours_tflops": flop / t_ours / 1e12,
+                             "cublas_cupy_tflops": flop / t_cublas / 1e12,
+                             "torch_tflops": None if t_torch is None else flop / t_torch / 1e12,
+                             "ratio_vs_cublas": t_cublas / t_ours})
+        print(f"{'dtype':9} {'M':>5} {'K':>5} {'N':>5} {'ours':>8} {'cuBLAS':>8} {'torch':>8} {'ratio':>6}  TFLOP/s")
+        for r in rows:
+            tt = "-" if r["torch_tflops"] is None else f"{r['torch_tflops']:8.1f}"
+            print(f"{r['dtype']:9} {r['m']:5} {r['k']:5} {r['n']:5} {r['ours_tflops']:8.1f} "
+                  f"{r['cublas_cupy_tflops']:8.1f} {tt:>8} {r['ratio_vs_cublas']:6.2f}")
+        for dname in ("float16", "bfloat16", "float32"):
+            rs = [r["ratio_vs_cublas"] for r in rows if r["dtype"] == dname]
+            print(f"geomean ratio vs cuBLAS, {dname}: {float(np.exp(np.mean(np.log(rs)))):.3f}")
+    elif kind == "linear":
+        for dname in ("float16", "bfloat16"):
+            for m, k, n in [(8192, 768, 3072), (512, 768, 3072)]:
+                dt = getattr(xp, dname)
+                x = xp.astype(xp.asarray(rng.standard_normal((m, k), dtype=np.float32), device=dev), dt)
+                w = xp.astype(xp.asarray(rng.standard_normal((n, k), dtype=np.float32) * 0.02, device=dev), dt)
+                bias = xp.astype(xp.asarray(rng.standard_normal(n, dtype=np.float32), device=dev), dt)
+                wt = w._data.T
+                t_gemm = _time(lambda: cp.matmul(x._data, wt), cp)
+                t_ours = _time(lambda: xp.linear(x, w, bias, activation="gelu_tanh"), cp)
+                t_torch = None
+                if torch is not None:
+                    import torch.nn.functional as F
+                    tx, tw, tb = (torch.from_dlpack(v._data) for v in (x, w, bias))
+                    t_torch = _time(lambda: F.gelu(F.linear(tx, tw, tb), approximate="tanh"), cp)
+                rows.append({"dtype": dname, "m": m, "k": k, "n": n, "bare_gemm_ms": t_gemm * 1e3,
+                             "ours_ms": t_ours * 1e3, "torch_linear_gelu_ms": None if t_torch is None else
+                             t_torch * 1e3, "ours_over_bare": t_ours / t_gemm,
+                             "torch_over_bare": None if t_torch is None else t_torch / t_gemm})
+        print(f"{'dtype':9} {'shape':>18} {'bare GEMM ms':>12} {'ours ms':>8} {'x bare':>7} {'torch ms':>9} "
+              f"{'x bare':>7}")
+        for r in rows:
+            print(f"{r['dtype']:9} {r['m']:>6}x{r['k']}->{r['n']:<5} {r['bare_gemm_ms']:12.3f} {r['ours_ms']:8.3f} "
+                  f"{r['ours_over_bare']:7.2f} {r['torch_linear_gelu_ms'] or 0:9.3f} {r['torch_over_bare'] or 0:7.2f}")
+    return rows
