@@ -8,7 +8,8 @@ activations, attention scores) and the result is cast back to the input dtype. M
 
 CUDA kernels plug in at one place, ``_fused(device, name)``: when ``gpk_array._gpu`` defines a function
 of that name it is called with CuPy arrays, and returns a CuPy array, or None when it does not cover the
-case at hand (dtype, layout, size), in which case the plain xp code below runs. The signatures:
+case at hand (dtype, layout, size), in which case the plain xp code below runs, with its matrix products
+through ``gpk_array._gpu.matmul``. The signatures:
 
     _gpu.linear(x2d, w, bias, activation)          x2d (N, in), w (out, in), bias (out,) or None -> (N, out)
     _gpu.layer_norm(x, weight, bias, eps)          over the last axis; weight/bias (C,) or None
@@ -16,6 +17,10 @@ case at hand (dtype, layout, size), in which case the plain xp code below runs. 
     _gpu.gelu(x, approximate)                      approximate is "none" or "tanh"
     _gpu.bias_add_inplace(out, bias)               returns out
     _gpu.scaled_dot_product_attention(q, k, v, mask, causal, scale)
+
+A decode step captured in a CUDA graph (gpk_array.llm.generate) runs all of this inside a stream capture,
+where CuPy refuses cuBLAS calls (NotImplementedError from its cublas setStream): the step captures only when
+these kernels and ``_gpu.matmul`` launch their own kernels, or call cuBLAS without CuPy's wrappers.
 """
 import math
 
@@ -42,9 +47,17 @@ def _fused(dev, name):
     return getattr(_gpu, name, None)
 
 
+def _matmul(dev):
+    """The matrix product of the plain code: gpk_array._gpu's GEMM dispatch on CUDA, the backend's elsewhere."""
+    if dev.kind == "cuda":
+        from .._gpu import matmul
+        return matmul
+    return dev.xp.matmul
+
+
 def _operands(op, *arrays):
     """(backing arrays, device) of Arrays or None, all on one device and of a real floating dtype."""
-    dev = None
+    dev = next((a._device for a in arrays if a.__class__ is Array), None)  # array-likes follow the Arrays
     out = []
     for a in arrays:
         if a is None:
@@ -119,7 +132,7 @@ def _softmax(s, axis, xp):
 
 
 @oom_guard
-def linear(x, weight, bias=None, *, activation=None):
+def linear(x, weight, bias=None, activation=None):
     """``activation(x @ weight.T + bias)``, weight laid out (out_features, in_features) as in
     ``torch.nn.functional.linear``. activation: None, "gelu", "gelu_tanh", "relu" or "silu"."""
     (x, w, b), dev = _operands("linear", x, weight, bias)
@@ -146,12 +159,8 @@ def linear(x, weight, bias=None, *, activation=None):
 
 def _linear(x2, w, b, activation, dt, dev):
     xp = dev.xp
-    if dev.kind == "cuda":
-        from .._gpu import matmul
-        y = matmul(x2.astype(dt, copy=False), w.astype(dt, copy=False).T)
-    else:
-        ct = _dt.F32 if dt in _LOW else dt
-        y = xp.matmul(x2.astype(ct, copy=False), w.astype(ct, copy=False).T)
+    ct = _dt.F32 if dt in _LOW and dev.kind == "cpu" else dt  # NumPy has no fast half-precision GEMM
+    y = _matmul(dev)(x2.astype(ct, copy=False), w.astype(ct, copy=False).T)
     if activation is None:
         if b is not None:
             y += b.astype(y.dtype, copy=False)  # one rounding, as in float32 then cast
@@ -281,20 +290,21 @@ def scaled_dot_product_attention(q, k, v, *, causal=True, mask=None, scale=None)
     if kernel is not None:
         y = kernel(q, k, v, m, bool(causal), scale)
     if y is None:
-        y = _attention(q, k, v, m, causal, scale, dev.xp)
+        y = _attention(q, k, v, m, causal, scale, dev)
     return new(y, dev)
 
 
-def _attention(q, k, v, mask, causal, scale, xp):
+def _attention(q, k, v, mask, causal, scale, dev):
+    xp, matmul = dev.xp, _matmul(dev)
     dt = _result_dtype(q, k, v)
     q, k, v = _wide(q, xp), _wide(k, xp), _wide(v, xp)
     lq, lk = q.shape[-2], k.shape[-2]
     # scores^T = k @ q^T: only the (small, for decoding) q is transposed, never the long k
-    s = xp.swapaxes(xp.matmul(k, xp.swapaxes(q * scale, -1, -2)), -1, -2)
+    s = xp.swapaxes(matmul(k, xp.swapaxes(q * scale, -1, -2)), -1, -2)
     if causal:
         keep = xp.arange(lk)[None, :] <= xp.arange(lq)[:, None] + (lk - lq)
         mask = keep if mask is None else mask & keep
     if mask is not None:
         s = xp.where(mask, s, float(np.finfo(s.dtype).min))
     p = _softmax(s, -1, xp)
-    return xp.matmul(p.astype(v.dtype, copy=False), v).astype(dt, copy=False)
+    return matmul(p.astype(v.dtype, copy=False), v).astype(dt, copy=False)

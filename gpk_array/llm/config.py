@@ -44,6 +44,13 @@ class GPT2Config:
         return self.n_inner or 4 * self.n_embd
 
     @property
+    def num_parameters(self):
+        """Parameters of the model (the LM head is tied to the token embeddings)."""
+        C, F = self.n_embd, self.inner_dim
+        block = (C * 3 * C + 3 * C) + (C * C + C) + (C * F + F) + (F * C + C) + 4 * C
+        return (self.vocab_size + self.n_positions) * C + self.n_layer * block + 2 * C
+
+    @property
     def activation(self):
         """The activation's name for gpk_array.linear."""
         return ACTIVATIONS[self.activation_function]

@@ -3,7 +3,8 @@
 ``Engine`` holds a fixed number of slots, the rows of one preallocated KV cache. A sequence is prefilled into a
 free slot (several at once, right-padded), then every ``step()`` runs one batched decode over all slots, with
 fixed shapes: tokens and positions in device buffers, attention over the first ``kv_len`` cache slots (rounded up
-to a block) with a mask. On a CUDA device that step is captured once per ``kv_len`` in a CUDA graph and replayed.
+to a block) with a mask. On a CUDA device that step is captured once per ``kv_len`` in a CUDA graph and replayed
+(when every kernel in it can be captured; otherwise, with a warning, it runs eagerly).
 Sequences come and go between steps (continuous batching): ``generate`` and the HTTP server both drive it.
 
 Token choice happens on the host for sampling, with one seeded NumPy Generator per sequence, so the CPU and a
@@ -100,8 +101,10 @@ class Engine:
     """A KV cache of ``max_batch`` slots and the prefill / decode steps that fill and read it."""
 
     def __init__(self, model, max_batch=1, max_len=None, *, cuda_graphs=None, kv_block=128):
-        """cuda_graphs: None captures decode (and single-sequence prefill) steps in CUDA graphs on a CUDA
-        device; False runs them eagerly. kv_block: decode attends the cache in blocks of this many slots."""
+        """cuda_graphs: None (or True) captures decode steps and single-sequence prefills in CUDA graphs on a CUDA
+        device; False runs them eagerly; an object with ``run(key, fn)`` stands in for CudaGraphs (the tests use
+        one that replays the first closure per key, on the CPU). kv_block: decode attends the cache in blocks of
+        this many slots."""
         c = model.config
         self.model = model
         self.device = model.device
@@ -113,9 +116,11 @@ class Engine:
         dev = self.device
         self._io = gp.zeros((2, max_batch, 1), dtype=gp.int64, device=dev)  # decode tokens and positions
         self._io_host = np.zeros((2, max_batch, 1), dtype=np.int64)
-        self.graphs = None
-        if dev.kind == "cuda" and cuda_graphs is not False:
-            self.graphs = CudaGraphs()
+        if cuda_graphs is None or cuda_graphs is True:
+            cuda_graphs = CudaGraphs() if dev.kind == "cuda" else None
+        self.graphs = cuda_graphs or None
+        self.graph_error = None  # why capture was given up, if it was
+        if self.graphs is not None:  # the static buffers a captured step reads and writes
             self._logits = gp.zeros((max_batch, c.vocab_size), dtype=model.dtype, device=dev)
             self._next = gp.zeros((max_batch,), dtype=gp.int64, device=dev)
             self._p_io = gp.zeros((self.max_len + 2,), dtype=gp.int64, device=dev)  # prefill: tokens, row, last
@@ -134,9 +139,9 @@ class Engine:
 
     def check(self, seq):
         """ValueError if seq cannot run here (too long for the cache, ids outside the vocabulary)."""
-        n = len(seq.prompt) + seq.max_new_tokens
+        n = len(seq.prompt) + seq.max_new_tokens - 1  # the last new token is never fed back
         if n > self.max_len:
-            raise ValueError(f"prompt ({len(seq.prompt)} tokens) + max_new_tokens ({seq.max_new_tokens}) = {n} "
+            raise ValueError(f"prompt ({len(seq.prompt)} tokens) + max_new_tokens ({seq.max_new_tokens}) - 1 = {n} "
                              f"exceeds the context length {self.max_len}")
         v = self.model.config.vocab_size
         if min(seq.prompt) < 0 or max(seq.prompt) >= v:
@@ -145,6 +150,8 @@ class Engine:
     def add(self, seqs):
         """Prefill seqs into free slots (one batched forward) and choose their first tokens; returns them."""
         seqs = list(seqs)
+        if not seqs:
+            return []
         if len(seqs) > self.free:
             raise RuntimeError(f"{len(seqs)} sequences for {self.free} free slots")
         for s in seqs:
@@ -154,7 +161,7 @@ class Engine:
             s.slot, self.slots[i] = i, s
         if len(seqs) == 1 and self.graphs is not None:
             logits, nxt = self._prefill_graph(seqs[0])
-        elif seqs:
+        else:
             lens = [len(s.prompt) for s in seqs]
             toks = np.zeros((len(seqs), max(lens)), dtype=np.int64)  # right padding: later slots are rewritten
             for r, s in enumerate(seqs):
@@ -249,8 +256,11 @@ class Engine:
         try:
             self.graphs.run(key, fn)
             return True
-        except Exception as e:  # a capture the backend refuses: run eagerly from now on
-            warnings.warn(f"CUDA graph capture failed ({type(e).__name__}: {e}); running eagerly", RuntimeWarning)
+        except Exception as e:  # a capture the backend refuses (CuPy refuses cuBLAS calls): run eagerly from now on
+            self.graph_error = f"{type(e).__name__}: {e}"
+            warnings.warn(f"CUDA graph capture failed ({self.graph_error}); decoding without CUDA graphs. Every "
+                          "kernel of a step must be capturable: see gpk_array/_ops/nn.py", RuntimeWarning,
+                          stacklevel=3)
             self.graphs = None
             return False
 
@@ -326,7 +336,7 @@ def generate(model, prompts, *, max_new_tokens=64, temperature=0.0, top_k=None, 
         s = seed if single or seed is None else [seed, i]
         params = SamplingParams(temperature, top_k, top_p, s)
         seqs.append(Sequence(p, max_new_tokens=max_new_tokens, params=params, stop_tokens=stop_tokens))
-    max_len = max(len(s.prompt) for s in seqs) + max_new_tokens
+    max_len = max(len(s.prompt) for s in seqs) + max_new_tokens - 1
     engine = Engine(model, max_batch=min(len(seqs), max_batch or len(seqs)), max_len=max_len,
                     cuda_graphs=cuda_graphs)
     for s in seqs:
@@ -354,7 +364,7 @@ def generate_stream(model, prompt, *, max_new_tokens=64, temperature=0.0, top_k=
         stop_tokens = () if tokenizer is None or tokenizer.eos_token_id is None else (tokenizer.eos_token_id,)
     seq = Sequence(prompt, max_new_tokens=max_new_tokens, params=SamplingParams(temperature, top_k, top_p, seed),
                    stop_tokens=stop_tokens)
-    engine = engine or Engine(model, max_batch=1, max_len=len(seq.prompt) + max_new_tokens)
+    engine = engine or Engine(model, max_batch=1, max_len=len(seq.prompt) + max_new_tokens - 1)
     text = TextStream(tokenizer) if tokenizer is not None else None
     engine.check(seq)
     sent = 0
@@ -381,22 +391,27 @@ def generate_stream(model, prompt, *, max_new_tokens=64, temperature=0.0, top_k=
 
 
 class TextStream:
-    """Incremental detokenization: ``push(ids)`` returns the text that is complete so far; bytes of a
-    character split across tokens wait for the rest (up to a few tokens, then they flush as U+FFFD)."""
+    """Incremental detokenization: ``push(ids)`` returns the text completed by them. Replacement characters at
+    the end (a character whose bytes are split across tokens, or invalid bytes) wait until later tokens settle
+    them, so the pieces add up to ``tokenizer.decode`` of all the ids."""
 
-    def __init__(self, tokenizer, hold=4):
-        self.tokenizer, self.hold = tokenizer, hold
-        self.pending = []
+    def __init__(self, tokenizer, limit=64):
+        self.tokenizer, self.limit = tokenizer, limit
+        self.pending = []  # ids since the last clean character boundary
+        self.sent = 0  # characters of decode(pending) already returned
 
     def push(self, ids):
         self.pending += ids
         text = self.tokenizer.decode(self.pending)
-        if text.endswith("\ufffd") and len(self.pending) < self.hold:
-            return ""
-        self.pending = []
-        return text
+        if text.endswith("\ufffd") and len(self.pending) < self.limit:
+            stable = text.rstrip("\ufffd")  # the bytes before an unfinished tail decode the same later
+            piece, self.sent = stable[self.sent:], max(self.sent, len(stable))
+            return piece
+        piece = text[self.sent:]
+        self.pending, self.sent = [], 0
+        return piece
 
     def flush(self):
-        text = self.tokenizer.decode(self.pending) if self.pending else ""
-        self.pending = []
-        return text
+        piece = self.tokenizer.decode(self.pending)[self.sent:] if self.pending else ""
+        self.pending, self.sent = [], 0
+        return piece

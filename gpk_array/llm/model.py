@@ -17,6 +17,7 @@ import sys
 import numpy as np
 
 import gpk_array as gp
+
 from .config import GPT2Config
 from .safetensors import SafeTensorsFile, save_file
 
@@ -62,9 +63,12 @@ class KVCache:
         by_slot[rows, slots] = kv
 
     def read(self, i, length, rows=None):
-        """Keys and values of layer i at slots [0, length): two (B, H, length, D) arrays."""
+        """Keys and values of layer i at slots [0, length) of cache rows ``rows`` (None: all, a slice: a view,
+        an array: a gather): two (B, H, length, D) arrays."""
         kv = self.layers[i][:, :, :, :length]
-        if rows is not None:
+        if isinstance(rows, slice):
+            kv = kv[:, rows]
+        elif rows is not None:
             kv = gp.take(kv, rows, axis=1)
         return kv[0], kv[1]
 
@@ -167,7 +171,7 @@ class GPT2:
             raise TypeError(f"dtype must be a real floating dtype, got {dtype}")
         names = {}
         for name in tensors:
-            short = name[len("transformer."):] if name.startswith("transformer.") else name
+            short = name.removeprefix("transformer.")
             if not short.endswith(_IGNORED):
                 names[short] = name
         wanted = hf_param_names(config)
@@ -238,16 +242,16 @@ class GPT2:
                            (-1, T, self.config.n_embd))
         step = _Step(cache, kv_len)
         if cache is not None:
-            rows = gp.arange(B, device=dev) if rows is None else gp.asarray(rows, device=dev)
-            step.rows = gp.reshape(rows, (B, 1))
+            if rows is None:  # the cache's first B rows: read through a view, no gather
+                step.rows = gp.reshape(gp.arange(B, device=dev), (B, 1))
+                step.read_rows = None if B == cache.batch else slice(0, B)
+            else:
+                step.read_rows = gp.asarray(rows, device=dev)
+                step.rows = gp.reshape(step.read_rows, (B, 1))
             step.slots = gp.broadcast_to(gp.reshape(positions, (-1, T)), (B, T))
             if kv_len is not None:
                 if not 0 < kv_len <= cache.max_len:
                     raise ValueError(f"kv_len must be in [1, {cache.max_len}], got {kv_len}")
-                # read rows: None when they are the cache's first B rows in order (a view, no gather)
-                step.read_rows = None if rows is None else rows
-                if rows is None and B != cache.batch:
-                    step.read_rows = gp.arange(B, device=dev)
                 key_pos = gp.reshape(gp.arange(kv_len, device=dev), (1, 1, 1, kv_len))
                 step.mask = key_pos <= gp.reshape(step.slots, (B, 1, T, 1))
         elif kv_len is not None:
@@ -271,10 +275,10 @@ def _is_conv1d(name):
 
 
 def _check_shape(name, shape, c):
-    C, I = c.n_embd, c.inner_dim
+    C, F = c.n_embd, c.inner_dim
     expect = {"wte.weight": (c.vocab_size, C), "wpe.weight": (c.n_positions, C), "attn.c_attn.weight": (3 * C, C),
-              "attn.c_attn.bias": (3 * C,), "attn.c_proj.weight": (C, C), "mlp.c_fc.weight": (I, C),
-              "mlp.c_fc.bias": (I,), "mlp.c_proj.weight": (C, I)}
+              "attn.c_attn.bias": (3 * C,), "attn.c_proj.weight": (C, C), "mlp.c_fc.weight": (F, C),
+              "mlp.c_fc.bias": (F,), "mlp.c_proj.weight": (C, F)}
     key = name if name in expect else name.split(".", 2)[-1]
     want = expect.get(key, (C,))
     if tuple(shape) != want:
@@ -304,9 +308,9 @@ def random_weights(config, seed=0, std=0.02):
 
 
 def _hf_shape(short, c):
-    C, I = c.n_embd, c.inner_dim
+    C, F = c.n_embd, c.inner_dim
     return {"attn.c_attn.weight": (C, 3 * C), "attn.c_attn.bias": (3 * C,), "attn.c_proj.weight": (C, C),
-            "mlp.c_fc.weight": (C, I), "mlp.c_fc.bias": (I,), "mlp.c_proj.weight": (I, C)}.get(short, (C,))
+            "mlp.c_fc.weight": (C, F), "mlp.c_fc.bias": (F,), "mlp.c_proj.weight": (F, C)}.get(short, (C,))
 
 
 def save_checkpoint(path, config, weights):

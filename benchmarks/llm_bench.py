@@ -1,0 +1,338 @@
+"""GPT-2 124M inference on a GPU, float16, random weights: gpk_array.llm against transformers in the same run.
+
+Rows: decode tokens/s at batch 1 and batch 32 (ours with CUDA graphs, and eager), prefill latency of 1,024
+tokens, and the HTTP server with 64 concurrent streaming clients (aggregate tokens/s, time to first token p50 and
+p99). Baselines: transformers' GPT2LMHeadModel on the same GPU, float16 and float32, eager attention, with its own
+KV cache, driven by the same kind of loop (one host sync per token).
+
+    python -m benchmarks.llm_bench [--quick] [--json results.json]
+
+``run()`` prints the table and returns the rows (dicts).
+"""
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TARGETS = {"decode_b1": ">= 2000 tok/s", "decode_b32": ">= 30000 tok/s", "prefill_1024": "<= 2 ms",
+           "server_64": ">= 20000 tok/s"}
+
+
+# --- the model directory -----------------------------------------------------------------------------------
+
+
+def make_model_dir(path, seed=0):
+    """A random-weight GPT-2 124M in the Hugging Face layout, with a GPT-2 tokenizer beside it."""
+    from gpk_array.llm import GPT2Config, random_weights, save_checkpoint
+    try:
+        import torch
+        import transformers
+        torch.manual_seed(seed)
+        transformers.GPT2LMHeadModel(transformers.GPT2Config()).save_pretrained(path)
+    except ImportError:
+        save_checkpoint(path, GPT2Config.gpt2(), random_weights(GPT2Config.gpt2(), seed))
+    for src in (os.environ.get("GPK_GPT2_TOKENIZER"), ROOT.parent / "shared" / "data" / "gpt2-tokenizer",
+                ROOT / "shared" / "data" / "gpt2-tokenizer"):
+        if src and (pathlib.Path(src) / "vocab.json").is_file():
+            for name in ("vocab.json", "merges.txt"):
+                shutil.copy(pathlib.Path(src) / name, path / name)
+            return "GPT-2"
+    _synthetic_tokenizer(path)
+    return "synthetic byte-pair"
+
+
+def _synthetic_tokenizer(path):
+    """A 50,257-token byte-level BPE (256 bytes, 50,000 two-byte merges, <|endoftext|>) when GPT-2's is absent."""
+    printable = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    chars = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in chars:
+            chars[b], extra = chr(256 + extra), extra + 1
+    byte_chars = [chars[b] for b in range(256)]
+    vocab = {c: i for i, c in enumerate(byte_chars)}
+    merges = []
+    for a in byte_chars:
+        for b in byte_chars:
+            if len(merges) == 50000:
+                break
+            merges.append(f"{a} {b}")
+            vocab[a + b] = 256 + len(merges) - 1
+    vocab["<|endoftext|>"] = 50256
+    (path / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (path / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+
+
+# --- ours ----------------------------------------------------------------------------------------------------
+
+
+def ours_decode(model, batch, steps, cuda_graphs=None, prompt_len=16):
+    """(tokens/s of greedy decode steps over ``batch`` sequences, how they ran); a first pass captures graphs."""
+    from gpk_array.llm import Engine, Sequence
+    engine = Engine(model, max_batch=batch, max_len=prompt_len + steps + 1, cuda_graphs=cuda_graphs)
+    rng = np.random.default_rng(0)
+    vocab = model.config.vocab_size - 1
+    for timed in (False, True):
+        seqs = [Sequence(rng.integers(0, vocab, prompt_len), max_new_tokens=steps + 1) for _ in range(batch)]
+        engine.add(seqs)
+        start = time.perf_counter()
+        while engine.active:
+            engine.step()
+        elapsed = time.perf_counter() - start
+    how = "CUDA graphs" if engine.graphs is not None else "eager" + (
+        f" (capture refused: {engine.graph_error[:80]})" if engine.graph_error else "")
+    return batch * steps / elapsed, how
+
+
+def ours_prefill(model, n=1024, repeats=20):
+    """Median milliseconds to prefill n tokens and choose the first new token (batch 1)."""
+    from gpk_array.llm import Engine, Sequence
+    engine = Engine(model, max_batch=1, max_len=n)
+    prompt = np.random.default_rng(1).integers(0, model.config.vocab_size - 1, n)
+    times = []
+    for _ in range(repeats + 2):
+        seq = Sequence(prompt, max_new_tokens=1)
+        start = time.perf_counter()
+        engine.add([seq])
+        times.append(time.perf_counter() - start)
+        engine.release(seq)
+    return 1e3 * float(np.median(times[2:]))
+
+
+# --- transformers --------------------------------------------------------------------------------------------
+
+
+def hf_model(path, dtype, device="cuda"):
+    import transformers
+    m = transformers.GPT2LMHeadModel.from_pretrained(path, attn_implementation="eager", dtype=dtype)
+    return m.to(device).eval()
+
+
+def _sync(model):
+    import torch
+    if model.device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def hf_cache_args(model, out):
+    """The keyword that feeds transformers' KV cache back in (``past_key_values``, ``cache`` in later 5.x)."""
+    import inspect
+    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    return {name: out["cache"] if "cache" in out else out["past_key_values"]}
+
+
+def hf_decode(model, batch, steps, prompt_len=16):
+    import torch
+    ids = torch.randint(0, model.config.vocab_size - 1, (batch, prompt_len), device=model.device)
+    with torch.no_grad():
+        for timed in (False, True):
+            out = model(ids, use_cache=True)
+            nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+            _sync(model)
+            start = time.perf_counter()
+            for _ in range(steps):
+                out = model(nxt, **hf_cache_args(model, out), use_cache=True)
+                nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+                nxt.tolist()  # the host reads each token, as a generation loop does
+            elapsed = time.perf_counter() - start
+    return batch * steps / elapsed
+
+
+def hf_prefill(model, n=1024, repeats=20):
+    import torch
+    ids = torch.randint(0, model.config.vocab_size - 1, (1, n), device=model.device)
+    times = []
+    with torch.no_grad():
+        for _ in range(repeats + 2):
+            _sync(model)
+            start = time.perf_counter()
+            out = model(ids, use_cache=True)
+            out.logits[:, -1].argmax(-1).item()
+            times.append(time.perf_counter() - start)
+    return 1e3 * float(np.median(times[2:]))
+
+
+# --- the server ----------------------------------------------------------------------------------------------
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def _clients(url, n, max_tokens, prompt_len, seed, vocab):
+    import httpx
+    rng = np.random.default_rng(seed)
+
+    async def one(client, prompt):
+        body = {"model": "bench", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
+                "ignore_eos": True, "stream_options": {"include_usage": True}}
+        start = time.perf_counter()
+        first, tokens = None, 0
+        async with client.stream("POST", url + "/v1/completions", json=body) as r:
+            if r.status_code != 200:
+                return None
+            async for line in r.aiter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                if chunk.get("usage"):
+                    tokens = chunk["usage"]["completion_tokens"]
+                elif first is None and chunk["choices"] and chunk["choices"][0]["text"]:
+                    first = time.perf_counter()
+        return start, first, time.perf_counter(), tokens
+
+    limits = httpx.Limits(max_connections=n + 4, max_keepalive_connections=n + 4)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(300.0), limits=limits) as client:
+        prompts = [rng.integers(0, vocab - 1, prompt_len).tolist() for _ in range(n)]
+        return await asyncio.gather(*(one(client, p) for p in prompts))
+
+
+def _client_process(args):
+    return asyncio.run(_clients(*args))
+
+
+def server_bench(model_dir, clients=64, max_tokens=256, prompt_len=32, processes=4, device="cuda:0",
+                 dtype="float16"):
+    """Aggregate tokens/s and TTFT p50/p99 (ms) of concurrent streaming clients against `gpk serve`."""
+    from gpk_array.llm import GPT2Config
+    vocab = GPT2Config.from_json(model_dir).vocab_size
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "gpk_array.llm.cli", "serve", "--model", str(model_dir), "--model-name", "bench",
+           "--device", device, "--dtype", dtype, "--max-batch", str(clients), "--port", str(port),
+           "--max-len", str(prompt_len + max_tokens), "--max-queue", str(4 * clients)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        import httpx
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise RuntimeError(f"the server exited: {log.read().decode(errors='replace')[-2000:]}")
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.5)
+        per = clients // processes
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(processes) as pool:
+            for timed in (False, True):  # the first round captures the CUDA graphs
+                results = pool.map(_client_process, [(url, per, max_tokens, prompt_len, i, vocab)
+                                                           for i in range(processes)])
+        done = [r for part in results for r in part if r is not None]
+        if len(done) < clients:
+            raise RuntimeError(f"{clients - len(done)} of {clients} requests failed")
+        tokens = sum(r[3] for r in done)
+        span = max(r[2] for r in done) - min(r[0] for r in done)
+        ttft = np.array([r[1] - r[0] for r in done if r[1] is not None])
+        return tokens / span, 1e3 * float(np.percentile(ttft, 50)), 1e3 * float(np.percentile(ttft, 99))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+# --- the table -----------------------------------------------------------------------------------------------
+
+
+def run(quick=False, device="cuda:0"):
+    import gpk_array as gp
+    from gpk_array.llm import GPT2
+    steps = 64 if quick else 256
+    rows = []
+
+    def row(name, ours, unit, hf16=None, hf32=None, target=None, note=""):
+        rows.append({"benchmark": name, "gpk_array": ours, "transformers_fp16": hf16, "transformers_fp32": hf32,
+                     "unit": unit, "target": target, "note": note})
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = pathlib.Path(tmp) / "gpt2-random"
+        model_dir.mkdir()
+        tokenizer = make_model_dir(model_dir)
+        model = GPT2.from_pretrained(model_dir, device=device, dtype=gp.float16)
+        hf = {}
+        try:
+            import torch
+            hf = {"fp16": hf_model(model_dir, torch.float16), "fp32": hf_model(model_dir, torch.float32)}
+        except Exception as e:  # no torch, no transformers, or a torch without CUDA
+            print(f"transformers baseline skipped: {type(e).__name__}: {e}", file=sys.stderr)
+
+        def base(fn, *a):
+            return {k: fn(m, *a) for k, m in hf.items()}
+
+        for batch in (1, 32):
+            b = base(hf_decode, batch, steps)
+            tps, how = ours_decode(model, batch, steps)
+            row(f"decode batch {batch}", tps, "tok/s", b.get("fp16"), b.get("fp32"), TARGETS[f"decode_b{batch}"], how)
+            tps, how = ours_decode(model, batch, min(steps, 64), cuda_graphs=False)
+            row(f"decode batch {batch}, no graphs", tps, "tok/s", note=how)
+        b = base(hf_prefill, 1024)
+        row("prefill 1024 tokens, batch 1", ours_prefill(model), "ms", b.get("fp16"), b.get("fp32"),
+            TARGETS["prefill_1024"])
+        model = None
+        hf.clear()  # free the GPU for the server process
+        if "torch" in sys.modules:
+            sys.modules["torch"].cuda.empty_cache()
+        try:
+            import starlette  # noqa: F401
+            import uvicorn  # noqa: F401
+            dtype = "float16" if gp.Device(device).kind == "cuda" else "float32"
+            tps, p50, p99 = server_bench(model_dir, max_tokens=64 if quick else 256, device=device, dtype=dtype)
+            row("server, 64 streaming clients", tps, "tok/s", target=TARGETS["server_64"],
+                note=f"TTFT p50 {p50:.1f} ms, p99 {p99:.1f} ms; {tokenizer} tokenizer")
+        except ImportError as e:
+            row("server, 64 streaming clients", None, "tok/s", target=TARGETS["server_64"], note=f"skipped: {e}")
+    _print(rows)
+    return rows
+
+
+def _fmt(v):
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def _print(rows):
+    head = ("benchmark", "gpk_array", "hf fp16", "hf fp32", "unit", "target", "note")
+    table = [head] + [(r["benchmark"], _fmt(r["gpk_array"]), _fmt(r["transformers_fp16"]),
+                       _fmt(r["transformers_fp32"]), r["unit"], r["target"] or "", r["note"]) for r in rows]
+    widths = [max(len(str(t[i])) for t in table) for i in range(len(head))]
+    for t in table:
+        print("  ".join(str(c).ljust(w) for c, w in zip(t, widths)).rstrip())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="fewer decode steps")
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--json", help="also write the rows to this file")
+    args = ap.parse_args(argv)
+    rows = run(quick=args.quick, device=args.device)
+    if args.json:
+        pathlib.Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,658 @@
+"""An OpenAI-compatible HTTP server for a GPT-2 model (Starlette + uvicorn).
+
+Endpoints: POST /v1/completions, POST /v1/chat/completions (``stream: true`` answers with server-sent events,
+``data: {...}`` per chunk and ``data: [DONE]`` at the end), GET /v1/models, GET /health, GET /metrics (Prometheus
+text format).
+
+One engine thread owns the model: it admits waiting sequences into free KV-cache slots (a batched prefill) and
+then runs one batched decode step over every active sequence, again and again (continuous batching). Requests
+reach it through a bounded queue (full: 429); a client that disconnects has its sequences released at the next
+step. Tokens go back to the event loop once per step, and a stream sends whatever text has piled up since its
+last chunk, so slow readers get fewer, longer chunks instead of a growing backlog.
+"""
+import asyncio
+import bisect
+import collections
+import contextlib
+import json
+import socket
+import threading
+import time
+import uuid
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .generate import Engine, SamplingParams, Sequence, TextStream
+
+TTFT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class APIError(Exception):
+    """An error answered as OpenAI does: ``{"error": {"message", "type", "param", "code"}}``."""
+
+    def __init__(self, status, message, *, type="invalid_request_error", param=None, code=None):
+        super().__init__(message)
+        self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
+
+    def response(self):
+        body = {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+        return JSONResponse(body, status_code=self.status)
+
+
+# --- metrics -------------------------------------------------------------------------------------------
+
+
+class Metrics:
+    """Counters and a time-to-first-token histogram, rendered in the Prometheus text format."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.requests = collections.Counter()  # (endpoint, status) -> count
+        self.prompt_tokens = 0
+        self.generated_tokens = 0
+        self.ttft_counts = [0] * (len(TTFT_BUCKETS) + 1)
+        self.ttft_sum = 0.0
+
+    def request(self, endpoint, status):
+        with self.lock:
+            self.requests[endpoint, status] += 1
+
+    def ttft(self, seconds):
+        with self.lock:
+            self.ttft_counts[bisect.bisect_left(TTFT_BUCKETS, seconds)] += 1
+            self.ttft_sum += seconds
+
+    def render(self, loop):
+        lines = ["# HELP gpk_requests_total HTTP requests by endpoint and status code.",
+                 "# TYPE gpk_requests_total counter"]
+        with self.lock:
+            for (endpoint, status), n in sorted(self.requests.items()):
+                lines.append(f'gpk_requests_total{{endpoint="{endpoint}",status="{status}"}} {n}')
+            counters = [("gpk_prompt_tokens_total", "Prompt tokens prefilled.", self.prompt_tokens),
+                        ("gpk_generation_tokens_total", "Tokens generated.", self.generated_tokens),
+                        ("gpk_decode_steps_total", "Batched decode steps run.", loop.engine.steps)]
+            for name, doc, value in counters:
+                lines += [f"# HELP {name} {doc}", f"# TYPE {name} counter", f"{name} {value}"]
+            gauges = [("gpk_active_sequences", "Sequences holding a KV-cache slot.", len(loop.engine.active)),
+                      ("gpk_waiting_sequences", "Sequences queued for a slot.", len(loop.waiting)),
+                      ("gpk_slots", "KV-cache slots (the largest decode batch).", loop.engine.max_batch),
+                      ("gpk_max_active_sequences", "Most sequences seen in one decode step.", loop.engine.max_active)]
+            for name, doc, value in gauges:
+                lines += [f"# HELP {name} {doc}", f"# TYPE {name} gauge", f"{name} {value}"]
+            name = "gpk_time_to_first_token_seconds"
+            lines += [f"# HELP {name} Time from a request's arrival to its first generated token.",
+                      f"# TYPE {name} histogram"]
+            total = 0
+            for le, n in zip(TTFT_BUCKETS + ("+Inf",), self.ttft_counts):
+                total += n
+                lines.append(f'{name}_bucket{{le="{le}"}} {total}')
+            lines += [f"{name}_sum {self.ttft_sum:.6f}", f"{name}_count {total}"]
+        return "\n".join(lines) + "\n"
+
+
+# --- the engine thread ---------------------------------------------------------------------------------
+
+
+class Job:
+    """One HTTP request: its sequences (one per prompt) and the queue their tokens arrive on."""
+
+    def __init__(self, seqs, loop):
+        self.seqs = seqs
+        self.loop = loop
+        self.queue = asyncio.Queue()
+        self.cancelled = False  # the client left, or the job is complete: its sequences can go
+        self.completed = False  # every sequence reached its end
+        self.created = time.perf_counter()
+        for i, s in enumerate(seqs):
+            s.tag, s.index, s.sent, s.cancelled = self, i, 0, False
+
+
+class EngineLoop:
+    """The background thread that runs an Engine for every request (continuous batching)."""
+
+    def __init__(self, engine, metrics, max_queue=256):
+        self.engine, self.metrics, self.max_queue = engine, metrics, max_queue
+        self.waiting = collections.deque()
+        self.cond = threading.Condition()
+        self.stopping = False
+        self.thread = threading.Thread(target=self._run, name="gpk-llm-engine", daemon=True)
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self, timeout=10.0):
+        with self.cond:
+            self.stopping = True
+            self.cond.notify()
+        self.thread.join(timeout)
+
+    def submit(self, job):
+        """Queue a job's sequences; APIError 429 when the queue is full."""
+        with self.cond:
+            if self.stopping:
+                raise APIError(503, "the server is shutting down", type="server_error")
+            if len(self.waiting) + len(job.seqs) > self.max_queue:
+                raise APIError(429, f"the server is at capacity ({len(self.waiting)} sequences waiting for "
+                                    f"{self.engine.max_batch} slots); retry later",
+                               type="requests", code="rate_limit_exceeded")
+            self.waiting.extend(job.seqs)
+            self.cond.notify()
+
+    def cancel(self, job):
+        """Forget a job (its client left, or it is complete): slots are released at the next step."""
+        job.cancelled = True
+        with self.cond:
+            self.cond.notify()
+
+    def _run(self):
+        engine = self.engine
+        while True:
+            with self.cond:
+                while not (self.stopping or self.waiting or engine.active):
+                    self.cond.wait()
+                if self.stopping:
+                    return
+                admit = []
+                while self.waiting and len(admit) < engine.free:
+                    seq = self.waiting.popleft()
+                    if not (seq.tag.cancelled or seq.cancelled):
+                        admit.append(seq)
+            for seq in engine.active:
+                if seq.tag.cancelled or seq.cancelled:
+                    engine.release(seq, "cancelled")
+            changed = {}
+            try:
+                if admit:
+                    for s in engine.add(admit):
+                        changed[id(s)] = s
+                    with self.metrics.lock:
+                        self.metrics.prompt_tokens += sum(len(s.prompt) for s in admit)
+                for s in engine.step():
+                    changed[id(s)] = s
+            except Exception as e:  # keep serving: fail the sequences involved, free their slots
+                for s in admit + engine.active:
+                    engine.release(s, "error")
+                    changed[id(s)] = s
+                    s.error = f"{type(e).__name__}: {e}"
+            self._deliver(changed.values())
+
+    def _deliver(self, seqs):
+        """Send each sequence's new tokens (and its end) to its job's event loop, one call per loop."""
+        by_loop = collections.defaultdict(list)
+        count = 0
+        for s in seqs:
+            new = s.tokens[s.sent:]
+            s.sent += len(new)
+            count += len(new)
+            if new or s.finish_reason is not None:
+                by_loop[s.tag.loop].append((s.tag, (s.index, new, s.finish_reason, getattr(s, "error", None))))
+        with self.metrics.lock:
+            self.metrics.generated_tokens += count
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_dispatch, items)
+            except RuntimeError:  # that loop is closed: its clients are gone
+                pass
+
+
+def _dispatch(items):
+    for job, payload in items:
+        job.queue.put_nowait(payload)
+
+
+# --- requests ------------------------------------------------------------------------------------------
+
+
+def _json_type(v):
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object",
+            type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _field(body, name, kind, default=None, *, low=None, high=None, low_open=False, required=False):
+    """body[name] checked to be of JSON type kind (int, float, bool, str) and within [low, high]."""
+    v = body.get(name)
+    if v is None:
+        if required:
+            raise APIError(400, f"you must provide '{name}'", param=name, code="missing_required_parameter")
+        return default
+    ok = {int: isinstance(v, int) and not isinstance(v, bool),
+          float: isinstance(v, (int, float)) and not isinstance(v, bool),
+          bool: isinstance(v, bool), str: isinstance(v, str)}[kind]
+    if not ok:
+        want = {int: "an integer", float: "a number", bool: "a boolean", str: "a string"}[kind]
+        raise APIError(400, f"'{name}' must be {want}, got {_json_type(v)}", param=name, code="invalid_type")
+    if (low is not None and (v <= low if low_open else v < low)) or (high is not None and v > high):
+        lo = "-inf" if low is None else low
+        rng = f"{'(' if low_open else '['}{lo}, {'inf' if high is None else high}]"
+        raise APIError(400, f"'{name}' must be in {rng}, got {v}", param=name, code="invalid_value")
+    return kind(v)
+
+
+class Server:
+    """The request handlers, bound to one model, tokenizer and engine thread."""
+
+    def __init__(self, model, tokenizer, *, model_name, max_batch=8, max_queue=256, max_len=None, cuda_graphs=None):
+        self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
+        self.metrics = Metrics()
+        self.engine = Engine(model, max_batch=max_batch, max_len=max_len, cuda_graphs=cuda_graphs)
+        self.loop = EngineLoop(self.engine, self.metrics, max_queue)
+        self.created = int(time.time())
+        self.eos = tokenizer.eos_token_id if tokenizer is not None else model.config.eos_token_id
+
+    # --- parsing ---------------------------------------------------------------------------------------
+    async def _body(self, request):
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise APIError(400, "we could not parse the JSON body of your request") from None
+        if not isinstance(body, dict):
+            raise APIError(400, f"the request body must be a JSON object, got {_json_type(body)}")
+        model = _field(body, "model", str, required=True)
+        if model != self.model_name:
+            raise APIError(404, f"the model '{model}' does not exist; this server has '{self.model_name}'",
+                           param="model", code="model_not_found")
+        return body
+
+    def _options(self, body, prompts, default_max):
+        """Sequences for the prompts (lists of ids) and the stop strings, from the sampling fields of body."""
+        for name in ("n", "best_of"):
+            if _field(body, name, int, 1, low=1) != 1:
+                raise APIError(400, f"only '{name}' = 1 is supported", param=name)
+        if body.get("logprobs") not in (None, False) or body.get("echo") not in (None, False):
+            raise APIError(400, "'logprobs' and 'echo' are not supported", param="logprobs" if body.get(
+                "logprobs") not in (None, False) else "echo")
+        for name in ("presence_penalty", "frequency_penalty"):
+            if _field(body, name, float, 0.0) != 0.0:
+                raise APIError(400, f"'{name}' is not supported (only 0)", param=name)
+        ctx = self.engine.max_len
+        limit = ("max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens")
+        max_tokens = _field(body, limit, int, None, low=1, high=ctx)
+        temperature = _field(body, "temperature", float, 1.0, low=0.0, high=2.0)
+        top_p = _field(body, "top_p", float, 1.0, low=0.0, high=1.0, low_open=True)
+        top_k = _field(body, "top_k", int, 0, low=0)
+        seed = _field(body, "seed", int, None)
+        ignore_eos = _field(body, "ignore_eos", bool, False)
+        stop = body.get("stop")
+        if stop is None:
+            stop = []
+        elif isinstance(stop, str):
+            stop = [stop]
+        elif not (isinstance(stop, list) and len(stop) <= 4 and all(isinstance(s, str) for s in stop)):
+            raise APIError(400, "'stop' must be a string or a list of up to 4 strings", param="stop",
+                           code="invalid_type")
+        stop = [s for s in stop if s]
+        seqs = []
+        for i, ids in enumerate(prompts):
+            if len(ids) >= ctx:
+                raise APIError(400, f"this model's maximum context length is {ctx} tokens, but the prompt has "
+                                    f"{len(ids)}", param="prompt" if default_max else "messages",
+                               code="context_length_exceeded")
+            n = max_tokens if max_tokens is not None else min(default_max or ctx, ctx - len(ids))
+            if len(ids) + n > ctx:
+                raise APIError(400, f"this model's maximum context length is {ctx} tokens; you requested "
+                                    f"{len(ids) + n} ({len(ids)} in the prompt, {n} for the completion)",
+                               param=limit, code="context_length_exceeded")
+            params = SamplingParams(temperature, top_k or None, top_p, None if seed is None else seed + i)
+            stops = () if ignore_eos or self.eos is None else (self.eos,)
+            seqs.append(Sequence(ids, max_new_tokens=n, params=params, stop_tokens=stops))
+        return seqs, stop
+
+    def _prompts(self, body):
+        """Token ids of each prompt of a completions request: text, list of texts, ids, or list of ids."""
+        p = body.get("prompt")
+        vocab = self.model.config.vocab_size
+        if p is None:
+            raise APIError(400, "you must provide 'prompt'", param="prompt", code="missing_required_parameter")
+        if isinstance(p, str):
+            p = [p]
+        elif isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool) for t in p):
+            p = [p]
+        if not (isinstance(p, list) and p and len(p) <= 64):
+            raise APIError(400, "'prompt' must be a string, a list of strings, a list of token ids or a list of "
+                                "lists of token ids (1 to 64 prompts)", param="prompt", code="invalid_type")
+        out = []
+        for item in p:
+            if isinstance(item, str):
+                if self.tokenizer is None:
+                    raise APIError(400, "this server has no tokenizer: send token ids", param="prompt")
+                ids = self.tokenizer.encode(item)
+            elif isinstance(item, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in item):
+                ids = item
+                if any(not 0 <= t < vocab for t in ids):
+                    raise APIError(400, f"token ids must be in [0, {vocab})", param="prompt", code="invalid_value")
+            else:
+                raise APIError(400, f"'prompt' items must be strings or lists of token ids, got {_json_type(item)}",
+                               param="prompt", code="invalid_type")
+            out.append(ids or [self.eos if self.eos is not None else 0])  # an empty prompt starts a document
+        return out
+
+    def _chat_prompt(self, body):
+        """Token ids of the chat template applied to the messages: "Role: content" lines, then "Assistant:"."""
+        messages = body.get("messages")
+        if not (isinstance(messages, list) and messages):
+            raise APIError(400, "'messages' must be a non-empty array", param="messages",
+                           code="missing_required_parameter" if messages is None else "invalid_type")
+        lines = []
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                raise APIError(400, f"messages[{i}] must be an object with a string 'role'", param=f"messages[{i}]",
+                               code="invalid_type")
+            content = m.get("content")
+            if isinstance(content, list):
+                if not all(isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str)
+                           for c in content):
+                    raise APIError(400, f"messages[{i}].content: only text parts are supported",
+                                   param=f"messages[{i}].content")
+                content = "".join(c["text"] for c in content)
+            if not isinstance(content, str):
+                raise APIError(400, f"messages[{i}].content must be a string or a list of text parts",
+                               param=f"messages[{i}].content", code="invalid_type")
+            lines.append(f"{m['role'].capitalize()}: {content}\n")
+        if self.tokenizer is None:
+            raise APIError(400, "this server has no tokenizer, so it cannot serve chat", param="messages")
+        return self.tokenizer.encode("".join(lines) + "Assistant:")
+
+    # --- running jobs ----------------------------------------------------------------------------------
+    def _start(self, seqs):
+        for s in seqs:
+            try:
+                self.engine.check(s)
+            except ValueError as e:
+                raise APIError(400, str(e), param="prompt", code="context_length_exceeded") from None
+        job = Job(seqs, asyncio.get_running_loop())
+        self.loop.submit(job)
+        return job
+
+    async def _events(self, job, stops):
+        """Yield {choice index: (text, finish_reason or None)} as tokens arrive, stop strings applied."""
+        texts = [TextStream(self.tokenizer) if self.tokenizer else None for _ in job.seqs]
+        held = [""] * len(job.seqs)
+        done = [False] * len(job.seqs)
+        first = True
+        while not all(done):
+            items = [await job.queue.get()]
+            while not job.queue.empty():
+                items.append(job.queue.get_nowait())
+            if job.cancelled:
+                return
+            out = {}
+            for index, tokens, finish, error in items:
+                if done[index]:
+                    continue
+                if error is not None:
+                    raise APIError(500, f"generation failed: {error}", type="server_error")
+                if first and tokens:
+                    self.metrics.ttft(time.perf_counter() - job.created)
+                    first = False
+                piece = "" if texts[index] is None else texts[index].push(tokens)
+                if finish is not None and texts[index] is not None:
+                    piece += texts[index].flush()
+                piece, hit = _apply_stops(held[index] + piece, stops)
+                held[index] = "" if hit or finish else _held_suffix(piece, stops)
+                piece = piece[:len(piece) - len(held[index])]
+                if hit:
+                    finish = "stop"
+                    job.seqs[index].cancelled = True  # the engine may drop it at the next step
+                if finish is not None:
+                    done[index] = True
+                text, _ = out.get(index, ("", None))
+                out[index] = (text + piece, finish)
+            if all(done):
+                job.completed = True
+                self.loop.cancel(job)
+            yield out
+
+    def _usage(self, job):
+        prompt = sum(len(s.prompt) for s in job.seqs)
+        completion = sum(len(s.tokens) for s in job.seqs)
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    async def _collect(self, job, stops, receive):
+        """Run a job to its end: (texts, finish reasons); the job is cancelled if the client leaves."""
+        texts = [""] * len(job.seqs)
+        finish = [None] * len(job.seqs)
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, job, self.loop))
+        try:
+            async for out in self._events(job, stops):
+                for i, (piece, reason) in out.items():
+                    texts[i] += piece
+                    finish[i] = reason or finish[i]
+        finally:
+            watcher.cancel()
+            self.loop.cancel(job)
+        return texts, finish
+
+    # --- endpoints -------------------------------------------------------------------------------------
+    async def completions(self, request):
+        body = await self._body(request)
+        seqs, stops = self._options(body, self._prompts(body), 16)
+        stream = _field(body, "stream", bool, False)
+        usage_in_stream = _stream_usage(body)
+        job = self._start(seqs)
+        cid, created = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+        head = {"id": cid, "object": "text_completion", "created": created, "model": self.model_name}
+        if stream:
+            def chunks(out):
+                return [{**head, "choices": [{"index": i, "text": text, "logprobs": None, "finish_reason": reason}]}
+                        for i, (text, reason) in sorted(out.items()) if text or reason]
+            return EventStream(self, job, stops, chunks, head if usage_in_stream else None)
+        texts, finish = await self._collect(job, stops, request.receive)
+        choices = [{"index": i, "text": t, "logprobs": None, "finish_reason": f} for i, (t, f) in
+                   enumerate(zip(texts, finish))]
+        return JSONResponse({**head, "choices": choices, "usage": self._usage(job)})
+
+    async def chat_completions(self, request):
+        body = await self._body(request)
+        seqs, stops = self._options(body, [self._chat_prompt(body)], None)
+        stream = _field(body, "stream", bool, False)
+        usage_in_stream = _stream_usage(body)
+        job = self._start(seqs)
+        cid, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
+        head = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": self.model_name}
+        if stream:
+            started = [False]
+
+            def chunks(out):
+                result = []
+                for i, (text, reason) in sorted(out.items()):
+                    if not (text or reason):
+                        continue
+                    delta = {"content": text} if text else {}
+                    if not started[0]:
+                        delta = {"role": "assistant", **delta}
+                        started[0] = True
+                    result.append({**head, "choices": [{"index": i, "delta": delta, "logprobs": None,
+                                                        "finish_reason": reason}]})
+                return result
+            return EventStream(self, job, stops, chunks, head if usage_in_stream else None)
+        texts, finish = await self._collect(job, stops, request.receive)
+        return JSONResponse({**head, "object": "chat.completion", "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": texts[0]}, "logprobs": None,
+             "finish_reason": finish[0]}], "usage": self._usage(job)})
+
+    async def models(self, request):
+        return JSONResponse({"object": "list", "data": [
+            {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "gpk_array"}]})
+
+    async def health(self, request):
+        return JSONResponse({"status": "ok", "model": self.model_name, "active": len(self.engine.active),
+                             "waiting": len(self.loop.waiting), "slots": self.engine.max_batch})
+
+    async def metrics_text(self, request):
+        return Response(self.metrics.render(self.loop), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+def _stream_usage(body):
+    opts = body.get("stream_options")
+    if opts is None:
+        return False
+    if not isinstance(opts, dict):
+        raise APIError(400, "'stream_options' must be an object", param="stream_options", code="invalid_type")
+    return _field(opts, "include_usage", bool, False)
+
+
+def _apply_stops(text, stops):
+    """(text cut before the first stop string, whether one was found)."""
+    cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+def _held_suffix(text, stops):
+    """The longest end of text that could be the start of a stop string (held back until it is decided)."""
+    best = 0
+    for s in stops:
+        for n in range(min(len(s) - 1, len(text)), best, -1):
+            if text.endswith(s[:n]):
+                best = n
+                break
+    return text[len(text) - best:] if best else ""
+
+
+async def _watch_disconnect(receive, job, loop):
+    """Cancel job when the client disconnects (the request body has been read already)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            loop.cancel(job)
+            job.queue.put_nowait((0, [], None, None))  # wake the reader
+            return
+
+
+class EventStream:
+    """A server-sent-events response: one ``data: {json}`` event per chunk, then ``data: [DONE]``."""
+
+    def __init__(self, server, job, stops, chunks, usage_head):
+        self.server, self.job, self.stops, self.chunks, self.usage_head = server, job, stops, chunks, usage_head
+
+    async def __call__(self, scope, receive, send):
+        job, loop = self.job, self.server.loop
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no")]})
+        watcher = asyncio.ensure_future(_watch_disconnect(receive, job, loop))
+        try:
+            async for out in self.server._events(job, self.stops):
+                data = "".join(f"data: {json.dumps(c, separators=(',', ':'))}\n\n" for c in self.chunks(out))
+                if data:
+                    await send({"type": "http.response.body", "body": data.encode(), "more_body": True})
+            if not job.completed:  # the client is gone
+                return
+            tail = ""
+            if self.usage_head is not None:
+                usage = {**self.usage_head, "choices": [], "usage": self.server._usage(job)}
+                tail = f"data: {json.dumps(usage, separators=(',', ':'))}\n\n"
+            await send({"type": "http.response.body", "body": (tail + "data: [DONE]\n\n").encode(),
+                        "more_body": False})
+        except APIError as e:  # the headers are sent: report the error as an event
+            err = {"error": {"message": e.message, "type": e.type, "param": e.param, "code": e.code}}
+            with contextlib.suppress(OSError):
+                await send({"type": "http.response.body", "body": f"data: {json.dumps(err)}\n\n".encode(),
+                            "more_body": False})
+        except OSError:  # the client is gone
+            pass
+        finally:
+            watcher.cancel()
+            loop.cancel(job)
+
+
+# --- the application -----------------------------------------------------------------------------------
+
+
+def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_queue=256, max_len=None,
+               cuda_graphs=None):
+    """The Starlette application serving ``model``; its engine thread runs while the app is up."""
+    server = Server(model, tokenizer, model_name=model_name, max_batch=max_batch, max_queue=max_queue,
+                    max_len=max_len, cuda_graphs=cuda_graphs)
+
+    def endpoint(fn, name):
+        async def handle(request):
+            try:
+                response = await fn(request)
+            except APIError as e:
+                response = e.response()
+            server.metrics.request(name, getattr(response, "status_code", 200))
+            return response
+        return handle
+
+    async def http_error(request, exc):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
+        server.metrics.request("other", exc.status_code)
+        return APIError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}", code=code).response()
+
+    async def server_error(request, exc):
+        server.metrics.request("other", 500)
+        return APIError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error").response()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        server.loop.start()
+        try:
+            yield
+        finally:
+            server.loop.stop()
+
+    routes = [Route("/v1/completions", endpoint(server.completions, "/v1/completions"), methods=["POST"]),
+              Route("/v1/chat/completions", endpoint(server.chat_completions, "/v1/chat/completions"),
+                    methods=["POST"]),
+              Route("/v1/models", endpoint(server.models, "/v1/models"), methods=["GET"]),
+              Route("/health", endpoint(server.health, "/health"), methods=["GET"]),
+              Route("/metrics", endpoint(server.metrics_text, "/metrics"), methods=["GET"])]
+    app = Starlette(routes=routes, lifespan=lifespan,
+                    exception_handlers={HTTPException: http_error, Exception: server_error})
+    app.state.server = server
+    return app
+
+
+class ServerThread:
+    """uvicorn serving an app from a background thread, on a socket bound here (port 0: a free port).
+
+        with ServerThread(app) as url:   # "http://127.0.0.1:PORT"
+            ...
+    """
+
+    def __init__(self, app, host="127.0.0.1", port=0, log_level="warning"):
+        import uvicorn
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://{host}:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=2))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the server did not start")
+            time.sleep(0.01)
+        return self.url
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(15)
+        self.sock.close()
+
+
+def serve(model_dir, *, host="127.0.0.1", port=8000, device=None, dtype=None, max_batch=8, max_queue=256,
+          max_len=None, model_name=None, cuda_graphs=None, log_level="info"):
+    """Load a model directory and serve it until interrupted."""
+    import pathlib
+
+    import uvicorn
+
+    from .model import GPT2
+    from .tokenizer import Tokenizer
+    model = GPT2.from_pretrained(model_dir, device=device, dtype=dtype)
+    try:
+        tokenizer = Tokenizer.from_dir(model_dir)
+    except FileNotFoundError:
+        tokenizer = None
+    name = model_name or pathlib.Path(model_dir).resolve().name
+    app = create_app(model, tokenizer, model_name=name, max_batch=max_batch, max_queue=max_queue, max_len=max_len,
+                     cuda_graphs=cuda_graphs)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
