@@ -2,10 +2,12 @@
 indexing for ``__getitem__`` / ``__setitem__``, plus ``take`` and ``take_along_axis``."""
 import operator
 
+import numpy as np
+
 from .. import _dtypes as _dt
 from .._errors import DeviceError, OutOfMemoryError
 from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard
-from .creation import _negative_zero
+from .creation import _negative_zero, _to_gpu
 
 
 def _key_part(k, dev):
@@ -95,7 +97,8 @@ def setitem(x, key, value):
     elif isinstance(value, complex) and _dt.kind(x._data.dtype) != "c":
         raise TypeError(f"cannot assign a complex value to an array of dtype {x._data.dtype}")
     elif dev is not CPU and isinstance(value, (float, complex)) and _negative_zero(value):
-        value = dev.xp.asarray(value, dtype=x._data.dtype)  # CuPy's scalar fill would drop the sign of -0
+        # CuPy's scalar fill would drop the sign of -0: assign from a device array holding the value
+        value = _to_gpu(dev, np.asarray(value, dtype=x._data.dtype), None)
     x._data[k] = value
 
 
