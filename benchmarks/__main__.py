@@ -26,11 +26,14 @@ KINDS = {
 
 def _env():
     info = {"time": datetime.datetime.now(datetime.timezone.utc).isoformat(), "python": platform.python_version()}
-    try:
-        info["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                        timeout=10).stdout.strip()
-    except Exception:
-        info["commit"] = "unknown"
+    import os
+    info["commit"] = os.environ.get("GPK_COMMIT", "")  # a copied tree without .git names its commit here
+    if not info["commit"]:
+        try:
+            info["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                            timeout=10).stdout.strip() or "unknown"
+        except Exception:
+            info["commit"] = "unknown"
     try:
         import cupy
         if cupy.cuda.runtime.getDeviceCount():

@@ -1,0 +1,285 @@
+"""Benchmarks of gpk_array's kernels against CuPy on the GPU.
+
+    python -m benchmarks.kernels_bench [elementwise|reduction|elementwise_tune|reduction_tune ...]
+
+``run(kind)`` measures ours and CuPy's version of the same operation on 2^20, 2^24 and 2^28 elements
+(float32, float16, bfloat16), prints a table (GB/s counting bytes read + written, ours / CuPy) and
+returns one dict per row. Times come from CUDA events around a batch of back-to-back calls (so
+small sizes include the host's launch overhead, for both libraries alike): a few warm-up batches,
+then the median of ``reps`` (>= 20) batches. Every row also checks that both results agree.
+
+The ``*_tune`` kinds sweep the launch settings (threads per block, grid cap, unroll) of the
+float32 2^28 case and return the same kind of rows, for choosing defaults on a new GPU.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+import numpy as np
+
+KINDS = ("elementwise", "reduction", "elementwise_tune", "reduction_tune")
+SIZES = (20, 24, 28)
+DTYPES = ("float32", "float16", "bfloat16")
+
+
+def _require_gpu():
+    try:
+        import cupy
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001
+        raise RuntimeError(f"kernels_bench: needs a CUDA GPU and CuPy ({type(e).__name__}: {e})") from e
+    if n < 1:
+        raise RuntimeError("kernels_bench: needs a CUDA GPU; none is visible")
+    return cupy
+
+
+def _dtype(name):
+    if name == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _time_per_call(cupy, fn, reps, warmup, target_s=2e-3):
+    """Median GPU seconds per call, over batches of back-to-back calls."""
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    fn()
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    one = max(cupy.cuda.get_elapsed_time(start, end) * 1e-3, 1e-7)
+    batch = int(min(1000, max(1, target_s // one)))
+    for _ in range(warmup):
+        for _ in range(batch):
+            fn()
+    cupy.cuda.get_current_stream().synchronize()
+    times = []
+    for _ in range(reps):
+        start.record()
+        for _ in range(batch):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, end) * 1e-3 / batch)
+    return statistics.median(times)
+
+
+def _close(cupy, a, b, dtype):
+    a = cupy.asnumpy(a).astype(np.float64)
+    b = cupy.asnumpy(b).astype(np.float64)
+    tol = {"float16": 1e-2, "bfloat16": 5e-2}.get(np.dtype(dtype).name, 1e-4)
+    return bool(np.allclose(a, b, rtol=tol, atol=tol, equal_nan=True))
+
+
+def _row(kind, op, dtype, shape, nbytes, t_ours, t_cupy, ok, **extra):
+    n = int(np.prod(shape))
+    r = {"kind": kind, "op": op, "dtype": np.dtype(dtype).name, "n": n, "shape": list(shape),
+         "bytes": int(nbytes), "ours_us": t_ours * 1e6, "cupy_us": (t_cupy * 1e6) if t_cupy else None,
+         "ours_gbs": nbytes / t_ours / 1e9,
+         "cupy_gbs": (nbytes / t_cupy / 1e9) if t_cupy else None,
+         "ratio": (t_cupy / t_ours) if t_cupy else None, "ok": ok}
+    r.update(extra)
+    return r
+
+
+def _print(rows, title):
+    print(f"\n{title}")
+    hdr = f"{'op':<18}{'dtype':<10}{'shape':<18}{'ours GB/s':>11}{'cupy GB/s':>11}{'ours/cupy':>10}  ok  extra"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        cg = f"{r['cupy_gbs']:11.1f}" if r["cupy_gbs"] is not None else f"{'-':>11}"
+        ra = f"{r['ratio']:10.2f}" if r["ratio"] is not None else f"{'-':>10}"
+        extra = " ".join(f"{k}={r[k]}" for k in ("config",) if k in r)
+        print(f"{r['op']:<18}{r['dtype']:<10}{str(tuple(r['shape'])):<18}{r['ours_gbs']:11.1f}{cg}{ra}"
+              f"  {'y' if r['ok'] else 'N'}  {extra}")
+    sys.stdout.flush()
+
+
+def _rand(cupy, shape, dtype, lo=-2.0, hi=2.0):
+    x = cupy.random.uniform(lo, hi, size=shape, dtype=cupy.float32)
+    return x.astype(dtype) if np.dtype(dtype) != np.float32 else x
+
+
+def _elementwise(cupy, sizes, dtypes, reps, warmup):
+    from gpk_array._kernels import elementwise as ew
+    rows = []
+    for dname in dtypes:
+        dt = _dtype(dname)
+        for p in sizes:
+            n = 1 << p
+            a = _rand(cupy, (n,), dt)
+            b = _rand(cupy, (n,), dt)
+            out = cupy.empty_like(a)
+            isz = dt.itemsize
+            cases = [
+                ("add", lambda: ew.binary("add", a, b, out=out), lambda: cupy.add(a, b, out=out), 3 * n * isz),
+                ("multiply(x,s)", None, None, 2 * n * isz),
+                ("exp", lambda: ew.unary("exp", a, out=out), lambda: cupy.exp(a, out=out), 2 * n * isz),
+            ]
+            s = cupy.asarray(np.asarray(1.5, dtype=dt))
+            cases[1] = ("multiply(x,s)", lambda: ew.binary("multiply", a, s, out=out),
+                        lambda: cupy.multiply(a, s, out=out), 2 * n * isz)
+            if p >= 20:
+                rcols = 1024
+                a2 = a.reshape(n // rcols, rcols)
+                bias = b[:rcols]
+                out2 = out.reshape(n // rcols, rcols)
+                cases.append(("add(bias bcast)", lambda: ew.binary("add", a2, bias, out=out2),
+                              lambda: cupy.add(a2, bias, out=out2), 2 * n * isz))
+            for op, ours, theirs, nbytes in cases:
+                ours()
+                r_ours = out.copy()
+                try:
+                    theirs()
+                    r_cupy = out.copy()
+                    ok = _close(cupy, r_ours, r_cupy, dt)
+                    t_cupy = _time_per_call(cupy, theirs, reps, warmup)
+                except Exception:  # noqa: BLE001 - CuPy may lack the dtype
+                    ok, t_cupy = True, None
+                t_ours = _time_per_call(cupy, ours, reps, warmup)
+                rows.append(_row("elementwise", op, dt, (n,), nbytes, t_ours, t_cupy, ok))
+            del a, b, out
+            cupy.get_default_memory_pool().free_all_blocks()
+    _print(rows, "elementwise: ours vs CuPy (bytes read + written)")
+    return rows
+
+
+def _reduction(cupy, sizes, dtypes, reps, warmup):
+    from gpk_array._kernels import reduction as red
+    rows = []
+    for dname in dtypes:
+        dt = _dtype(dname)
+        for p in sizes:
+            n = 1 << p
+            x = _rand(cupy, (n,), dt)
+            isz = dt.itemsize
+            x2 = x.reshape(n // 1024, 1024)
+            x3 = x.reshape(1024, n // 1024)
+            cases = [
+                ("sum", x, None), ("max", x, None), ("mean", x, None),
+                ("sum(rows)", x2, 1), ("sum(cols)", x3, 0),
+            ]
+            if p <= 24:
+                cases.append(("var", x, None))
+                cases.append(("argmax", x, None))
+            for op, arr, axis in cases:
+                base = op.split("(")[0]
+                ours = (lambda arr=arr, axis=axis, base=base: red.reduce(base, arr, axis))
+                cfn = {"sum": cupy.sum, "max": cupy.max, "mean": cupy.mean, "var": cupy.var,
+                       "argmax": cupy.argmax}[base]
+                theirs = (lambda arr=arr, axis=axis, cfn=cfn: cfn(arr, axis=axis))
+                nbytes = arr.size * isz
+                r_ours = ours()
+                try:
+                    r_cupy = theirs()
+                    ok = _close(cupy, r_ours, r_cupy, dt) if base != "argmax" else \
+                        bool(arr.reshape(-1)[int(r_ours)] == arr.reshape(-1)[int(r_cupy)])
+                    t_cupy = _time_per_call(cupy, theirs, reps, warmup)
+                except Exception:  # noqa: BLE001
+                    ok, t_cupy = True, None
+                t_ours = _time_per_call(cupy, ours, reps, warmup)
+                rows.append(_row("reduction", op, dt, arr.shape, nbytes, t_ours, t_cupy, ok))
+            del x, x2, x3
+            cupy.get_default_memory_pool().free_all_blocks()
+    _print(rows, "reduction: ours vs CuPy (bytes read)")
+    return rows
+
+
+def _elementwise_tune(cupy, reps, warmup, p=28):
+    from gpk_array._kernels import elementwise as ew
+    saved = dict(ew.CONFIG)
+    rows = []
+    try:
+        for dname in ("float32", "float16"):
+            dt = _dtype(dname)
+            n = 1 << p
+            a, b = _rand(cupy, (n,), dt), _rand(cupy, (n,), dt)
+            out = cupy.empty_like(a)
+            t_cupy = _time_per_call(cupy, lambda: cupy.add(a, b, out=out), reps, warmup)
+            for unroll in (2, 4, 8):
+                for threads in (128, 256, 512, 1024):
+                    for bps in (2, 4, 8, 16, 32, 1 << 20):
+                        ew.CONFIG.update(saved, unroll=unroll, threads=threads, blocks_per_sm=bps)
+                        try:
+                            t = _time_per_call(cupy, lambda: ew.binary("add", a, b, out=out), reps, warmup)
+                        except Exception as e:  # noqa: BLE001 - e.g. too many registers for 1024 threads
+                            print(f"  skipped unroll={unroll} threads={threads}: {type(e).__name__}: {e}")
+                            continue
+                        rows.append(_row("elementwise_tune", "add", dt, (n,), 3 * n * dt.itemsize, t, t_cupy,
+                                         True, config=f"unroll={unroll},threads={threads},bps={bps}"))
+            del a, b, out
+            cupy.get_default_memory_pool().free_all_blocks()
+    finally:
+        ew.CONFIG.clear()
+        ew.CONFIG.update(saved)
+    rows.sort(key=lambda r: (r["dtype"], -r["ours_gbs"]))
+    _print(rows, "elementwise tuning: float add, 2^%d elements (best first)" % p)
+    return rows
+
+
+def _reduction_tune(cupy, reps, warmup, p=28):
+    from gpk_array._kernels import reduction as red
+    saved = dict(red.CONFIG)
+    rows = []
+    try:
+        for dname in ("float32", "float16"):
+            dt = _dtype(dname)
+            n = 1 << p
+            x = _rand(cupy, (n,), dt)
+            t_cupy = _time_per_call(cupy, lambda: cupy.sum(x), reps, warmup)
+            for unroll in (2, 4, 8):
+                for threads in (256, 512, 1024):
+                    for bps in (2, 4, 8, 16):
+                        red.CONFIG.update(saved, unroll=unroll, threads=threads, blocks_per_sm=bps,
+                                          grid_blocks_per_sm=max(bps, 1))
+                        try:
+                            t = _time_per_call(cupy, lambda: red.reduce("sum", x), reps, warmup)
+                        except Exception as e:  # noqa: BLE001
+                            print(f"  skipped unroll={unroll} threads={threads}: {type(e).__name__}: {e}")
+                            continue
+                        rows.append(_row("reduction_tune", "sum", dt, (n,), n * dt.itemsize, t, t_cupy, True,
+                                         config=f"unroll={unroll},threads={threads},bps={bps}"))
+            del x
+            cupy.get_default_memory_pool().free_all_blocks()
+    finally:
+        red.CONFIG.clear()
+        red.CONFIG.update(saved)
+    rows.sort(key=lambda r: (r["dtype"], -r["ours_gbs"]))
+    _print(rows, "reduction tuning: full sum, 2^%d elements (best first)" % p)
+    return rows
+
+
+def run(kind: str, *, sizes=SIZES, dtypes=DTYPES, reps: int = 25, warmup: int = 3) -> list[dict]:
+    """Run one benchmark kind on the GPU; returns the table's rows as dicts."""
+    if kind not in KINDS:
+        raise ValueError(f"kernels_bench: unknown kind {kind!r}; one of {KINDS}")
+    reps = max(20, int(reps))
+    cupy = _require_gpu()
+    if kind == "elementwise":
+        return _elementwise(cupy, sizes, dtypes, reps, warmup)
+    if kind == "reduction":
+        return _reduction(cupy, sizes, dtypes, reps, warmup)
+    if kind == "elementwise_tune":
+        return _elementwise_tune(cupy, reps, warmup)
+    return _reduction_tune(cupy, reps, warmup)
+
+
+def main(argv=None) -> int:
+    import json
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    kinds = [a for a in argv if not a.startswith("--")] or ["elementwise", "reduction"]
+    rows = []
+    for k in kinds:
+        rows += run(k)
+    if as_json:
+        print(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
