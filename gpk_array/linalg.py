@@ -3,3 +3,6 @@ from ._ops.linalg_ext import (  # noqa: F401
     cholesky, cross, det, diagonal, eig, eigh, eigvals, eigvalsh, inv, matmul, matrix_norm, matrix_power, matrix_rank,
     matrix_transpose, norm, outer, pinv, qr, slogdet, solve, svd, svdvals, tensordot, trace, vecdot, vector_norm,
 )
+from ._numpy.linalg import (  # noqa: E402,F401  NumPy's signatures (the standard's call forms still work)
+    cond, lstsq, matrix_rank, multi_dot, pinv, qr, svd, tensorinv, tensorsolve,
+)

@@ -1,6 +1,41 @@
-"""NumPy-compatible names beside the standard's (issue 6): where the standard is silent, behave like NumPy 2."""
+"""NumPy-compatible names beside the standard's (issue 6): where the standard is silent, behave like NumPy 2.
+
+``from gpk_array._numpy import *`` (done by gpk_array/__init__ after the standard's names) adds NumPy's functions,
+ufunc objects, dtype names, I/O and the ``random`` and ``lib`` submodules to the namespace. Names the standard
+also defines (sum, max, argsort, zeros, asarray, where, ...) are replaced by wrappers that take NumPy's
+signatures and hand the standard's call forms to the standard's implementations, so both kinds of call work.
+``install(Array)`` adds numpy.ndarray's methods and attributes.
+
+Modules: ufuncs (ufunc objects), creation, reductions, statistics, shaping, indexing, sorting, linalg_funcs,
+logic, poly, types (dtype names, errstate), printing, io, methods (ndarray methods), linalg (extras for
+gpk_array.linalg).
+"""
+from . import creation as _creation
+from . import indexing as _indexing
+from . import io as _io
+from . import linalg_funcs as _linalg_funcs
+from . import logic as _logic
+from . import poly as _poly
+from . import printing as _printing
+from . import reductions as _reductions
+from . import shaping as _shaping
+from . import sorting as _sorting
+from . import statistics as _statistics
+from . import types as _types
+from . import ufuncs as _ufuncs
+from .methods import install  # noqa: F401
+
+_MODULES = (_types, _ufuncs, _creation, _reductions, _statistics, _shaping, _indexing, _sorting, _linalg_funcs,
+            _logic, _poly, _printing, _io)
+
 __all__ = []
+for _m in _MODULES:
+    for _name in _m.__all__:
+        globals()[_name] = getattr(_m, _name)
+        __all__.append(_name)
 
+# the submodules NumPy scripts reach as attributes: np.random, np.lib.stride_tricks
+from .. import lib, random  # noqa: E402
 
-def install(array_cls):
-    """Add NumPy's ndarray methods and attributes to the Array class."""
+__all__ += ["random", "lib"]
+del _m, _name

@@ -1,7 +1,8 @@
 """Helpers shared by the NumPy-flavoured modules: device resolution, unwrapping array-likes to backing arrays,
-wrapping results, NumPy's ``out=`` convention.
+NumPy's ``out=`` convention, the standard's functions as bound in the namespace.
 
-Everything computes with ``dev.xp`` (NumPy on the CPU, CuPy on a CUDA device); nothing here copies to the host.
+Everything computes with ``dev.xp`` (NumPy on the CPU, CuPy on a CUDA device); only ``host`` copies to the host
+(for printing and file I/O).
 """
 import builtins
 import operator
@@ -85,21 +86,6 @@ def opt_data(x, dev):
     return None if x is None else data(x, dev)
 
 
-def wrap(r, dev):
-    """Wrap a backend result: arrays become Arrays, tuples and lists of arrays are wrapped element-wise,
-    anything else (Python scalars, None) passes through."""
-    c = r.__class__
-    if c is tuple or c is list:
-        return c(wrap(v, dev) for v in r)
-    if c is _np.ndarray or isinstance(r, _np.generic) or hasattr(r, "__cuda_array_interface__"):
-        dt = r.dtype
-        if dt not in _dt.SUPPORTED:
-            from .._ops.creation import _check_result
-            _check_result(r if c is _np.ndarray else _np.asarray(r))
-        return new(r, dev)
-    return r
-
-
 def finish(r, dev, out):
     """A result r (backing array) as an Array, or written into out= (NumPy's casting) and out returned."""
     if out is None:
@@ -135,37 +121,11 @@ def dtype_arg(dtype):
     return _dt.to_dtype(dtype)
 
 
-def axis_arg(axis, ndim):
-    """NumPy's axis: None, an int or a tuple of ints (normalized)."""
-    if axis is None:
-        return None
-    if isinstance(axis, (tuple, list)):
-        return tuple(normalize_axis(a, ndim) for a in axis)
-    return normalize_axis(axis, ndim)
-
-
-def index_int(v, what):
-    try:
-        return operator.index(v)
-    except TypeError:
-        raise TypeError(f"{what} must be an integer, got {type(v).__name__}") from None
-
-
-def is_numpy(xp):
-    return xp is _np
-
-
 def host(x):
     """A NumPy array holding x's values: only for host-only operations (file I/O, printing)."""
     if x.__class__ is Array:
         return x._data if x._device is CPU else x._data.get()
     return _np.asarray(x)
-
-
-def host_only(what, dev):
-    """Raise the clear TypeError of an operation that exists only for host data."""
-    raise TypeError(f"{what} exists only on the host (NumPy); the array is on {dev}: "
-                    "move it with x.to_device('cpu') first")
 
 
 def shape_arg(shape):

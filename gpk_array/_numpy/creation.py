@@ -12,6 +12,8 @@ from .. import _dtypes as _dt
 from .._array import Array
 from .._device import CPU, as_device, default_device
 from .._ops import creation as _std
+from .. import _version
+from .._ops._common import on_device
 from ._util import PY_SCALARS, data, dev_arg, dtype_arg, new, normalize_axis, oom_guard, shape_arg, to_array
 
 __all__ = ["array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "copy", "zeros", "ones",
@@ -22,15 +24,16 @@ __all__ = ["array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarra
 
 # --- conversion -----------------------------------------------------------------------------------------------
 def _tree_device(obj):
-    """The device of the first Array inside nested lists/tuples (None if there is none)."""
+    """The device of an Array inside nested lists/tuples, looking at the first and last entries of each level
+    (None if there is none there: the data then goes through the standard's conversion)."""
     c = obj.__class__
     if c is Array:
         return obj._device
-    if c is list or c is tuple:
-        for o in obj:
-            d = _tree_device(o)
-            if d is not None:
-                return d
+    if (c is list or c is tuple) and obj:
+        d = _tree_device(obj[0])
+        if d is None and len(obj) > 1:
+            d = _tree_device(obj[-1])
+        return d
     return None
 
 
@@ -75,7 +78,6 @@ def _from_object(obj, dt, dev, copy=None):
     return _std.asarray(obj, dtype=dt, device=dev, copy=copy)
 
 
-@oom_guard
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None, device=None):
     """NumPy's ``array``: a new array from array-likes (copies unless copy=None/False allow otherwise)."""
     dt = dtype_arg(dtype)
@@ -94,7 +96,6 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     return r
 
 
-@oom_guard
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     """NumPy's ``asarray`` (and the standard's: ``asarray(obj, /, *, dtype, device, copy)``)."""
     if a.__class__ is Array and dtype is None and device is None and copy is None:
@@ -137,22 +138,20 @@ def _filled(fname, shape, dtype, order, device):
         return getattr(_std, fname)(shape, dtype=dtype, device=device)
     dev = as_device(device)
     dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
-    return new(getattr(dev.xp, fname)(shape_arg(shape), dtype=dt, order=order), dev)
+    with on_device(dev):
+        return new(getattr(dev.xp, fname)(shape_arg(shape), dtype=dt, order=order), dev)
 
 
-@oom_guard
 def zeros(shape, dtype=None, order="C", *, device=None, like=None):
     """NumPy's ``zeros(shape, dtype=float, order='C')`` (and the standard's)."""
     return _filled("zeros", shape, dtype, order, device)
 
 
-@oom_guard
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
     """NumPy's ``ones(shape, dtype=float, order='C')`` (and the standard's)."""
     return _filled("ones", shape, dtype, order, device)
 
 
-@oom_guard
 def empty(shape, dtype=None, order="C", *, device=None, like=None):
     """NumPy's ``empty(shape, dtype=float, order='C')`` (and the standard's)."""
     return _filled("empty", shape, dtype, order, device)
@@ -178,15 +177,19 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
         if s.__class__ is Array:
             dev = s._device if device is None else as_device(device)
             dt = s._data.dtype if dtype is None else _dt.to_dtype(dtype)
-            return new(dev.xp.full(shape_arg(shape), s._data, dtype=dt), dev)
+            with on_device(dev):
+                r = dev.xp.empty(shape_arg(shape), dtype=dt)
+                r[...] = s._data
+            return new(r, dev)
         if dtype is None and isinstance(s, _np.generic):
             dtype = s.dtype
         return _std.full(shape, s, dtype=dtype, device=device)
     dev = dev_arg(device, fill_value)
     f = data(fill_value, dev)
     dt = f.dtype if dtype is None else _dt.to_dtype(dtype)
-    r = dev.xp.empty(shape_arg(shape), dtype=dt)
-    r[...] = f
+    with on_device(dev):
+        r = dev.xp.empty(shape_arg(shape), dtype=dt)
+        r[...] = f
     return new(r, dev)
 
 
@@ -198,43 +201,45 @@ def _like_parts(a, dtype, shape, device):
     return shp, dt, dev
 
 
-@oom_guard
+def _like(fname, a, dtype, shape, device):
+    if shape is None:
+        return getattr(_std, fname + "_like")(a if a.__class__ is Array else asarray(a), dtype=dtype, device=device)
+    shp, dt, dev = _like_parts(a, dtype, shape, device)
+    return getattr(_std, fname)(shp, dtype=dt, device=dev)
+
+
 def zeros_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """NumPy's ``zeros_like`` (and the standard's)."""
-    shp, dt, dev = _like_parts(a, dtype, shape, device)
-    return new(dev.xp.zeros(shp, dtype=dt), dev)
+    return _like("zeros", a, dtype, shape, device)
 
 
-@oom_guard
 def ones_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """NumPy's ``ones_like`` (and the standard's)."""
-    shp, dt, dev = _like_parts(a, dtype, shape, device)
-    return new(dev.xp.ones(shp, dtype=dt), dev)
+    return _like("ones", a, dtype, shape, device)
 
 
-@oom_guard
 def empty_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """NumPy's ``empty_like`` (and the standard's)."""
-    shp, dt, dev = _like_parts(a, dtype, shape, device)
-    return new(dev.xp.empty(shp, dtype=dt), dev)
+    return _like("empty", a, dtype, shape, device)
 
 
 @oom_guard
 def full_like(a, /, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
-    """NumPy's ``full_like`` (and the standard's): fill_value is cast to the result's dtype."""
-    shp, dt, dev = _like_parts(a, dtype, shape, device)
+    """NumPy's ``full_like`` (and the standard's): fill_value is cast to the result's dtype; it may be an array
+    that broadcasts to the shape."""
     s = _scalar_fill(fill_value)
-    r = dev.xp.empty(shp, dtype=dt)
     if s is not None and s.__class__ is not Array:
-        if isinstance(s, complex) and _dt.kind(dt) != "c":
-            raise TypeError(f"cannot fill an array of dtype {dt} with the complex value {s}")
-        r.fill(s)
-    else:
+        if shape is None:
+            return _std.full_like(a if a.__class__ is Array else asarray(a), s, dtype=dtype, device=device)
+        shp, dt, dev = _like_parts(a, dtype, shape, device)
+        return _std.full(shp, s, dtype=dt, device=dev)
+    shp, dt, dev = _like_parts(a, dtype, shape, device)
+    with on_device(dev):
+        r = dev.xp.empty(shp, dtype=dt)
         r[...] = data(fill_value, dev)
     return new(r, dev)
 
 
-@oom_guard
 def eye(N, M=None, k=0, dtype=None, order="C", *, device=None, like=None):
     """NumPy's ``eye(N, M=None, k=0, dtype=float)`` (and the standard's)."""
     return _std.eye(N, M, k=k, dtype=dtype, device=device)
@@ -262,10 +267,11 @@ def _py(v):
 @oom_guard
 def arange(start, /, stop=None, step=None, dtype=None, *, device=None, like=None):
     """NumPy's ``arange([start,] stop[, step], dtype=None)`` (and the standard's)."""
-    start = _py(start)
-    if stop is not None:
+    if start.__class__ is not int:
+        start = _py(start)
+    if stop is not None and stop.__class__ is not int:
         stop = _py(stop)
-    step = 1 if step is None else _py(step)
+    step = 1 if step is None else (step if step.__class__ is int else _py(step))
     return _std.arange(start, stop, step, dtype=dtype, device=device)
 
 
@@ -376,8 +382,9 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     """NumPy's ``meshgrid`` (and the standard's): inputs are flattened, keep their own dtypes, ``sparse=``."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"indexing must be 'xy' or 'ij', got {indexing!r}")
+    seq = tuple if _version.get() >= "2025.12" else list  # a list before 2025.12, as the standard had it
     if not xi:
-        return ()
+        return seq()
     dev = dev_arg(None, *xi)
     xp = dev.xp
     ds = [data(x, dev).reshape(-1) for x in xi]
@@ -394,7 +401,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
             outs = [o.copy() for o in outs]
     elif copy:
         outs = [o.copy() for o in outs]
-    return tuple(new(o, dev) for o in outs)
+    return seq(new(o, dev) for o in outs)
 
 
 @oom_guard
@@ -405,12 +412,13 @@ def indices(dimensions, dtype=int, sparse=False, *, device=None):
     dims = tuple(int(d) for d in dimensions)
     dt = _dt.to_dtype(dtype)
     n = len(dims)
-    parts = [xp.arange(d, dtype=dt).reshape((1,) * i + (d,) + (1,) * (n - i - 1)) for i, d in enumerate(dims)]
-    if sparse:
-        return tuple(new(p, dev) for p in parts)
-    if n == 0:
-        return new(xp.empty((0,), dtype=dt), dev)
-    return new(xp.stack([xp.broadcast_to(p, dims) for p in parts]), dev)
+    with on_device(dev):
+        parts = [xp.arange(d, dtype=dt).reshape((1,) * i + (d,) + (1,) * (n - i - 1)) for i, d in enumerate(dims)]
+        if sparse:
+            return tuple(new(p, dev) for p in parts)
+        if n == 0:
+            return new(xp.empty((0,), dtype=dt), dev)
+        return new(xp.stack([xp.broadcast_to(p, dims) for p in parts]), dev)
 
 
 # --- triangles and diagonals ----------------------------------------------------------------------------------
@@ -435,7 +443,8 @@ def triu(m, /, k=0):
 def tri(N, M=None, k=0, dtype=float, *, device=None, like=None):
     """Ones at and below diagonal k."""
     dev = as_device(device)
-    return new(dev.xp.tri(N, M, k, dtype=_dt.to_dtype(dtype)), dev)
+    with on_device(dev):
+        return new(dev.xp.tri(N, M, k, dtype=_dt.to_dtype(dtype)), dev)
 
 
 @oom_guard

@@ -61,7 +61,6 @@ def _sumlike(x, fname, axis, dtype, keepdims, initial, where):
     return new(r, dev)
 
 
-@oom_guard
 def sum(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True)``."""
     if initial is NoValue and where is True:
@@ -69,7 +68,6 @@ def sum(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, 
     return _ret(_sumlike(to_array(a), "sum", _axis(axis), dtype, keepdims, initial, where), out)
 
 
-@oom_guard
 def prod(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``prod`` (and the standard's)."""
     if initial is NoValue and where is True:
@@ -102,7 +100,6 @@ def _extreme(x, fname, axis, keepdims, initial, where):
     return new(r, dev)
 
 
-@oom_guard
 def max(a, /, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``max(a, axis=None, out=None, keepdims=False, initial=..., where=True)`` (and the standard's)."""
     if initial is NoValue and where is True:
@@ -110,7 +107,6 @@ def max(a, /, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
     return _ret(_extreme(to_array(a), "max", _axis(axis), keepdims, initial, where), out)
 
 
-@oom_guard
 def min(a, /, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``min`` (and the standard's)."""
     if initial is NoValue and where is True:
@@ -138,7 +134,6 @@ def _masked_count(xp, mask, shape, axis, keepdims):
     return xp.sum(m, axis=axis, keepdims=keepdims)
 
 
-@oom_guard
 def mean(a, /, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``mean`` (and the standard's); integer input gives float64, as NumPy."""
     ax = _axis(axis)
@@ -216,7 +211,6 @@ def var(a, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 
 
 # --- all / any ------------------------------------------------------------------------------------------------
-@oom_guard
 def all(a, /, axis=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``all`` (and the standard's)."""
     if where is True:
@@ -227,7 +221,6 @@ def all(a, /, axis=None, out=None, keepdims=False, *, where=True):
     return finish(xp.all(d, axis=_axis(axis), keepdims=keepdims), x._device, out)
 
 
-@oom_guard
 def any(a, /, axis=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``any`` (and the standard's)."""
     if where is True:
@@ -239,13 +232,11 @@ def any(a, /, axis=None, out=None, keepdims=False, *, where=True):
 
 
 # --- argmax / argmin / count_nonzero ------------------------------------------------------------------------------
-@oom_guard
 def argmax(a, /, axis=None, out=None, *, keepdims=False):
     """NumPy's ``argmax(a, axis=None, out=None, *, keepdims=False)`` (and the standard's)."""
     return _ret(_argmax(a, axis=axis, keepdims=keepdims), out)
 
 
-@oom_guard
 def argmin(a, /, axis=None, out=None, *, keepdims=False):
     """NumPy's ``argmin`` (and the standard's)."""
     return _ret(_argmin(a, axis=axis, keepdims=keepdims), out)
@@ -361,7 +352,6 @@ def nanargmin(a, axis=None, out=None, *, keepdims=False):
 
 
 # --- differences ------------------------------------------------------------------------------------------------
-@oom_guard
 def diff(a, /, n=1, axis=-1, prepend=None, append=None):
     """NumPy's ``diff(a, n=1, axis=-1, prepend, append)`` (and the standard's); scalars prepend/append too."""
     return _diff(a, axis=axis, n=n, prepend=prepend, append=append)

@@ -6,7 +6,6 @@ behave exactly as in NumPy.
 """
 import numpy as _np
 
-from .. import _dtypes as _dt
 from .._array import Array
 
 __all__ = ["dtype", "float_", "int_", "intp", "uintp", "double", "single", "half", "longlong", "ulonglong", "intc",
@@ -97,5 +96,3 @@ def common_type(*arrays):
         return _np.complex64 if p <= 4 else _np.complex128
     return {2: _np.float16, 4: _np.float32}.get(p, _np.float64)
 
-
-_unused = _dt

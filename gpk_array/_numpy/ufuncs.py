@@ -71,7 +71,7 @@ class ufunc:
         done = []
         for r, o in zip(res, outs):
             if o is None:
-                target = xp.zeros(xp.broadcast_shapes(r._data.shape, mask.shape), dtype=r._data.dtype)
+                target = xp.zeros(_np.broadcast_shapes(r._data.shape, mask.shape), dtype=r._data.dtype)
                 xp.copyto(target, r._data, where=mask)
                 done.append(new(target, dev))
             else:
@@ -99,11 +99,26 @@ class ufunc:
         kw = {"axis": axis, "keepdims": keepdims}
         if dtype is not None:
             kw["dtype"] = _dt.to_dtype(dtype)
-        if initial is not NoValue:
-            kw["initial"] = initial
+        u = self._backend(dev)
+        if dev.xp is _np:
+            if initial is not NoValue:
+                kw["initial"] = initial
+            if where is not True:
+                kw["where"] = data(where, dev)
+            return finish(_np.asarray(u.reduce(x._data, **kw)), dev, out)
+        d = x._data
         if where is not True:
-            kw["where"] = data(where, dev)
-        r = self._backend(dev).reduce(x._data, **kw)
+            fill = self.identity if initial is NoValue else initial
+            if fill is None:
+                raise ValueError(f"reduction operation '{self.__name__}' does not have an identity, so to use a "
+                                 "where mask one has to specify 'initial'")
+            d = dev.xp.where(data(where, dev), d, dev.xp.asarray(fill, dtype=d.dtype))
+        if initial is not NoValue and d.size == 0:
+            shape = _np.sum(_np.zeros(d.shape), axis=axis, keepdims=keepdims).shape
+            return finish(dev.xp.full(shape, initial, dtype=kw.get("dtype", d.dtype)), dev, out)
+        r = u.reduce(d, **kw)
+        if initial is not NoValue:
+            r = u(r, dev.xp.asarray(initial, dtype=r.dtype))
         return finish(dev.xp.asarray(r), dev, out)
 
     @oom_guard
@@ -268,7 +283,8 @@ def _spacing(x, /, *, out=None):
         r = _np.spacing(d)
     else:
         a = xp.abs(d)
-        r = xp.copysign(xp.nextafter(a, xp.asarray(_np.inf, dtype=d.dtype)) - a, d)
+        s = xp.nextafter(a, xp.asarray(_np.inf, dtype=d.dtype)) - a
+        r = xp.where(d < 0, -s, s)
     return finish(r, dev, out)
 
 

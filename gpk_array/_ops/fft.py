@@ -19,7 +19,7 @@ def _norm(norm):
 
 def _one(name, real_in, real_out):
     @oom_guard
-    def fn(x, /, *, n=None, axis=-1, norm="backward"):
+    def fn(x, /, n=None, axis=-1, norm="backward"):
         x = as_array(x)
         if x.ndim == 0:
             raise ValueError(f"{name} needs at least one dimension")
@@ -41,7 +41,7 @@ def _one(name, real_in, real_out):
 
 def _many(name, real_out):
     @oom_guard
-    def fn(x, /, *, s=None, axes=None, norm="backward"):
+    def fn(x, /, s=None, axes=None, norm="backward"):
         x = as_array(x)
         if axes is not None:
             axes = normalize_axes(axes, x.ndim)
@@ -77,7 +77,7 @@ irfftn = _many("irfftn", True)
 
 def _freq(name):
     @oom_guard
-    def fn(n, /, *, d=1.0, dtype=None, device=None):
+    def fn(n, /, d=1.0, *, dtype=None, device=None):
         n = operator.index(n)
         if n < 1:
             raise ValueError(f"{name}: n must be positive, got {n}")
@@ -94,14 +94,14 @@ rfftfreq = _freq("rfftfreq")
 
 
 @oom_guard
-def fftshift(x, /, *, axes=None):
+def fftshift(x, /, axes=None):
     """(standard: fft.fftshift)"""
     x = as_array(x)
     return new(x._device.xp.fft.fftshift(x._data, axes=normalize_axes(axes, x.ndim)), x._device)
 
 
 @oom_guard
-def ifftshift(x, /, *, axes=None):
+def ifftshift(x, /, axes=None):
     """(standard: fft.ifftshift)"""
     x = as_array(x)
     return new(x._device.xp.fft.ifftshift(x._data, axes=normalize_axes(axes, x.ndim)), x._device)

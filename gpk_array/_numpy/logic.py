@@ -1,0 +1,227 @@
+"""Comparisons of whole arrays, predicates on values and objects, and small NumPy math helpers
+(isclose, allclose, array_equal, isscalar, shape, nan_to_num, sinc, angle, unwrap, round/around, fix, ...)."""
+import numpy as _np
+
+from .._array import Array
+from .._ops import elementwise as _ew
+from ._util import PY_SCALARS, data, data_or_scalar, dev_of, finish, new, oom_guard, std_fn, to_array
+
+__all__ = ["isclose", "allclose", "array_equal", "array_equiv", "isscalar", "shape", "ndim", "size",
+           "iscomplexobj", "isrealobj", "iscomplex", "isreal", "isneginf", "isposinf", "nan_to_num",
+           "real_if_close", "sinc", "i0", "angle", "unwrap", "round", "around", "fix", "may_share_memory",
+           "shares_memory"]
+
+_round = std_fn("round", _ew)
+
+
+def _pair(a, b):
+    dev = dev_of(a, b)
+    return dev, data_or_scalar(a, dev), data_or_scalar(b, dev)
+
+
+@oom_guard
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Element-wise ``|a - b| <= atol + rtol * |b|``."""
+    dev, x, y = _pair(a, b)
+    xp = dev.xp
+    if x.__class__ in PY_SCALARS and y.__class__ in PY_SCALARS:
+        x = xp.asarray(x)
+    return new(xp.asarray(xp.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan)), dev)
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether all elements are close (a Python bool, as NumPy)."""
+    return bool(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)._data.all())
+
+
+def array_equal(a1, a2, equal_nan=False):
+    """Whether the arrays have the same shape and elements (a Python bool)."""
+    dev = dev_of(a1, a2)
+    x = data(a1, dev)
+    y = data(a2, dev)
+    if x.shape != y.shape:
+        return False
+    xp = dev.xp
+    if not equal_nan:
+        return bool((x == y).all())
+    eq = x == y
+    if x.dtype.kind in "fc" or y.dtype.kind in "fc":
+        eq = eq | (xp.isnan(x) & xp.isnan(y))
+    return bool(eq.all())
+
+
+def array_equiv(a1, a2):
+    """Whether the arrays are equal after broadcasting (a Python bool)."""
+    dev = dev_of(a1, a2)
+    x = data(a1, dev)
+    y = data(a2, dev)
+    try:
+        _np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        return False
+    return bool((x == y).all())
+
+
+def isscalar(element):
+    """Whether element is a scalar (Python number, string or NumPy scalar); arrays, 0-d ones too, are not."""
+    return _np.isscalar(element)
+
+
+def shape(a):
+    if a.__class__ is Array:
+        return a._data.shape
+    return _np.shape(a)
+
+
+def ndim(a):
+    if a.__class__ is Array:
+        return a._data.ndim
+    return _np.ndim(a)
+
+
+def size(a, axis=None):
+    if a.__class__ is Array:
+        return a._data.size if axis is None else a._data.shape[axis]
+    return _np.size(a, axis)
+
+
+def iscomplexobj(x):
+    if x.__class__ is Array:
+        return x._data.dtype.kind == "c"
+    return _np.iscomplexobj(x)
+
+
+def isrealobj(x):
+    return not iscomplexobj(x)
+
+
+@oom_guard
+def iscomplex(x):
+    a = to_array(x)
+    xp = a._device.xp
+    if a._data.dtype.kind != "c":
+        return new(xp.zeros(a.shape, dtype=bool), a._device)
+    return new(a._data.imag != 0, a._device)
+
+
+@oom_guard
+def isreal(x):
+    a = to_array(x)
+    xp = a._device.xp
+    if a._data.dtype.kind != "c":
+        return new(xp.ones(a.shape, dtype=bool), a._device)
+    return new(a._data.imag == 0, a._device)
+
+
+@oom_guard
+def isneginf(x, out=None):
+    a = to_array(x)
+    d = a._data
+    xp = a._device.xp
+    return finish(xp.isinf(d) & xp.signbit(d) if d.dtype.kind == "f" else xp.zeros(d.shape, dtype=bool),
+                  a._device, out)
+
+
+@oom_guard
+def isposinf(x, out=None):
+    a = to_array(x)
+    d = a._data
+    xp = a._device.xp
+    return finish(xp.isinf(d) & ~xp.signbit(d) if d.dtype.kind == "f" else xp.zeros(d.shape, dtype=bool),
+                  a._device, out)
+
+
+@oom_guard
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    """NaN to ``nan``, infinities to ``posinf``/``neginf`` (the dtype's extremes by default)."""
+    a = to_array(x)
+    xp = a._device.xp
+    r = xp.nan_to_num(a._data, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
+    if not copy:
+        if r is not a._data:
+            a._data[...] = r
+        return a
+    return new(r, a._device)
+
+
+@oom_guard
+def real_if_close(a, tol=100):
+    """Real part if all imaginary parts are within tol machine epsilons of zero."""
+    x = to_array(a)
+    d = x._data
+    if d.dtype.kind != "c":
+        return x
+    xp = x._device.xp
+    t = tol * _np.finfo(d.dtype).eps if tol > 1 else tol
+    if bool(xp.all(xp.abs(d.imag) < t)):
+        return new(d.real.copy(), x._device)
+    return x
+
+
+@oom_guard
+def sinc(x):
+    """sin(pi x) / (pi x), with sinc(0) = 1."""
+    a = to_array(x)
+    return new(a._device.xp.sinc(a._data), a._device)
+
+
+@oom_guard
+def i0(x):
+    """Modified Bessel function of the first kind, order 0."""
+    a = to_array(x)
+    return new(a._device.xp.i0(a._data), a._device)
+
+
+@oom_guard
+def angle(z, deg=False):
+    """Argument of complex values (radians, or degrees with deg=True)."""
+    a = to_array(z)
+    xp = a._device.xp
+    d = a._data
+    if d.dtype.kind in "biu":
+        d = d.astype(_np.float64)
+    r = xp.arctan2(d.imag, d.real) if d.dtype.kind == "c" else xp.arctan2(xp.zeros_like(d), d)
+    if deg:
+        r = r * (180.0 / _np.pi)
+    return new(r, a._device)
+
+
+@oom_guard
+def unwrap(p, discont=None, axis=-1, *, period=2 * _np.pi):
+    """Unwrap phase jumps larger than discont (default period/2) along axis."""
+    a = to_array(p)
+    xp = a._device.xp
+    if xp is _np:
+        return new(_np.unwrap(a._data, discont=discont, axis=axis, period=period), a._device)
+    return new(xp.unwrap(a._data, discont=discont, axis=axis, period=period), a._device)
+
+
+@oom_guard
+def round(a, /, decimals=0, out=None):
+    """NumPy's ``round(a, decimals=0, out=None)`` (and the standard's): half to even."""
+    return _round(a, decimals, out=out)
+
+
+around = round
+
+
+@oom_guard
+def fix(x, out=None):
+    """Round toward zero (floats stay floats)."""
+    a = to_array(x)
+    xp = a._device.xp
+    d = a._data
+    return finish(xp.trunc(d) if d.dtype.kind in "fc" else d.copy(), a._device, out)
+
+
+def may_share_memory(a, b, max_work=None):
+    if a.__class__ is not Array or b.__class__ is not Array or a._device is not b._device:
+        return False
+    return bool(a._device.xp.may_share_memory(a._data, b._data))
+
+
+def shares_memory(a, b, max_work=None):
+    if a.__class__ is not Array or b.__class__ is not Array or a._device is not b._device:
+        return False
+    return bool(a._device.xp.shares_memory(a._data, b._data))
+

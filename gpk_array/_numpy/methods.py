@@ -1,0 +1,389 @@
+"""numpy.ndarray's methods and attributes on gpk_array.Array (installed once at import by ``install``).
+
+``T`` reverses all axes for any number of dimensions, as NumPy's: the 2025.12 standard says an error *should* be
+raised for non-2-D arrays (RFC 2119 "should", not "must"), and NumPy scripts rely on ``v.T`` of vectors and stacks,
+so NumPy's behaviour wins there; on 2-D arrays both agree.
+"""
+import builtins
+
+import numpy as _np
+
+from .. import _dtypes as _dt
+from .._array import Array
+from .._ops import searching as _se
+from . import indexing as _ix
+from . import linalg_funcs as _lf
+from . import logic as _lg
+from . import printing as _pr
+from . import reductions as _rd
+from . import shaping as _sh
+from . import sorting as _so
+from ._util import data_or_scalar, host, new, std_fn
+
+
+def _reshape(self, *shape, order="C", copy=None):
+    """``x.reshape(2, 3)`` or ``x.reshape((2, 3))``."""
+    if len(shape) == 1:
+        shape = shape[0]
+        c = shape.__class__
+        if c is tuple or c is int:
+            if order == "C" and copy is None:
+                return new(self._data.reshape(shape), self._device)
+        elif c is Array or c is list:
+            shape = tuple(shape) if c is list else shape
+    return _sh.reshape(self, shape, order, copy=copy)
+
+
+def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    """A copy cast to dtype (NumPy's casting: complex to real drops the imaginary part with a warning)."""
+    dt = _dt.to_dtype(dtype)
+    d = self._data
+    if not copy and d.dtype == dt:
+        return self
+    if casting != "unsafe" and not _np.can_cast(d.dtype, dt, casting=casting):
+        raise TypeError(f"Cannot cast array data from {d.dtype} to {dt} according to the rule {casting!r}")
+    if d.dtype.kind == "c" and dt.kind != "c":
+        import warnings
+        warnings.warn("Casting complex values to real discards the imaginary part", _np.exceptions.ComplexWarning,
+                      stacklevel=2)
+        d = d.real
+    return new(d.astype(dt, order=order, copy=True), self._device)
+
+
+def _flatten(self, order="C"):
+    return new(self._data.flatten(order), self._device)
+
+
+def _ravel(self, order="C"):
+    return _sh.ravel(self, order)
+
+
+def _copy(self, order="C"):
+    return new(self._data.copy(order=order), self._device)
+
+
+def _fill(self, value):
+    if value.__class__ is Array:
+        if value._device is not self._device:
+            value = value._scalar("scalar")
+        else:
+            value = value._data
+    self._data.fill(value)
+
+
+def _view(self, dtype=None, type=None):
+    """A view with another dtype (where the layout allows: the last axis must be contiguous to change size)."""
+    if dtype is None or (isinstance(dtype, builtins.type) and issubclass(dtype, Array)):
+        return new(self._data.view(), self._device)
+    dt = _np.dtype(dtype)
+    if dt not in _dt.SUPPORTED:
+        _dt.to_dtype(dt)
+    return new(self._data.view(dt), self._device)
+
+
+def _item(self, *args):
+    """The element as a Python scalar: ``x.item()`` (one element), ``x.item(flat_index)``, ``x.item(i, j)``."""
+    d = self._data
+    if not args:
+        return self._scalar("scalar")
+    if len(args) == 1 and args[0].__class__ is not tuple:
+        i = int(args[0])
+        if not -d.size <= i < d.size:
+            raise IndexError("index out of bounds")
+        v = d.reshape(-1)[i] if d.flags.c_contiguous else d.ravel()[i]
+    else:
+        key = args[0] if len(args) == 1 else args
+        v = d[tuple(int(k) for k in key)]
+    return v.item()
+
+
+def _tolist(self):
+    return host(self).tolist()
+
+
+def _tobytes(self, order="C"):
+    return host(self).tobytes(order)
+
+
+def _tofile(self, fid, sep="", format="%s"):
+    host(self).tofile(fid, sep, format)
+
+
+def _sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=None):
+    """Sort in place."""
+    r = _so.sort(self, axis, kind, order, descending=descending, stable=stable)
+    self._data[...] = r._data
+
+
+def _argsort(self, axis=-1, kind=None, order=None, *, descending=False, stable=None):
+    return _so.argsort(self, axis, kind, order, descending=descending, stable=stable)
+
+
+def _partition(self, kth, axis=-1, kind="introselect", order=None):
+    self._data[...] = _so.partition(self, kth, axis)._data
+
+
+def _argpartition(self, kth, axis=-1, kind="introselect", order=None):
+    return _so.argpartition(self, kth, axis)
+
+
+def _transpose(self, *axes):
+    if not axes or (len(axes) == 1 and axes[0] is None):
+        return new(self._data.transpose(), self._device)
+    if len(axes) == 1 and axes[0].__class__ in (tuple, list):
+        axes = axes[0]
+    return _sh.transpose(self, axes)
+
+
+def _nonzero(self):
+    return _nonzero_fn(self)
+
+
+def _compress(self, condition, axis=None, out=None):
+    return _ix.compress(condition, self, axis, out)
+
+
+def _conj(self):
+    return _conjugate(self)
+
+
+def _T(self):
+    return new(self._data.T, self._device)
+
+
+def _get_real(self):
+    return new(self._data.real, self._device)
+
+
+def _set_real(self, value):
+    v = data_or_scalar(value, self._device)
+    if self._data.dtype.kind == "c":
+        self._data.real = v
+    else:
+        self._data[...] = v
+
+
+def _get_imag(self):
+    d = self._data
+    if d.dtype.kind == "c":
+        return new(d.imag, self._device)
+    return new(self._device.xp.zeros(d.shape, dtype=d.dtype), self._device)
+
+
+def _set_imag(self, value):
+    if self._data.dtype.kind != "c":
+        raise TypeError("array does not have imaginary part to set")
+    self._data.imag = data_or_scalar(value, self._device)
+
+
+def _get_shape(self):
+    return self._data.shape
+
+
+def _set_shape(self, shape):
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    v = self._data.view()
+    try:
+        v.shape = shape
+    except (AttributeError, ValueError):
+        raise AttributeError("Incompatible shape for in-place modification. Use `.reshape()` to make a copy with "
+                             "the desired shape.") from None
+    self._data = v
+
+
+class flatiter:
+    """``x.flat``: the array as one-dimensional, in C order, for reading, assignment and iteration."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+
+    def _flat(self):
+        d = self.base._data
+        return d.reshape(-1) if d.flags.c_contiguous else d.ravel()
+
+    def __len__(self):
+        return self.base._data.size
+
+    def __getitem__(self, key):
+        dev = self.base._device
+        if key.__class__ is Array:
+            key = key._data
+        elif isinstance(key, list):
+            key = dev.xp.asarray(key)
+        return new(self._flat()[key], dev)
+
+    def __setitem__(self, key, value):
+        base = self.base
+        dev = base._device
+        d = base._data
+        if key.__class__ is Array:
+            key = key._data
+        elif isinstance(key, list):
+            key = dev.xp.asarray(key)
+        v = data_or_scalar(value, dev)
+        if d.flags.c_contiguous:
+            d.reshape(-1)[key] = v
+        else:
+            tmp = d.ravel()
+            tmp[key] = v
+            d[...] = tmp.reshape(d.shape)
+
+    def __iter__(self):
+        dev = self.base._device
+        f = self._flat()
+        for i in range(f.shape[0]):
+            yield new(f[i], dev)
+
+    def copy(self):
+        return new(self.base._data.flatten(), self.base._device)
+
+    def __array__(self, dtype=None, copy=None):
+        return _np.asarray(host(self.base).reshape(-1), dtype=dtype)
+
+
+def _flat(self):
+    return flatiter(self)
+
+
+def _set_flat(self, value):
+    flatiter(self)[...] = value
+
+
+def _round_builtin(self, ndigits=None):
+    if ndigits is None and self._data.ndim == 0:
+        return builtins.round(self._scalar("scalar"))
+    return _lg.round(self, 0 if ndigits is None else ndigits)
+
+
+def _contains(self, value):
+    return builtins.bool((self == value)._data.any())
+
+
+def _divmod(self, other):
+    return (self // other, self % other)
+
+
+def _rdivmod(self, other):
+    return (other // self, other % self)
+
+
+def _strides(self):
+    return self._data.strides
+
+
+def _nbytes(self):
+    return self._data.nbytes
+
+
+def _itemsize(self):
+    return self._data.itemsize
+
+
+def _flags(self):
+    return self._data.flags
+
+
+def _cumsum(self, axis=None, dtype=None, out=None):
+    return _rd.cumsum(self, axis, dtype, out)
+
+
+def _cumprod(self, axis=None, dtype=None, out=None):
+    return _rd.cumprod(self, axis, dtype, out)
+
+
+def _ptp(self, axis=None, out=None, keepdims=False):
+    return _rd.ptp(self, axis, out, keepdims)
+
+
+def _dot(self, b, out=None):
+    return _lf.dot(self, b, out)
+
+
+def _trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return _lf.trace(self, offset, axis1, axis2, dtype, out)
+
+
+def _diagonal(self, offset=0, axis1=0, axis2=1):
+    return _lf.diagonal(self, offset, axis1, axis2)
+
+
+def _choose(self, choices, out=None, mode="raise"):
+    return _ix.choose(self, choices, out, mode)
+
+
+def _put(self, indices, values, mode="raise"):
+    _ix.put(self, indices, values, mode)
+
+
+def _take(self, indices, axis=None, out=None, mode="raise"):
+    return _ix.take(self, indices, axis, out, mode)
+
+
+def _searchsorted(self, v, side="left", sorter=None):
+    return _so.searchsorted(self, v, side, sorter)
+
+
+def _clip(self, min=None, max=None, out=None, **kwargs):
+    return _ix.clip(self, min, max, out, **kwargs)
+
+
+def _round(self, decimals=0, out=None):
+    return _lg.round(self, decimals, out)
+
+
+def _repeat(self, repeats, axis=None):
+    return _sh.repeat(self, repeats, axis)
+
+
+def _squeeze(self, axis=None):
+    return _sh.squeeze(self, axis)
+
+
+def _swapaxes(self, axis1, axis2):
+    return _sh.swapaxes(self, axis1, axis2)
+
+
+def _dump(self, file):
+    import pickle
+    if isinstance(file, str):
+        with open(file, "wb") as f:
+            pickle.dump(self, f)
+    else:
+        pickle.dump(self, file)
+
+
+_nonzero_fn = std_fn("nonzero", _se)
+_conjugate = None
+
+
+def install(array_cls):
+    """Add NumPy's ndarray methods and attributes to the Array class."""
+    global _conjugate
+    from .ufuncs import conjugate
+    _conjugate = conjugate
+    methods = {
+        "reshape": _reshape, "astype": _astype, "flatten": _flatten, "ravel": _ravel, "copy": _copy,
+        "fill": _fill, "view": _view, "item": _item, "tolist": _tolist, "tobytes": _tobytes, "tofile": _tofile,
+        "dump": _dump, "sort": _sort, "argsort": _argsort, "partition": _partition, "argpartition": _argpartition,
+        "transpose": _transpose, "nonzero": _nonzero, "compress": _compress, "conj": _conj, "conjugate": _conj,
+        "sum": _rd.sum, "prod": _rd.prod, "mean": _rd.mean, "std": _rd.std, "var": _rd.var, "min": _rd.min,
+        "max": _rd.max, "argmin": _rd.argmin, "argmax": _rd.argmax, "all": _rd.all, "any": _rd.any,
+        "cumsum": _cumsum, "cumprod": _cumprod, "ptp": _ptp, "dot": _dot, "trace": _trace,
+        "diagonal": _diagonal, "choose": _choose, "put": _put, "take": _take, "searchsorted": _searchsorted,
+        "clip": _clip, "round": _round, "repeat": _repeat, "squeeze": _squeeze, "swapaxes": _swapaxes,
+        "__round__": _round_builtin, "__contains__": _contains, "__divmod__": _divmod, "__rdivmod__": _rdivmod,
+        "__repr__": _pr._repr, "__str__": _pr._str,
+    }
+    for name, fn in methods.items():
+        setattr(array_cls, name, fn)
+    props = {
+        "T": property(_T), "real": property(_get_real, _set_real), "imag": property(_get_imag, _set_imag),
+        "shape": property(_get_shape, _set_shape), "flat": property(_flat, _set_flat),
+        "strides": property(_strides), "nbytes": property(_nbytes), "itemsize": property(_itemsize),
+        "flags": property(_flags),
+    }
+    for name, p in props.items():
+        setattr(array_cls, name, p)
+

@@ -1,0 +1,44 @@
+"""Printing as NumPy prints: ``repr`` is ``array([...])`` (with ``device='cuda:N'`` for GPU arrays), ``str`` is
+NumPy's, and NumPy's print options apply (``set_printoptions`` is NumPy's own). Formatting reads a host copy."""
+import numpy as _np
+
+from .._array import Array
+from .._device import CPU
+from ._util import host
+
+__all__ = ["set_printoptions", "get_printoptions", "printoptions", "array2string", "array_repr", "array_str",
+           "format_float_positional", "format_float_scientific"]
+
+set_printoptions = _np.set_printoptions
+get_printoptions = _np.get_printoptions
+printoptions = _np.printoptions
+format_float_positional = _np.format_float_positional
+format_float_scientific = _np.format_float_scientific
+
+
+def _h(a):
+    return host(a) if a.__class__ is Array else _np.asarray(a)
+
+
+def array2string(a, *args, **kwargs):
+    return _np.array2string(_h(a), *args, **kwargs)
+
+
+def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
+    """NumPy's repr of the array's values; arrays on a CUDA device add ``device='cuda:N'``."""
+    r = _np.array_repr(_h(arr), max_line_width, precision, suppress_small)
+    if arr.__class__ is Array and arr._device is not CPU:
+        r = f"{r[:-1]}, device='{arr._device}')"
+    return r
+
+
+def array_str(a, max_line_width=None, precision=None, suppress_small=None):
+    return _np.array_str(_h(a), max_line_width, precision, suppress_small)
+
+
+def _repr(self):
+    return array_repr(self)
+
+
+def _str(self):
+    return _np.array_str(host(self))

@@ -1,0 +1,195 @@
+"""Sorting, searching and set functions with NumPy's signatures: ``sort(a, axis, kind)`` with axis=None
+flattening, argsort kinds, lexsort, partition, searchsorted with positional side, NumPy's ``unique`` and the
+``*1d`` set functions.
+
+Without ``kind``/``stable``, sorts are stable (the standard's default); NumPy's default quicksort orders equal
+keys arbitrarily, so argsort results can differ from NumPy's only in the order of ties.
+"""
+import numpy as _np
+
+from .. import _dtypes as _dt
+from .._ops import searching as _se
+from .._ops import sets as _sets
+from .._ops import sorting as _so
+from ._util import data, dev_of, new, normalize_axis, oom_guard, std_fn, to_array
+
+__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "searchsorted", "unique", "isin",
+           "intersect1d", "union1d", "setdiff1d", "setxor1d", "msort", "sort_complex"]
+
+_sort = std_fn("sort", _so)
+_argsort = std_fn("argsort", _so)
+_searchsorted = std_fn("searchsorted", _se)
+_isin = std_fn("isin", _sets)
+
+_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+
+
+def _flat_axis(a, axis):
+    x = to_array(a)
+    if axis is None:
+        return new(x._data.reshape(-1), x._device), -1
+    return x, axis
+
+
+def _stability(kind, stable):
+    if kind not in _KINDS:
+        raise ValueError(f"sort kind must be one of {_KINDS[1:]}, got {kind!r}")
+    if stable is not None:
+        if kind is not None:
+            raise ValueError("`kind` and `stable` parameters can't be provided at the same time")
+        return bool(stable)
+    return kind in (None, "mergesort", "stable")
+
+
+@oom_guard
+def sort(a, /, axis=-1, kind=None, order=None, *, descending=False, stable=None):
+    """Sorted copy (NumPy's ``sort(a, axis=-1, kind=None)``; the standard's ``descending``/``stable``)."""
+    if order is not None:
+        raise TypeError("sorting by field names (order=) needs structured dtypes, which exist only in NumPy")
+    x, axis = _flat_axis(a, axis)
+    return _sort(x, axis=axis, descending=descending, stable=_stability(kind, stable))
+
+
+@oom_guard
+def argsort(a, /, axis=-1, kind=None, order=None, *, descending=False, stable=None):
+    """Indices that sort a (NumPy's ``argsort``; the standard's ``descending``/``stable``). An explicit
+    quicksort/heapsort kind on the CPU gives NumPy's own order of ties."""
+    if order is not None:
+        raise TypeError("sorting by field names (order=) needs structured dtypes, which exist only in NumPy")
+    x, axis = _flat_axis(a, axis)
+    st = _stability(kind, stable)
+    if not st and not descending and x._device.xp is _np and x.ndim:
+        r = _np.argsort(x._data, axis=normalize_axis(axis, x.ndim), kind=kind or "quicksort")
+        return new(r.astype(_dt.I64, copy=False), x._device)
+    return _argsort(x, axis=axis, descending=descending, stable=st)
+
+
+@oom_guard
+def msort(a):
+    return sort(a, axis=0)
+
+
+@oom_guard
+def sort_complex(a):
+    """Sort by real part, then imaginary part; the result is complex (NumPy's ``sort_complex``)."""
+    x = to_array(a)
+    r = x._device.xp.sort(x._data, axis=-1)
+    if r.dtype.kind != "c":
+        r = r.astype(_np.complex64 if r.dtype.char in "bhBH" else _np.complex128)
+    return new(r, x._device)
+
+
+@oom_guard
+def lexsort(keys, axis=-1):
+    """Indirect stable sort by several keys; the last key is the primary one."""
+    if keys.__class__ is list or keys.__class__ is tuple:
+        dev = dev_of(*keys)
+        ks = [data(k, dev) for k in keys]
+    else:
+        x = to_array(keys)
+        dev = x._device
+        ks = [x._data[i] for i in range(x._data.shape[0])] if x.ndim > 1 else [x._data]
+    xp = dev.xp
+    if not ks:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    if xp is _np:
+        return new(_np.lexsort(tuple(ks), axis=axis).astype(_dt.I64, copy=False), dev)
+    ks = xp.broadcast_arrays(*ks)
+    axis = normalize_axis(axis, ks[0].ndim)
+    idx = xp.argsort(ks[0], axis=axis)
+    for k in ks[1:]:
+        j = xp.argsort(xp.take_along_axis(k, idx, axis=axis), axis=axis)
+        idx = xp.take_along_axis(idx, j, axis=axis)
+    return new(idx.astype(_dt.I64, copy=False), dev)
+
+
+def _kth(kth):
+    if hasattr(kth, "_data"):
+        kth = kth._data if kth._device.xp is _np else kth._data.get()
+    if isinstance(kth, _np.ndarray):
+        kth = kth.tolist()
+    return kth
+
+
+@oom_guard
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """A copy with the kth element in its sorted place, smaller ones before it and larger after."""
+    x, axis = _flat_axis(a, axis)
+    return new(x._device.xp.partition(x._data, _kth(kth), axis=axis), x._device)
+
+
+@oom_guard
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    """Indices that partition a (see partition)."""
+    x, axis = _flat_axis(a, axis)
+    r = x._device.xp.argpartition(x._data, _kth(kth), axis=axis)
+    return new(r.astype(_dt.I64, copy=False), x._device)
+
+
+def searchsorted(a, v, /, side="left", sorter=None):
+    """NumPy's ``searchsorted(a, v, side='left', sorter=None)`` (and the standard's)."""
+    return _searchsorted(a, v, side=side, sorter=sorter)
+
+
+@oom_guard
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
+           sorted=True):
+    """NumPy's ``unique``: sorted unique values and, on request, first indices, inverse indices and counts."""
+    x = to_array(ar)
+    dev = x._device
+    xp = dev.xp
+    if xp is _np:
+        r = _np.unique(x._data, return_index=return_index, return_inverse=return_inverse,
+                       return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+    else:
+        r = xp.unique(x._data, return_index=return_index, return_inverse=return_inverse,
+                      return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+        if return_inverse:
+            r = list(r)
+            k = 1 + int(return_index)
+            inv = r[k]
+            r[k] = inv.reshape(x.shape) if axis is None else inv.reshape(-1)
+            r = tuple(r)
+    if not isinstance(r, tuple):
+        return new(r, dev)
+    out = [new(r[0], dev)] + [new(v.astype(_dt.I64, copy=False), dev) for v in r[1:]]
+    return tuple(out)
+
+
+def isin(element, test_elements, /, assume_unique=False, invert=False, *, kind=None):
+    """NumPy's ``isin`` (and the standard's)."""
+    return _isin(element, test_elements, invert=invert)
+
+
+def _two(ar1, ar2):
+    dev = dev_of(ar1, ar2)
+    return dev, data(ar1, dev), data(ar2, dev)
+
+
+@oom_guard
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
+    """Sorted unique values in both arrays (and, on request, their first indices in each)."""
+    dev, a, b = _two(ar1, ar2)
+    r = dev.xp.intersect1d(a, b, assume_unique=assume_unique, return_indices=return_indices)
+    if return_indices:
+        return new(r[0], dev), new(r[1].astype(_dt.I64, copy=False), dev), new(r[2].astype(_dt.I64, copy=False),
+                                                                               dev)
+    return new(r, dev)
+
+
+@oom_guard
+def union1d(ar1, ar2):
+    dev, a, b = _two(ar1, ar2)
+    return new(dev.xp.union1d(a, b), dev)
+
+
+@oom_guard
+def setdiff1d(ar1, ar2, assume_unique=False):
+    dev, a, b = _two(ar1, ar2)
+    return new(dev.xp.setdiff1d(a, b, assume_unique=assume_unique), dev)
+
+
+@oom_guard
+def setxor1d(ar1, ar2, assume_unique=False):
+    dev, a, b = _two(ar1, ar2)
+    return new(dev.xp.setxor1d(a, b, assume_unique=assume_unique), dev)

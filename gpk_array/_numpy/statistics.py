@@ -1,0 +1,315 @@
+"""Order statistics, averages, correlations, histograms and signal helpers with NumPy's signatures.
+
+On the CPU these call NumPy itself; on a CUDA device CuPy's implementations (nanpercentile/nanquantile, which CuPy
+lacks, are computed here with sorts and gathers on the device).
+"""
+import numpy as _np
+
+from .. import _dtypes as _dt
+from ._util import PY_SCALARS, data, data_or_scalar, dev_of, finish, new, normalize_axis, oom_guard, opt_data, \
+    to_array
+
+__all__ = ["median", "nanmedian", "percentile", "quantile", "nanpercentile", "nanquantile", "average", "cov",
+           "corrcoef", "histogram", "histogram2d", "histogramdd", "histogram_bin_edges", "bincount", "digitize",
+           "interp", "convolve", "correlate", "gradient", "trapezoid"]
+
+
+def _axis(axis):
+    return tuple(axis) if axis.__class__ is list else axis
+
+
+@oom_guard
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The median along axis (NaN if the slice holds a NaN)."""
+    x = to_array(a)
+    xp = x._device.xp
+    r = xp.median(x._data, axis=_axis(axis), keepdims=keepdims)
+    return finish(xp.asarray(r), x._device, out)
+
+
+@oom_guard
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """The median along axis, ignoring NaNs."""
+    x = to_array(a)
+    xp = x._device.xp
+    r = xp.nanmedian(x._data, axis=_axis(axis), keepdims=keepdims)
+    return finish(xp.asarray(r), x._device, out)
+
+
+def _q(q, dev):
+    if q.__class__ in PY_SCALARS or isinstance(q, _np.generic):
+        return q
+    return data(q, dev)
+
+
+def _quantile(fname, a, q, axis, out, method, keepdims, weights, interpolation):
+    x = to_array(a)
+    dev = x._device
+    xp = dev.xp
+    if interpolation is not None:
+        method = interpolation
+    qq = _q(q, dev)
+    if xp is _np:
+        kw = {} if weights is None else {"weights": data(weights, dev)}
+        r = getattr(_np, fname)(x._data, qq, axis=_axis(axis), method=method, keepdims=keepdims, **kw)
+    else:
+        if weights is not None:
+            raise TypeError(f"{fname} with weights= exists only on the host (NumPy)")
+        if not isinstance(qq, (int, float)):
+            qq = qq.astype(_np.float64, copy=False)
+        r = getattr(xp, fname)(x._data, qq, axis=_axis(axis), method=method, keepdims=keepdims)
+    return finish(xp.asarray(r), dev, out)
+
+
+@oom_guard
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+               weights=None, interpolation=None):
+    """q-th percentiles (0..100) along axis; q's shape comes first in the result."""
+    return _quantile("percentile", a, q, axis, out, method, keepdims, weights, interpolation)
+
+
+@oom_guard
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
+             weights=None, interpolation=None):
+    """q-th quantiles (0..1) along axis; q's shape comes first in the result."""
+    return _quantile("quantile", a, q, axis, out, method, keepdims, weights, interpolation)
+
+
+def _nanquantile_device(xp, d, q, axis, keepdims):
+    """Linear-interpolated quantiles ignoring NaNs, on the device: sort (NaNs last), gather around q*(n-1)."""
+    orig_ndim = d.ndim
+    if axis is None:
+        d = d.reshape(-1)
+        axes = tuple(range(orig_ndim))
+        ax = 0
+    else:
+        ax = normalize_axis(axis, d.ndim)
+        axes = (ax,)
+    if d.dtype.kind in "biu":
+        d = d.astype(_np.float64)
+    s = xp.sort(xp.moveaxis(d, ax, -1), axis=-1)
+    n = xp.sum(~xp.isnan(s), axis=-1, keepdims=True)
+    qa = xp.asarray(q, dtype=s.dtype)
+    qshape = qa.shape
+    qf = qa.reshape(-1)
+    pos = qf * (n - 1).astype(s.dtype)
+    lo = xp.floor(pos)
+    t = pos - lo
+    lo_i = xp.clip(lo.astype(_np.int64), 0, s.shape[-1] - 1 if s.shape[-1] else 0)
+    hi_i = xp.clip(lo_i + 1, 0, xp.maximum(n - 1, 0))
+    va = xp.take_along_axis(s, lo_i, axis=-1)
+    vb = xp.take_along_axis(s, hi_i, axis=-1)
+    diff = vb - va
+    r = xp.where(t >= 0.5, vb - diff * (1 - t), va + diff * t)
+    r = xp.where(n == 0, xp.asarray(_np.nan, dtype=s.dtype), r)
+    r = xp.moveaxis(r, -1, 0).reshape(qshape + r.shape[:-1])
+    if keepdims:
+        shape = list(d.shape) if axis is not None else [1] * orig_ndim
+        for a in axes:
+            shape[a] = 1
+        r = r.reshape(qshape + tuple(shape))
+    return r
+
+
+def _nanq(fname, a, q, axis, out, method, keepdims, scale):
+    x = to_array(a)
+    dev = x._device
+    xp = dev.xp
+    qq = _q(q, dev)
+    if xp is _np:
+        r = getattr(_np, fname)(x._data, qq, axis=_axis(axis), method=method, keepdims=keepdims)
+        return finish(_np.asarray(r), dev, out)
+    if method != "linear":
+        raise TypeError(f"{fname} with method={method!r} exists only on the host (NumPy); the device computes "
+                        "method='linear'")
+    if isinstance(axis, (tuple, list)):
+        raise TypeError(f"{fname} over several axes is computed only on the host (NumPy)")
+    qd = (xp.asarray(qq, dtype=_np.float64) if not isinstance(qq, (int, float)) else xp.asarray(float(qq))) / scale
+    return finish(_nanquantile_device(xp, x._data, qd, axis, keepdims), dev, out)
+
+
+@oom_guard
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """Percentiles ignoring NaNs."""
+    return _nanq("nanpercentile", a, q, axis, out, method, keepdims, 100.0)
+
+
+@oom_guard
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False):
+    """Quantiles ignoring NaNs."""
+    return _nanq("nanquantile", a, q, axis, out, method, keepdims, 1.0)
+
+
+@oom_guard
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """Weighted average along axis; with returned=True also the sum of weights."""
+    x = to_array(a)
+    dev = x._device
+    xp = dev.xp
+    r = xp.average(x._data, axis=_axis(axis), weights=opt_data(weights, dev), returned=returned,
+                   keepdims=keepdims)
+    if returned:
+        return new(xp.asarray(r[0]), dev), new(xp.asarray(r[1]), dev)
+    return new(xp.asarray(r), dev)
+
+
+@oom_guard
+def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None, *, dtype=None):
+    """Covariance matrix of the variables (rows, or columns when rowvar=False)."""
+    x = to_array(m, dev_of(m, y))
+    dev = x._device
+    r = dev.xp.cov(x._data, opt_data(y, dev), rowvar, bias, ddof, opt_data(fweights, dev), opt_data(aweights, dev),
+                   dtype=None if dtype is None else _dt.to_dtype(dtype))
+    return new(dev.xp.asarray(r), dev)
+
+
+@oom_guard
+def corrcoef(x, y=None, rowvar=True, *, dtype=None):
+    """Pearson correlation coefficients."""
+    a = to_array(x, dev_of(x, y))
+    dev = a._device
+    r = dev.xp.corrcoef(a._data, opt_data(y, dev), rowvar, dtype=None if dtype is None else _dt.to_dtype(dtype))
+    return new(dev.xp.asarray(r), dev)
+
+
+def _bins(bins, dev):
+    if isinstance(bins, str):
+        if dev.xp is not _np:
+            raise TypeError(f"histogram bins={bins!r} (an estimator) exists only on the host (NumPy); pass a "
+                            "number of bins or the edges")
+        return bins
+    if bins.__class__ is int or isinstance(bins, _np.integer):
+        return int(bins)
+    return data(bins, dev)
+
+
+def _range(rng):
+    if rng is None:
+        return None
+    return tuple(float(v) if not isinstance(v, (tuple, list)) else tuple(float(w) for w in v) for v in rng)
+
+
+@oom_guard
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """Counts (or densities) of a's values in bins; returns (hist, bin_edges)."""
+    x = to_array(a)
+    dev = x._device
+    xp = dev.xp
+    h, e = xp.histogram(x._data, bins=_bins(bins, dev), range=_range(range), density=bool(density),
+                        weights=opt_data(weights, dev))
+    return new(h, dev), new(e, dev)
+
+
+@oom_guard
+def histogram_bin_edges(a, bins=10, range=None, weights=None):
+    """The bin edges histogram would use."""
+    x = to_array(a)
+    dev = x._device
+    xp = dev.xp
+    b = _bins(bins, dev)
+    if xp is _np:
+        return new(_np.histogram_bin_edges(x._data, b, _range(range), opt_data(weights, dev)), dev)
+    if not isinstance(b, int):
+        return new(b.astype(_np.result_type(b.dtype, _np.float64) if b.dtype.kind in "biu" else b.dtype), dev)
+    if range is None:
+        lo, hi = (float(x._data.min()), float(x._data.max())) if x._data.size else (0.0, 1.0)
+    else:
+        lo, hi = float(range[0]), float(range[1])
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    dt = x._data.dtype if x._data.dtype.kind == "f" else _np.float64
+    return new(xp.linspace(lo, hi, b + 1, endpoint=True, dtype=dt), dev)
+
+
+def _nd_bins(bins, dev):
+    if isinstance(bins, (list, tuple)):
+        return [b if isinstance(b, (int, _np.integer)) else data(b, dev) for b in bins]
+    return _bins(bins, dev)
+
+
+@oom_guard
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):
+    """2-D histogram of samples (x, y); returns (H, xedges, yedges)."""
+    dev = dev_of(x, y)
+    xp = dev.xp
+    if isinstance(bins, (list, tuple, _np.ndarray)) and len(bins) not in (1, 2) or \
+            (bins.__class__.__name__ == "Array" and bins.ndim == 1 and len(bins) != 2):
+        edges = data(bins, dev)
+        b = [edges, edges]
+    else:
+        b = _nd_bins(bins, dev)
+    h, ex, ey = xp.histogram2d(data(x, dev), data(y, dev), bins=b, range=range, density=density,
+                               weights=opt_data(weights, dev))
+    return new(h, dev), new(ex, dev), new(ey, dev)
+
+
+@oom_guard
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):
+    """D-dimensional histogram; returns (H, edges)."""
+    s = to_array(sample)
+    dev = s._device
+    h, edges = dev.xp.histogramdd(s._data, bins=_nd_bins(bins, dev), range=range, density=density,
+                                  weights=opt_data(weights, dev))
+    return new(h, dev), [new(e, dev) for e in edges]
+
+
+@oom_guard
+def bincount(x, /, weights=None, minlength=0):
+    """Occurrences of each non-negative integer (weighted sums with weights=)."""
+    a = to_array(x)
+    dev = a._device
+    r = dev.xp.bincount(a._data, weights=opt_data(weights, dev), minlength=int(minlength))
+    return new(r, dev)
+
+
+@oom_guard
+def digitize(x, bins, right=False):
+    """Indices of the bins each value falls in."""
+    a = to_array(x, dev_of(x, bins))
+    dev = a._device
+    return new(dev.xp.digitize(a._data, data(bins, dev), right=right).astype(_dt.I64, copy=False), dev)
+
+
+@oom_guard
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise-linear interpolation of (xp, fp) at x."""
+    dev = dev_of(x, xp, fp)
+    m = dev.xp
+    a = data(x, dev)
+    r = m.interp(a, data(xp, dev), data(fp, dev), left=left, right=right, period=period)
+    return new(m.asarray(r), dev)
+
+
+@oom_guard
+def convolve(a, v, mode="full"):
+    """Discrete linear convolution of two 1-D sequences."""
+    dev = dev_of(a, v)
+    return new(dev.xp.convolve(data(a, dev), data(v, dev), mode=mode), dev)
+
+
+@oom_guard
+def correlate(a, v, mode="valid"):
+    """Cross-correlation of two 1-D sequences."""
+    dev = dev_of(a, v)
+    return new(dev.xp.correlate(data(a, dev), data(v, dev), mode=mode), dev)
+
+
+@oom_guard
+def gradient(f, *varargs, axis=None, edge_order=1):
+    """Second-order central differences inside, first- or second-order one-sided at the edges."""
+    x = to_array(f)
+    dev = x._device
+    va = [data_or_scalar(v, dev) if not isinstance(v, _np.generic) else v.item() for v in varargs]
+    r = dev.xp.gradient(x._data, *va, axis=axis, edge_order=edge_order)
+    if isinstance(r, (list, tuple)):
+        return tuple(new(v, dev) for v in r) if len(r) != 1 else new(r[0], dev)
+    return new(r, dev)
+
+
+@oom_guard
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    """Integral of y by the trapezoidal rule."""
+    a = to_array(y, dev_of(y, x))
+    dev = a._device
+    r = dev.xp.trapezoid(a._data, x=opt_data(x, dev), dx=dx, axis=axis)
+    return new(dev.xp.asarray(r), dev)

@@ -1,0 +1,461 @@
+"""Random sampling with NumPy's values on every device.
+
+``gpk_array.random`` mirrors ``numpy.random``: the legacy functions (``seed``, ``rand``, ``randn``, ``randint``,
+``normal``, ``choice``, ``shuffle``, ...) on a global ``RandomState``, and ``default_rng``/``Generator``. Samples
+are drawn by NumPy's own generators on the host and then moved to the device, so a given seed gives exactly
+NumPy's numbers on the CPU and on a GPU. Every sampling function takes ``device=`` (default: the default
+device); a draw that NumPy returns as a Python or NumPy scalar (``size=None``) is returned as that scalar.
+
+Shuffles and permutations of arrays already on a GPU draw only the permutation on the host and reorder the data on
+the device.
+
+When bit-equality with NumPy is not needed, ``fast_rng(seed, device=...)`` gives a generator that draws on the
+device itself (``cupy.random`` on CUDA devices, NumPy's ``Generator`` on the CPU): much faster for large GPU
+draws, different numbers.
+"""
+import numpy as _np
+
+from .._array import Array
+from .._device import CPU, as_device
+from .._ops._common import new
+from .._ops.creation import asarray as _std_asarray
+
+__all__ = ["RandomState", "Generator", "default_rng", "fast_rng", "FastGenerator", "SeedSequence", "BitGenerator",
+           "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64", "seed", "get_state", "set_state", "random",
+           "random_sample", "ranf", "sample", "rand", "randn", "randint", "random_integers", "bytes", "choice",
+           "shuffle", "permutation"]
+
+SeedSequence = _np.random.SeedSequence
+BitGenerator = _np.random.BitGenerator
+PCG64 = _np.random.PCG64
+PCG64DXSM = _np.random.PCG64DXSM
+MT19937 = _np.random.MT19937
+Philox = _np.random.Philox
+SFC64 = _np.random.SFC64
+
+
+# --- moving draws and parameters ----------------------------------------------------------------------------------
+def _param(v):
+    """A distribution parameter for NumPy: Arrays become host NumPy arrays (parameters are read on the host)."""
+    if v.__class__ is Array:
+        return v._data if v._device is CPU else v._data.get()
+    if v.__class__ is list or v.__class__ is tuple:
+        if any(i.__class__ is Array for i in v):
+            return [_param(i) for i in v]
+    return v
+
+
+def _size(size):
+    if size.__class__ is Array:
+        h = _param(size)
+        return tuple(int(s) for s in h.reshape(-1)) if h.ndim else int(h)
+    return size
+
+
+def _out(v, device):
+    """A draw on the host moved to the device (default device when None); scalars stay scalars."""
+    if isinstance(v, _np.ndarray):
+        return _std_asarray(v, device=as_device(device))
+    return v
+
+
+def _dev(device, default):
+    return device if device is not None else default
+
+
+def _method(name):
+    def m(self, *args, device=None, **kwargs):
+        if "size" in kwargs:
+            kwargs["size"] = _size(kwargs["size"])
+        out = kwargs.pop("out", None)
+        if out is not None:
+            kwargs["size"] = out.shape
+        r = getattr(self._gen, name)(*[_param(a) for a in args], **{k: _param(v) for k, v in kwargs.items()})
+        if out is not None:
+            out._data[...] = _out(r, out._device)._data
+            return out
+        return _out(r, _dev(device, self._device))
+    m.__name__ = name
+    m.__doc__ = f"NumPy's ``{name}`` drawn on the host, returned on ``device`` (default: the default device)."
+    return m
+
+
+def _shuffle_array(gen, x, axis=0):
+    """Shuffle an Array in place along axis with NumPy's sequence of swaps (a permutation drawn on the host)."""
+    if x._device is CPU:
+        if axis == 0:
+            gen.shuffle(x._data)
+        else:
+            gen.shuffle(x._data, axis=axis)
+        return
+    d = x._data
+    ax = axis % d.ndim if d.ndim else 0
+    perm = gen.permutation(d.shape[ax])
+    d[...] = x._device.xp.take(d, x._device.xp.asarray(perm), axis=ax)
+
+
+def _permute_array(gen, x, axis=None):
+    d = x._data
+    if d.ndim < 1:
+        raise IndexError("x must be an integer or at least 1-dimensional")
+    if x._device is CPU:
+        r = gen.permutation(d) if axis is None else gen.permutation(d, axis=axis)
+        return new(r, CPU)
+    ax = 0 if axis is None else axis % d.ndim
+    perm = gen.permutation(d.shape[ax])
+    return new(x._device.xp.take(d, x._device.xp.asarray(perm), axis=ax), x._device)
+
+
+def _choice_array(gen, a, size, replace, p, **kw):
+    axis = kw.get("axis", 0)
+    d = a._data
+    if a._device is CPU:
+        return new(_np.asarray(gen.choice(d, size, replace, p, **kw)), CPU)
+    if d.ndim == 0:
+        raise ValueError("a must be 1-dimensional or an integer")
+    idx = gen.choice(d.shape[axis], size, replace, p, **kw)
+    xp = a._device.xp
+    if isinstance(idx, _np.ndarray):
+        return new(xp.take(d, xp.asarray(idx), axis=axis), a._device)
+    return new(xp.take(d, int(idx), axis=axis), a._device)
+
+
+_LEGACY = ["random_sample", "random", "ranf", "sample", "randint", "random_integers", "uniform", "normal",
+           "standard_normal", "exponential", "standard_exponential", "poisson", "binomial", "negative_binomial",
+           "beta", "gamma", "standard_gamma", "lognormal", "laplace", "logistic", "gumbel", "geometric",
+           "hypergeometric", "chisquare", "noncentral_chisquare", "f", "noncentral_f", "standard_t",
+           "standard_cauchy", "pareto", "power", "rayleigh", "triangular", "vonmises", "wald", "weibull", "zipf",
+           "logseries", "multinomial", "multivariate_normal", "dirichlet"]
+
+_GENERATOR = ["random", "integers", "uniform", "normal", "standard_normal", "exponential", "standard_exponential",
+              "poisson", "binomial", "negative_binomial", "beta", "gamma", "standard_gamma", "lognormal", "laplace",
+              "logistic", "gumbel", "geometric", "hypergeometric", "chisquare", "noncentral_chisquare", "f",
+              "noncentral_f", "standard_t", "standard_cauchy", "pareto", "power", "rayleigh", "triangular",
+              "vonmises", "wald", "weibull", "zipf", "logseries", "multinomial", "multivariate_normal",
+              "multivariate_hypergeometric", "dirichlet"]
+
+
+# --- legacy RandomState -----------------------------------------------------------------------------------------
+class RandomState:
+    """NumPy's legacy ``RandomState`` (Mersenne Twister): same seed, same numbers; results on ``device``."""
+
+    def __init__(self, seed=None, *, device=None):
+        self._gen = seed._gen if isinstance(seed, RandomState) else _np.random.RandomState(_param(seed))
+        self._device = device
+
+    def seed(self, seed=None):
+        self._gen.seed(_param(seed))
+
+    def get_state(self, legacy=True):
+        return self._gen.get_state(legacy=legacy)
+
+    def set_state(self, state):
+        self._gen.set_state(state)
+
+    def rand(self, *shape, device=None):
+        """Uniform samples in [0, 1) of the given shape (a float without arguments)."""
+        return _out(self._gen.rand(*shape), _dev(device, self._device))
+
+    def randn(self, *shape, device=None):
+        """Standard normal samples of the given shape (a float without arguments)."""
+        return _out(self._gen.randn(*shape), _dev(device, self._device))
+
+    def tomaxint(self, size=None, device=None):
+        return _out(self._gen.randint(0, _np.iinfo(_np.int64).max, size=_size(size)), _dev(device, self._device))
+
+    def bytes(self, length):
+        return self._gen.bytes(length)
+
+    def choice(self, a, size=None, replace=True, p=None, *, device=None):
+        """Random sample of a's elements (or of range(a))."""
+        size = _size(size)
+        p = _param(p)
+        if a.__class__ is Array:
+            return _choice_array(self._gen, a, size, replace, p)
+        return _out(self._gen.choice(_param(a), size, replace, p), _dev(device, self._device))
+
+    def shuffle(self, x):
+        """Shuffle in place along the first axis."""
+        if x.__class__ is Array:
+            _shuffle_array(self._gen, x)
+        else:
+            self._gen.shuffle(x)
+
+    def permutation(self, x, *, device=None):
+        """A permuted copy of x (or of arange(x))."""
+        if x.__class__ is Array:
+            return _permute_array(self._gen, x)
+        return _out(self._gen.permutation(_param(x)), _dev(device, self._device))
+
+    def __repr__(self):
+        return f"RandomState(MT19937) at 0x{id(self):X}"
+
+
+for _n in _LEGACY:
+    setattr(RandomState, _n, _method(_n))
+
+
+# --- Generator --------------------------------------------------------------------------------------------------
+class Generator:
+    """NumPy's ``Generator``: the same bit generator and algorithms, so the same numbers; results on ``device``."""
+
+    def __init__(self, bit_generator, *, device=None):
+        self._gen = bit_generator if isinstance(bit_generator, _np.random.Generator) else \
+            _np.random.Generator(bit_generator)
+        self._device = device
+
+    @property
+    def bit_generator(self):
+        return self._gen.bit_generator
+
+    def spawn(self, n_children):
+        return [Generator(g, device=self._device) for g in self._gen.spawn(n_children)]
+
+    def bytes(self, length):
+        return self._gen.bytes(length)
+
+    def choice(self, a, size=None, replace=True, p=None, axis=0, shuffle=True, *, device=None):
+        """Random sample of a's entries along axis (or of range(a))."""
+        size = _size(size)
+        p = _param(p)
+        if a.__class__ is Array:
+            return _choice_array(self._gen, a, size, replace, p, axis=axis, shuffle=shuffle)
+        return _out(self._gen.choice(_param(a), size, replace, p, axis=axis, shuffle=shuffle),
+                    _dev(device, self._device))
+
+    def shuffle(self, x, axis=0):
+        """Shuffle in place along axis."""
+        if x.__class__ is Array:
+            _shuffle_array(self._gen, x, axis)
+        else:
+            self._gen.shuffle(x, axis=axis)
+
+    def permutation(self, x, axis=0, *, device=None):
+        """A permuted copy of x along axis (or a permutation of arange(x))."""
+        if x.__class__ is Array:
+            return _permute_array(self._gen, x, axis)
+        return _out(self._gen.permutation(_param(x), axis=axis), _dev(device, self._device))
+
+    def permuted(self, x, *, axis=None, out=None):
+        """x with each slice along axis shuffled independently (all elements when axis is None)."""
+        if x.__class__ is not Array:
+            return _out(self._gen.permuted(_np.asarray(x), axis=axis), self._device)
+        dev = x._device
+        d = x._data
+        if dev is CPU:
+            r = self._gen.permuted(d, axis=axis)
+        else:
+            xp = dev.xp
+            if axis is None:
+                idx = self._gen.permuted(_np.arange(d.size))
+                r = d.reshape(-1)[xp.asarray(idx)].reshape(d.shape)
+            else:
+                ax = axis % d.ndim
+                shape = [1] * d.ndim
+                shape[ax] = d.shape[ax]
+                base = _np.broadcast_to(_np.arange(d.shape[ax]).reshape(shape), d.shape).copy()
+                idx = self._gen.permuted(base, axis=ax)
+                r = xp.take_along_axis(d, xp.asarray(idx), axis=ax)
+        if out is not None:
+            out._data[...] = r
+            return out
+        return new(r, dev)
+
+    def __repr__(self):
+        return f"Generator({type(self._gen.bit_generator).__name__})"
+
+
+for _n in _GENERATOR:
+    setattr(Generator, _n, _method(_n))
+
+
+def default_rng(seed=None, *, device=None):
+    """A ``Generator`` with NumPy's default bit generator (PCG64) seeded as NumPy's ``default_rng(seed)``."""
+    if isinstance(seed, Generator):
+        return seed
+    return Generator(_np.random.default_rng(_param(seed)), device=device)
+
+
+# --- the global legacy state and its functions --------------------------------------------------------------------
+_rand = RandomState()
+
+
+def seed(seed=None):
+    """Seed the global legacy generator (as ``numpy.random.seed``)."""
+    _rand.seed(seed)
+
+
+def get_state(legacy=True):
+    return _rand.get_state(legacy)
+
+
+def set_state(state):
+    _rand.set_state(state)
+
+
+def rand(*shape, device=None):
+    """Uniform samples in [0, 1) of the given shape (a float without arguments)."""
+    return _rand.rand(*shape, device=device)
+
+
+def randn(*shape, device=None):
+    """Standard normal samples of the given shape (a float without arguments)."""
+    return _rand.randn(*shape, device=device)
+
+
+def bytes(length):
+    return _rand.bytes(length)
+
+
+def choice(a, size=None, replace=True, p=None, *, device=None):
+    """Random sample of a's elements (or of range(a)) from the global legacy generator."""
+    return _rand.choice(a, size, replace, p, device=device)
+
+
+def shuffle(x):
+    """Shuffle x in place along its first axis."""
+    _rand.shuffle(x)
+
+
+def permutation(x, *, device=None):
+    """A permuted copy of x (or a permutation of arange(x))."""
+    return _rand.permutation(x, device=device)
+
+
+def _global(name):
+    def fn(*args, device=None, **kwargs):
+        return getattr(_rand, name)(*args, device=device, **kwargs)
+    fn.__name__ = name
+    fn.__doc__ = f"NumPy's legacy ``numpy.random.{name}`` on the global state, returned on ``device``."
+    return fn
+
+
+for _n in _LEGACY:
+    globals()[_n] = _global(_n)
+    if _n not in __all__:
+        __all__.append(_n)
+
+
+# --- fast device-side generator ------------------------------------------------------------------------------------
+class FastGenerator:
+    """Draws on the device: ``cupy.random`` on a CUDA device, NumPy's ``Generator`` (PCG64) on the CPU.
+
+    Seeded draws are reproducible per device, but the numbers differ from NumPy's. Method names follow
+    ``Generator``: random, integers, standard_normal, normal, uniform, exponential, poisson, gamma, beta,
+    binomial, choice, permutation, shuffle; ``dtype=`` is honoured for the floating draws.
+    """
+
+    def __init__(self, seed=None, device=None):
+        self._device = as_device(device)
+        if self._device is CPU:
+            self._gen = _np.random.default_rng(seed)
+            self._cupy = False
+        else:
+            xp = self._device.xp
+            with xp.cuda.Device(self._device.index):
+                self._gen = xp.random.RandomState(seed)
+            self._cupy = True
+
+    @property
+    def device(self):
+        return self._device
+
+    def _wrap(self, r):
+        xp = self._device.xp
+        if not isinstance(r, xp.ndarray):
+            r = xp.asarray(r)
+        return new(r, self._device)
+
+    def _p(self, v):
+        if v.__class__ is Array:
+            if v._device is not self._device:
+                raise ValueError(f"parameter is on {v._device}, the generator on {self._device}")
+            return v._data
+        return v
+
+    def _ctx(self):
+        if self._cupy:
+            return self._device.xp.cuda.Device(self._device.index)
+        return _Null()
+
+    def random(self, size=None, dtype=_np.float64):
+        with self._ctx():
+            if self._cupy:
+                return self._wrap(self._gen.random_sample(size=size, dtype=dtype))
+            return self._wrap(self._gen.random(size=size, dtype=dtype))
+
+    def integers(self, low, high=None, size=None, dtype=_np.int64, endpoint=False):
+        with self._ctx():
+            if self._cupy:
+                if high is None:
+                    low, high = 0, low
+                if endpoint:
+                    high = high + 1
+                return self._wrap(self._gen.randint(low, high, size=size, dtype=dtype))
+            return self._wrap(self._gen.integers(low, high, size=size, dtype=dtype, endpoint=endpoint))
+
+    def standard_normal(self, size=None, dtype=_np.float64):
+        with self._ctx():
+            return self._wrap(self._gen.standard_normal(size=size, dtype=dtype))
+
+    def normal(self, loc=0.0, scale=1.0, size=None, dtype=_np.float64):
+        with self._ctx():
+            if self._cupy:
+                return self._wrap(self._gen.normal(self._p(loc), self._p(scale), size=size, dtype=dtype))
+            return self._wrap(self._gen.normal(loc, scale, size=size).astype(dtype, copy=False))
+
+    def uniform(self, low=0.0, high=1.0, size=None, dtype=_np.float64):
+        with self._ctx():
+            if self._cupy:
+                return self._wrap(self._gen.uniform(self._p(low), self._p(high), size=size, dtype=dtype))
+            return self._wrap(self._gen.uniform(low, high, size=size).astype(dtype, copy=False))
+
+    def exponential(self, scale=1.0, size=None):
+        with self._ctx():
+            return self._wrap(self._gen.exponential(self._p(scale), size=size))
+
+    def poisson(self, lam=1.0, size=None):
+        with self._ctx():
+            return self._wrap(self._gen.poisson(self._p(lam), size=size))
+
+    def gamma(self, shape, scale=1.0, size=None):
+        with self._ctx():
+            return self._wrap(self._gen.gamma(self._p(shape), self._p(scale), size=size))
+
+    def beta(self, a, b, size=None):
+        with self._ctx():
+            return self._wrap(self._gen.beta(self._p(a), self._p(b), size=size))
+
+    def binomial(self, n, p, size=None):
+        with self._ctx():
+            return self._wrap(self._gen.binomial(self._p(n), self._p(p), size=size))
+
+    def choice(self, a, size=None, replace=True, p=None):
+        with self._ctx():
+            return self._wrap(self._gen.choice(self._p(a), size=size, replace=replace, p=self._p(p)))
+
+    def permutation(self, x):
+        with self._ctx():
+            return self._wrap(self._gen.permutation(self._p(x)))
+
+    def shuffle(self, x):
+        if x.__class__ is not Array or x._device is not self._device:
+            raise TypeError("FastGenerator.shuffle takes an Array on the generator's device")
+        with self._ctx():
+            self._gen.shuffle(x._data)
+
+    def __repr__(self):
+        return f"FastGenerator(device='{self._device}')"
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def fast_rng(seed=None, device=None):
+    """A device-side generator (not bit-equal to NumPy): ``cupy.random`` on CUDA, NumPy's PCG64 on the CPU."""
+    return FastGenerator(seed, device)

@@ -1,0 +1,25 @@
+"""The legacy numpy.random API: seeding, integers, shuffles, permutations, choices and distributions."""
+np.random.seed(2718)
+a = np.random.rand(3, 4)
+b = np.random.randn(5)
+c = np.random.randint(1, 7, size=10)
+d = np.arange(10)
+np.random.shuffle(d)
+e = np.random.permutation(8)
+f = np.random.choice(["x", "y", "z"].__len__(), size=6, p=[0.5, 0.3, 0.2])
+g = np.random.normal(loc=5, scale=2, size=(2, 2))
+h = np.random.uniform(low=-1, high=1, size=4)
+i = np.random.random_sample(3)
+j = np.random.binomial(5, 0.5, size=4)
+k = np.random.poisson(2.0, size=4)
+rs = np.random.RandomState(99)
+m = rs.standard_normal(3)
+state = np.random.get_state()
+n1 = np.random.rand(2)
+np.random.set_state(state)
+n2 = np.random.rand(2)
+rows = np.arange(12).reshape(6, 2)
+np.random.shuffle(rows)
+result = {"a": a, "b": b, "c": c, "d": d, "e": e, "f": f, "g": g, "h": h, "i": i, "j": j, "k": k, "m": m,
+          "state_replay": np.array_equal(n1, n2), "rows": rows, "scalar": np.random.rand(),
+          "int_scalar": np.random.randint(100)}
