@@ -8,8 +8,9 @@ returns one dict per row. Times come from CUDA events around a batch of back-to-
 small sizes include the host's launch overhead, for both libraries alike): a few warm-up batches,
 then the median of ``reps`` (>= 20) batches. Every row also checks that both results agree.
 
-The ``*_tune`` kinds sweep the launch settings (threads per block, grid cap, unroll) of the
-float32 2^28 case and return the same kind of rows, for choosing defaults on a new GPU.
+The ``*_tune`` kinds sweep the launch and build settings (threads per block, grid cap, unroll,
+launch bounds, streaming hints) of the float32/float16 case at the largest size, and return the same
+kind of rows (with a ``config`` field), for choosing defaults on a new GPU.
 """
 
 from __future__ import annotations
@@ -91,60 +92,111 @@ def _print(rows, title):
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
+        if "error" in r:
+            print(f"{r['op']:<18}{r['dtype']:<10}{str(tuple(r['shape'])):<18}  ERROR {r['error']}")
+            continue
         cg = f"{r['cupy_gbs']:11.1f}" if r["cupy_gbs"] is not None else f"{'-':>11}"
         ra = f"{r['ratio']:10.2f}" if r["ratio"] is not None else f"{'-':>10}"
         extra = " ".join(f"{k}={r[k]}" for k in ("config",) if k in r)
+        ok = "-" if r["ok"] is None else ("y" if r["ok"] else "N")
         print(f"{r['op']:<18}{r['dtype']:<10}{str(tuple(r['shape'])):<18}{r['ours_gbs']:11.1f}{cg}{ra}"
-              f"  {'y' if r['ok'] else 'N'}  {extra}")
+              f"  {ok:>2}  {extra}")
     sys.stdout.flush()
 
 
 def _rand(cupy, shape, dtype, lo=-2.0, hi=2.0):
     x = cupy.random.uniform(lo, hi, size=shape, dtype=cupy.float32)
-    return x.astype(dtype) if np.dtype(dtype) != np.float32 else x
+    if np.dtype(dtype) == np.float32:
+        return x
+    try:
+        return x.astype(dtype)
+    except Exception:  # noqa: BLE001 - a CuPy without this cast: go through the host
+        return cupy.asarray(cupy.asnumpy(x).astype(dtype))
+
+
+def _measure(cupy, kind, op, dt, shape, nbytes, ours, theirs, check, reps, warmup):
+    """One table row; errors become rows too, so one failure does not end the run."""
+    try:
+        r_ours = ours()
+        cupy.cuda.get_current_stream().synchronize()
+    except Exception as e:  # noqa: BLE001
+        return {"kind": kind, "op": op, "dtype": np.dtype(dt).name, "n": int(np.prod(shape)),
+                "shape": list(shape), "error": f"{type(e).__name__}: {e}"}
+    ok, t_cupy = None, None
+    try:
+        r_cupy = theirs()
+        ok = check(r_ours, r_cupy)
+        t_cupy = _time_per_call(cupy, theirs, reps, warmup)
+    except Exception:  # noqa: BLE001 - CuPy may lack the dtype
+        pass
+    t_ours = _time_per_call(cupy, ours, reps, warmup)
+    return _row(kind, op, dt, shape, nbytes, t_ours, t_cupy, ok)
+
+
+def _elementwise_size(cupy, ew, dt, p, reps, warmup):
+    n = 1 << p
+    isz = dt.itemsize
+    a = _rand(cupy, (n,), dt)
+    b = _rand(cupy, (n,), dt)
+    out = cupy.empty_like(a)
+    s = cupy.asarray(np.asarray(1.5, dtype=dt))
+    a2, bias, out2 = a.reshape(n // 1024, 1024), b[:1024], out.reshape(n // 1024, 1024)
+    cases = [
+        ("add", lambda: ew.binary("add", a, b, out=out), lambda: cupy.add(a, b, out=out), 3 * n * isz),
+        ("multiply(x,s)", lambda: ew.binary("multiply", a, s, out=out),
+         lambda: cupy.multiply(a, s, out=out), 2 * n * isz),
+        ("exp", lambda: ew.unary("exp", a, out=out), lambda: cupy.exp(a, out=out), 2 * n * isz),
+        ("add(bias bcast)", lambda: ew.binary("add", a2, bias, out=out2),
+         lambda: cupy.add(a2, bias, out=out2), 2 * n * isz),
+    ]
+    rows = []
+    for op, ours, theirs, nbytes in cases:
+        def check(_ro, _rc, ours=ours, theirs=theirs):
+            ours()
+            mine = out.copy()
+            theirs()
+            return _close(cupy, mine, out, dt)
+        rows.append(_measure(cupy, "elementwise", op, dt, (n,), nbytes, ours, theirs, check, reps, warmup))
+    return rows
 
 
 def _elementwise(cupy, sizes, dtypes, reps, warmup):
     from gpk_array._kernels import elementwise as ew
     rows = []
     for dname in dtypes:
-        dt = _dtype(dname)
         for p in sizes:
-            n = 1 << p
-            a = _rand(cupy, (n,), dt)
-            b = _rand(cupy, (n,), dt)
-            out = cupy.empty_like(a)
-            isz = dt.itemsize
-            cases = [
-                ("add", lambda: ew.binary("add", a, b, out=out), lambda: cupy.add(a, b, out=out), 3 * n * isz),
-                ("multiply(x,s)", None, None, 2 * n * isz),
-                ("exp", lambda: ew.unary("exp", a, out=out), lambda: cupy.exp(a, out=out), 2 * n * isz),
-            ]
-            s = cupy.asarray(np.asarray(1.5, dtype=dt))
-            cases[1] = ("multiply(x,s)", lambda: ew.binary("multiply", a, s, out=out),
-                        lambda: cupy.multiply(a, s, out=out), 2 * n * isz)
-            if p >= 20:
-                rcols = 1024
-                a2 = a.reshape(n // rcols, rcols)
-                bias = b[:rcols]
-                out2 = out.reshape(n // rcols, rcols)
-                cases.append(("add(bias bcast)", lambda: ew.binary("add", a2, bias, out=out2),
-                              lambda: cupy.add(a2, bias, out=out2), 2 * n * isz))
-            for op, ours, theirs, nbytes in cases:
-                ours()
-                r_ours = out.copy()
-                try:
-                    theirs()
-                    r_cupy = out.copy()
-                    ok = _close(cupy, r_ours, r_cupy, dt)
-                    t_cupy = _time_per_call(cupy, theirs, reps, warmup)
-                except Exception:  # noqa: BLE001 - CuPy may lack the dtype
-                    ok, t_cupy = True, None
-                t_ours = _time_per_call(cupy, ours, reps, warmup)
-                rows.append(_row("elementwise", op, dt, (n,), nbytes, t_ours, t_cupy, ok))
-            del a, b, out
+            rows += _elementwise_size(cupy, ew, _dtype(dname), p, reps, warmup)
             cupy.get_default_memory_pool().free_all_blocks()
     _print(rows, "elementwise: ours vs CuPy (bytes read + written)")
+    return rows
+
+
+def _reduction_size(cupy, red, dt, p, reps, warmup):
+    n = 1 << p
+    isz = dt.itemsize
+    x = _rand(cupy, (n,), dt)
+    cases = [("sum", x, None), ("max", x, None), ("mean", x, None),
+             ("sum(rows)", x.reshape(n // 1024, 1024), 1), ("sum(cols)", x.reshape(1024, n // 1024), 0)]
+    if p <= 24:
+        cases += [("var", x, None), ("argmax", x, None)]
+    cfns = {"sum": cupy.sum, "max": cupy.max, "mean": cupy.mean, "var": cupy.var, "argmax": cupy.argmax}
+    rows = []
+    for op, arr, axis in cases:
+        base = op.split("(")[0]
+
+        def ours(arr=arr, axis=axis, base=base):
+            return red.reduce(base, arr, axis)
+
+        def theirs(arr=arr, axis=axis, cfn=cfns[base]):
+            return cfn(arr, axis=axis)
+
+        def check(ro, rc, arr=arr, base=base):
+            if base == "argmax":
+                flat = arr.reshape(-1)
+                return bool(flat[int(ro)] == flat[int(rc)])
+            return _close(cupy, ro, rc, dt)
+        rows.append(_measure(cupy, "reduction", op, dt, arr.shape, arr.size * isz, ours, theirs, check,
+                             reps, warmup))
     return rows
 
 
@@ -152,47 +204,34 @@ def _reduction(cupy, sizes, dtypes, reps, warmup):
     from gpk_array._kernels import reduction as red
     rows = []
     for dname in dtypes:
-        dt = _dtype(dname)
         for p in sizes:
-            n = 1 << p
-            x = _rand(cupy, (n,), dt)
-            isz = dt.itemsize
-            x2 = x.reshape(n // 1024, 1024)
-            x3 = x.reshape(1024, n // 1024)
-            cases = [
-                ("sum", x, None), ("max", x, None), ("mean", x, None),
-                ("sum(rows)", x2, 1), ("sum(cols)", x3, 0),
-            ]
-            if p <= 24:
-                cases.append(("var", x, None))
-                cases.append(("argmax", x, None))
-            for op, arr, axis in cases:
-                base = op.split("(")[0]
-                ours = (lambda arr=arr, axis=axis, base=base: red.reduce(base, arr, axis))
-                cfn = {"sum": cupy.sum, "max": cupy.max, "mean": cupy.mean, "var": cupy.var,
-                       "argmax": cupy.argmax}[base]
-                theirs = (lambda arr=arr, axis=axis, cfn=cfn: cfn(arr, axis=axis))
-                nbytes = arr.size * isz
-                r_ours = ours()
-                try:
-                    r_cupy = theirs()
-                    ok = _close(cupy, r_ours, r_cupy, dt) if base != "argmax" else \
-                        bool(arr.reshape(-1)[int(r_ours)] == arr.reshape(-1)[int(r_cupy)])
-                    t_cupy = _time_per_call(cupy, theirs, reps, warmup)
-                except Exception:  # noqa: BLE001
-                    ok, t_cupy = True, None
-                t_ours = _time_per_call(cupy, ours, reps, warmup)
-                rows.append(_row("reduction", op, dt, arr.shape, nbytes, t_ours, t_cupy, ok))
-            del x, x2, x3
+            rows += _reduction_size(cupy, red, _dtype(dname), p, reps, warmup)
             cupy.get_default_memory_pool().free_all_blocks()
     _print(rows, "reduction: ours vs CuPy (bytes read)")
     return rows
 
 
 def _elementwise_tune(cupy, reps, warmup, p=28):
+    """Stage 1: launch shapes (threads, grid cap, waves) of the default build. Stage 2: build
+    variants (unroll, launch bounds, streaming hints) at stage 1's best launch shape."""
     from gpk_array._kernels import elementwise as ew
     saved = dict(ew.CONFIG)
     rows = []
+
+    def measure(dt, a, b, out, t_cupy, **cfg):
+        ew.CONFIG.clear()
+        ew.CONFIG.update(saved)
+        ew.CONFIG.update(cfg)
+        try:
+            t = _time_per_call(cupy, lambda: ew.binary("add", a, b, out=out), reps, warmup)
+        except Exception as e:  # noqa: BLE001 - e.g. too many registers for 1024 threads
+            print(f"  skipped {cfg}: {type(e).__name__}: {e}")
+            return None
+        row = _row("elementwise_tune", "add", dt, (a.size,), 3 * a.size * dt.itemsize, t, t_cupy, True,
+                   config=",".join(f"{k}={v}" for k, v in cfg.items()))
+        rows.append(row)
+        return row
+
     try:
         for dname in ("float32", "float16"):
             dt = _dtype(dname)
@@ -200,18 +239,19 @@ def _elementwise_tune(cupy, reps, warmup, p=28):
             a, b = _rand(cupy, (n,), dt), _rand(cupy, (n,), dt)
             out = cupy.empty_like(a)
             t_cupy = _time_per_call(cupy, lambda: cupy.add(a, b, out=out), reps, warmup)
-            for unroll in (2, 4, 8):
-                for threads in (128, 256, 512, 1024):
-                    for bps in (2, 4, 8, 16, 32, 1 << 20):
-                        ew.CONFIG.update(saved, unroll=unroll, threads=threads, blocks_per_sm=bps)
-                        try:
-                            t = _time_per_call(cupy, lambda: ew.binary("add", a, b, out=out), reps, warmup)
-                        except Exception as e:  # noqa: BLE001 - e.g. too many registers for 1024 threads
-                            print(f"  skipped unroll={unroll} threads={threads}: {type(e).__name__}: {e}")
-                            continue
-                        rows.append(_row("elementwise_tune", "add", dt, (n,), 3 * n * dt.itemsize, t, t_cupy,
-                                         True, config=f"unroll={unroll},threads={threads},bps={bps}"))
-            del a, b, out
+            stage1 = []
+            for threads in (128, 256, 512, 1024):
+                for per_sm in (None, 1 << 20):
+                    for waves in ((1, 2, 4) if per_sm is None else (1,)):
+                        r = measure(dt, a, b, out, t_cupy, threads=threads, blocks_per_sm=per_sm, waves=waves)
+                        if r:
+                            stage1.append((r["ours_gbs"], dict(threads=threads, blocks_per_sm=per_sm,
+                                                               waves=waves)))
+            best = max(stage1, key=lambda x: x[0])[1] if stage1 else {}
+            for build in (dict(unroll=2), dict(unroll=8), dict(min_blocks=0), dict(min_blocks=2),
+                          dict(stream_hints=1), dict(unroll=8, min_blocks=0)):
+                measure(dt, a, b, out, t_cupy, **best, **build)
+            a = b = out = None
             cupy.get_default_memory_pool().free_all_blocks()
     finally:
         ew.CONFIG.clear()
@@ -233,17 +273,18 @@ def _reduction_tune(cupy, reps, warmup, p=28):
             t_cupy = _time_per_call(cupy, lambda: cupy.sum(x), reps, warmup)
             for unroll in (2, 4, 8):
                 for threads in (256, 512, 1024):
-                    for bps in (2, 4, 8, 16):
-                        red.CONFIG.update(saved, unroll=unroll, threads=threads, blocks_per_sm=bps,
-                                          grid_blocks_per_sm=max(bps, 1))
+                    for per_sm in (None, 1, 2, 4):
+                        red.CONFIG.clear()
+                        red.CONFIG.update(saved)
+                        red.CONFIG.update(unroll=unroll, threads=threads, blocks_per_sm=per_sm)
                         try:
                             t = _time_per_call(cupy, lambda: red.reduce("sum", x), reps, warmup)
                         except Exception as e:  # noqa: BLE001
                             print(f"  skipped unroll={unroll} threads={threads}: {type(e).__name__}: {e}")
                             continue
                         rows.append(_row("reduction_tune", "sum", dt, (n,), n * dt.itemsize, t, t_cupy, True,
-                                         config=f"unroll={unroll},threads={threads},bps={bps}"))
-            del x
+                                         config=f"unroll={unroll},threads={threads},blocks_per_sm={per_sm}"))
+            x = None
             cupy.get_default_memory_pool().free_all_blocks()
     finally:
         red.CONFIG.clear()
@@ -264,8 +305,8 @@ def run(kind: str, *, sizes=SIZES, dtypes=DTYPES, reps: int = 25, warmup: int = 
     if kind == "reduction":
         return _reduction(cupy, sizes, dtypes, reps, warmup)
     if kind == "elementwise_tune":
-        return _elementwise_tune(cupy, reps, warmup)
-    return _reduction_tune(cupy, reps, warmup)
+        return _elementwise_tune(cupy, reps, warmup, p=max(sizes))
+    return _reduction_tune(cupy, reps, warmup, p=max(sizes))
 
 
 def main(argv=None) -> int:

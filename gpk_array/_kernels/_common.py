@@ -34,8 +34,24 @@ ND_PARAMS_DTYPE = np.dtype([
 assert ND_PARAMS_DTYPE.itemsize == 8 * (2 + 3 * MAX_NDIM + MAX_OPERANDS * MAX_NDIM)
 
 
+_code_cache: dict = {}
+
+
 def dtype_code(dtype) -> str | None:
     """Kernel dtype code for a NumPy/CuPy dtype (bfloat16 from ml_dtypes included), else None."""
+    try:
+        return _code_cache[dtype]
+    except (KeyError, TypeError):
+        pass
+    code = _dtype_code(dtype)
+    try:
+        _code_cache[dtype] = code
+    except TypeError:
+        pass
+    return code
+
+
+def _dtype_code(dtype) -> str | None:
     try:
         dt = np.dtype(dtype)
     except TypeError:
@@ -131,5 +147,31 @@ def nd_params(n: int, shape, strides_list) -> np.ndarray:
     return p
 
 
-def is_c_contiguous(a) -> bool:
-    return bool(a.flags.c_contiguous)
+# Strided kernels index with 32 bits: a launch covers fewer than ND_LIMIT elements.
+ND_LIMIT = (1 << 31) - 1
+
+
+def chunk_indices(shape, limit: int = ND_LIMIT):
+    """Index tuples that cut an array of ``shape`` into pieces of at most ``limit`` elements
+    (slices along the first dims; an int index where even one slice along a dim is too big)."""
+    shape = tuple(int(s) for s in shape)
+    if not shape:
+        yield ()
+        return
+    inner = 1
+    for s in shape[1:]:
+        inner *= s
+    if inner <= limit:
+        step = max(1, limit // max(inner, 1))
+        for i0 in range(0, shape[0], step):
+            yield (slice(i0, min(i0 + step, shape[0])),)
+    else:
+        for i0 in range(shape[0]):
+            for rest in chunk_indices(shape[1:], limit):
+                yield (i0,) + rest
+
+
+def unroll_for(u: int, itemsize: int) -> int:
+    """Mirror of gpk::unroll_for in gpk_common.cuh."""
+    v = u * itemsize // 4
+    return 1 if v < 1 else min(v, u)

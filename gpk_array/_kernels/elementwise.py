@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import loader
-from ._common import (ALL, BOOL, FLOATS, INTS, ITEMSIZE, broadcast_strides, collapse_dims,
-                      dtype_code, nd_params)
+from ._common import (ALL, BOOL, FLOATS, INTS, ITEMSIZE, ND_LIMIT, broadcast_strides,
+                      chunk_indices, collapse_dims, dtype_code, nd_params, unroll_for)
 
 BINARY_FILE = "binary.cu"
 UNARY_FILE = "unary.cu"
@@ -65,21 +65,35 @@ _SWAP = {"add": "add", "multiply": "multiply", "maximum": "maximum", "minimum": 
          "less_equal": "greater_equal", "greater_equal": "less_equal",
          "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor"}
 
-# Cheap ops unroll 4 vectors per thread and iteration, pow and the unary "math" ops 2
-# (GPK_EW_UNROLL / GPK_EW_MATH_UNROLL in the .cu files).
+# Cheap ops unroll 4 vectors (of 4-byte elements) per thread and iteration, pow and the
+# transcendental unary ops 2 (GPK_EW_UNROLL / GPK_EW_MATH_UNROLL and unroll_for in the .cu files).
 _MATH_BINARY = {"pow"}
+_CHEAP_UNARY = {"negative", "abs", "square", "relu", "bitwise_invert", "reciprocal"}
 
 # Launch settings; the benchmark's tuning sweep changes them.
 CONFIG = {
     "threads": 256,          # threads per block, vector kernels
-    "blocks_per_sm": 16,     # grid cap for the grid-stride vector kernels, per SM
+    "blocks_per_sm": None,   # grid cap per SM for the grid-stride kernels; None: the occupancy
+    "waves": 1,              # ... times this many waves of resident blocks
     "nd_threads": 256,
-    "nd_blocks_per_sm": 16,
+    "nd_blocks_per_sm": None,
+    "nd_waves": 2,
+    # Build settings; a value other than the default builds (and caches) separate modules.
+    "unroll": 4,             # GPK_EW_UNROLL: vectors per thread and iteration (cheap ops)
+    "min_blocks": 1,         # GPK_MIN_BLOCKS: __launch_bounds__(1024, n), 0 = none
+    "stream_hints": 0,       # GPK_STREAM_HINTS: evict-first 16-byte loads/stores
 }
 
 
 def module_options(dt: str, group: str) -> tuple:
-    return ("-DGPK_SELECT", f"-DGPK_DT_{dt}", f"-DGPK_GROUP_{group}")
+    opts = ("-DGPK_SELECT", f"-DGPK_DT_{dt}", f"-DGPK_GROUP_{group}")
+    if CONFIG["unroll"] != 4:
+        opts += (f"-DGPK_EW_UNROLL={int(CONFIG['unroll'])}",)
+    if CONFIG["min_blocks"] != 1:
+        opts += (f"-DGPK_MIN_BLOCKS={int(CONFIG['min_blocks'])}",)
+    if CONFIG["stream_hints"]:
+        opts += ("-DGPK_STREAM_HINTS=1",)
+    return opts
 
 
 def variants() -> list[tuple[str, tuple]]:
@@ -94,17 +108,27 @@ def variants() -> list[tuple[str, tuple]]:
     return sorted(out)
 
 
+def expected_by_module() -> dict[tuple[str, tuple], set[str]]:
+    """(cu_file, options) -> the kernel names this front end requests from that module."""
+    mods: dict = {}
+    for op, (group, dts, _) in BINARY_OPS.items():
+        for dt in dts:
+            names = mods.setdefault((BINARY_FILE, module_options(dt, group)), set())
+            for mode in ("vv", "vs", "nd") + (("sv",) if op in _HAS_SV else ()):
+                names.add(f"gpk_{op}_{dt}_{mode}")
+    for op, (group, dts) in UNARY_OPS.items():
+        for dt in dts:
+            names = mods.setdefault((UNARY_FILE, module_options(dt, group)), set())
+            for mode in ("v", "nd"):
+                names.add(f"gpk_{op}_{dt}_{mode}")
+    return mods
+
+
 def expected_kernels() -> dict[str, set[str]]:
     """cu_file -> every kernel name the front end may request (for the compile check)."""
-    names = {BINARY_FILE: set(), UNARY_FILE: set()}
-    for op, (_, dts, _) in BINARY_OPS.items():
-        for dt in dts:
-            for mode in ("vv", "vs", "nd") + (("sv",) if op in _HAS_SV else ()):
-                names[BINARY_FILE].add(f"gpk_{op}_{dt}_{mode}")
-    for op, (_, dts) in UNARY_OPS.items():
-        for dt in dts:
-            for mode in ("v", "nd"):
-                names[UNARY_FILE].add(f"gpk_{op}_{dt}_{mode}")
+    names: dict = {BINARY_FILE: set(), UNARY_FILE: set()}
+    for (f, _), s in expected_by_module().items():
+        names[f] |= s
     return names
 
 
@@ -142,18 +166,28 @@ def supports_unary(op: str, dtype) -> bool:
     return dt is not None and _resolve_unary(op, dt)[0] is not None
 
 
-def _vec_grid(n: int, itemsize: int, unroll: int) -> tuple[int, int]:
+def _vec_grid(fn, n: int, itemsize: int, unroll: int, dev: int) -> tuple[int, int]:
+    """One wave of resident blocks (grid-stride over tiles of threads * unroll vectors), or fewer
+    blocks when there are fewer tiles; at least one block for the scalar tail."""
     threads = CONFIG["threads"]
+    unroll = unroll_for(unroll, itemsize)
     nvec = n // (16 // itemsize)
     tiles = -(-nvec // (threads * unroll))
-    cap = loader.sm_count() * CONFIG["blocks_per_sm"]
+    if tiles <= 1:
+        return 1, threads
+    per_sm = CONFIG["blocks_per_sm"] or loader.occupancy(fn, threads, 0, dev)
+    cap = loader.sm_count(dev) * per_sm * CONFIG["waves"]
     return max(1, min(tiles, cap)), threads
 
 
-def _nd_grid(n: int) -> tuple[int, int]:
+def _nd_grid(fn, n: int, dev: int) -> tuple[int, int]:
     threads = CONFIG["nd_threads"]
-    cap = loader.sm_count() * CONFIG["nd_blocks_per_sm"]
-    return max(1, min(-(-n // threads), cap)), threads
+    blocks = -(-n // threads)
+    if blocks <= 1:
+        return 1, threads
+    per_sm = CONFIG["nd_blocks_per_sm"] or loader.occupancy(fn, threads, 0, dev)
+    cap = loader.sm_count(dev) * per_sm * CONFIG["nd_waves"]
+    return max(1, min(blocks, cap)), threads
 
 
 def _aligned(arr, nbytes: int) -> bool:
@@ -185,7 +219,7 @@ def binary(op: str, a, b, out=None):
     if kop is None:
         raise NotImplementedError(f"gpk_array kernels: no {op} kernel for dtype {a.dtype}")
     group, _, returns_bool = spec
-    shape = np.broadcast_shapes(a.shape, b.shape)
+    shape = a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
     out_dtype = np.dtype(np.bool_) if returns_bool else a.dtype
     dev = a.data.device_id
     if b.data.device_id != dev or (out is not None and out.data.device_id != dev):
@@ -220,16 +254,21 @@ def binary(op: str, a, b, out=None):
             if mode == "sv" and kop not in _HAS_SV:
                 x, y, name, mode = b, a, _SWAP[kop], "vs"
             fn = loader.get_function(BINARY_FILE, f"gpk_{name}_{dt}_{mode}", opts)
-            grid, block = _vec_grid(n, isz, 2 if kop in _MATH_BINARY else 4)
+            grid, block = _vec_grid(fn, n, isz, 2 if kop in _MATH_BINARY else CONFIG["unroll"], dev)
             loader.launch(fn, grid, block, (x, y, out, np.int64(n)))
             return out
+    if n > ND_LIMIT:
+        ab, bb = cupy.broadcast_to(a, shape), cupy.broadcast_to(b, shape)
+        for idx in chunk_indices(shape, ND_LIMIT):
+            binary(op, ab[idx], bb[idx], out=out[idx])
+        return out
     st_o = broadcast_strides(shape, out.shape, out.strides, out.dtype.itemsize)
     st_a = broadcast_strides(shape, a.shape, a.strides, isz)
     st_b = broadcast_strides(shape, b.shape, b.strides, isz)
     cshape, cstrides = collapse_dims(shape, [st_o, st_a, st_b])
     params = nd_params(n, cshape, cstrides)
     fn = loader.get_function(BINARY_FILE, f"gpk_{kop}_{dt}_nd", opts)
-    grid, block = _nd_grid(n)
+    grid, block = _nd_grid(fn, n, dev)
     loader.launch(fn, grid, block, (a, b, out, params))
     return out
 
@@ -264,14 +303,18 @@ def unary(op: str, x, out=None):
     isz = ITEMSIZE[dt]
     if (x.flags.c_contiguous and out.flags.c_contiguous and _aligned(x, 16) and _aligned(out, 16)):
         fn = loader.get_function(UNARY_FILE, f"gpk_{kop}_{dt}_v", opts)
-        grid, block = _vec_grid(n, isz, 2 if group == "math" else 4)
+        grid, block = _vec_grid(fn, n, isz, CONFIG["unroll"] if kop in _CHEAP_UNARY else 2, dev)
         loader.launch(fn, grid, block, (x, out, np.int64(n)))
+        return out
+    if n > ND_LIMIT:
+        for idx in chunk_indices(shape, ND_LIMIT):
+            unary(op, x[idx], out=out[idx])
         return out
     st_o = broadcast_strides(shape, out.shape, out.strides, isz)
     st_x = broadcast_strides(shape, x.shape, x.strides, isz)
     cshape, cstrides = collapse_dims(shape, [st_o, st_x])
     params = nd_params(n, cshape, cstrides)
     fn = loader.get_function(UNARY_FILE, f"gpk_{kop}_{dt}_nd", opts)
-    grid, block = _nd_grid(n)
+    grid, block = _nd_grid(fn, n, dev)
     loader.launch(fn, grid, block, (x, out, params))
     return out

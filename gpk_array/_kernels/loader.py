@@ -7,11 +7,11 @@ miss it compiles the source to a cubin itself (NVRTC through CuPy's raw bindings
 is not installed), writes the cubin to the cache atomically and loads that. Later calls are one dict
 lookup.
 
-The disk cache lives in ``$GPK_CACHE_DIR/<arch>/`` or ``~/.cache/gpk_array/kernels/<arch>/``; a cubin
-is named after the SHA-256 of the source (the ``.cu`` file and every ``.cuh`` header beside it), the
-options, the arch, the backend, the CuPy version and the CUDA runtime version. The key deliberately
-does not load NVRTC to read its version: that alone costs about 250 ms, and a warm start must stay
-well under 100 ms.
+The disk cache lives in ``$GPK_CACHE_DIR/sm_<arch>/`` or ``~/.cache/gpk_array/kernels/sm_<arch>/``;
+a cubin is named after the SHA-256 of the source (the ``.cu`` file and every ``.cuh`` header beside
+it), the options, the arch, the CuPy version and the CUDA runtime version. The key deliberately
+does not load NVRTC (to read its version or to see whether it is there): that alone costs about
+250 ms, and a warm start must stay well under 100 ms.
 
 Compiling needs no GPU when ``arch`` is given (``compile_cubin``, ``build``, ``prebuild(arch=...)``);
 loading does.
@@ -101,10 +101,12 @@ def normalize_arch(arch) -> str:
     return s
 
 
-def cache_key(source: str, options=(), arch="90", backend="nvrtc", versions: str | None = None) -> str:
-    """SHA-256 hex of everything that decides the cubin."""
+def cache_key(source: str, options=(), arch="90", versions: str | None = None) -> str:
+    """SHA-256 hex of everything that decides the cubin. The compiler backend is left out on
+    purpose: NVRTC and nvcc builds of one source are interchangeable, and finding out which
+    backend is available means loading NVRTC (about 250 ms), which a warm start must not pay."""
     h = hashlib.sha256()
-    for part in (_FORMAT_VERSION, normalize_arch(arch), backend,
+    for part in (_FORMAT_VERSION, normalize_arch(arch),
                  versions if versions is not None else _toolchain_versions(),
                  "\0".join(_BASE_OPTIONS + tuple(options)), source):
         h.update(part.encode("utf-8"))
@@ -273,37 +275,52 @@ def compile_cubin(source: str, options=(), arch="90", backend: str | None = None
     raise ValueError(f"gpk_array: unknown kernel backend {backend!r}")
 
 
-def _compile_with_note(source, options, arch, backend, cu_file) -> tuple[bytes, float]:
-    note = threading.Timer(_NOTE_AFTER_S, lambda: print(
+def _compile_with_note(source, options, arch, backend, cu_file, note=True) -> tuple[bytes, float]:
+    """Compile; if that takes longer than a second, say so on stderr (once)."""
+    timer = threading.Timer(_NOTE_AFTER_S, lambda: print(
         f"gpk_array: compiling {cu_file} for sm_{arch} ...", file=sys.stderr, flush=True))
-    note.daemon = True
+    timer.daemon = True
     t0 = time.perf_counter()
-    note.start()
+    if note:
+        timer.start()
     try:
         cubin = compile_cubin(source, options, arch, backend, name=cu_file)
     finally:
-        note.cancel()
+        timer.cancel()
     return cubin, time.perf_counter() - t0
 
 
-def build(cu_file: str, options=(), arch=None, backend: str | None = None, force: bool = False) -> dict:
+_path_locks: dict = {}
+
+
+def _path_lock(path) -> threading.Lock:
+    with _lock:
+        lk = _path_locks.get(str(path))
+        if lk is None:
+            lk = _path_locks[str(path)] = threading.Lock()
+        return lk
+
+
+def build(cu_file: str, options=(), arch=None, backend: str | None = None, force: bool = False,
+          note: bool = True) -> dict:
     """Make sure the cubin for (cu_file, options, arch) is in the disk cache; no GPU needed when
-    ``arch`` is given. Returns ``{"file", "options", "arch", "path", "cached", "seconds"}``."""
+    ``arch`` is given. Returns ``{"file", "options", "arch", "path", "cached", "seconds"}``.
+    ``note=False`` silences the progress line of a slow compile (prebuild prints its own)."""
     arch = normalize_arch(arch if arch is not None else device_arch())
     options = tuple(options)
-    backend = backend or default_backend()
     source = source_bundle(cu_file)
-    key = cache_key(source, options, arch, backend)
+    key = cache_key(source, options, arch)
     path = cache_path(key, arch)
     t0 = time.perf_counter()
     if path.is_file() and not force:
         return {"file": cu_file, "options": options, "arch": arch, "path": str(path),
                 "cached": True, "seconds": time.perf_counter() - t0}
-    with _lock:
+    with _path_lock(path):  # one compile per cubin; different cubins compile in parallel
         if path.is_file() and not force:
             cached = True
         else:
-            cubin, _ = _compile_with_note(read_source(cu_file), options, arch, backend, cu_file)
+            cubin, _ = _compile_with_note(read_source(cu_file), options, arch,
+                                          backend or default_backend(), cu_file, note)
             write_atomic(path, cubin)
             cached = False
     return {"file": cu_file, "options": options, "arch": arch, "path": str(path),
@@ -378,23 +395,44 @@ def get_function(cu_file: str, name: str, options=()):
         try:
             fn = mod.get_function(name)
         except Exception as e:
-            if _is_bad_image(e):
-                # A damaged cache file: rebuild it once, then retry.
-                arch = device_arch(dev)
-                _modules.pop((cu_file, options, arch), None)
-                build(cu_file, options, arch, force=True)
-                mod = get_module(cu_file, options)
-                fn = mod.get_function(name)
-            else:
+            if "CUDA_ERROR_NOT_FOUND" in str(e):
+                raise RuntimeError(f"gpk_array: kernel {name!r} is not in {cu_file} built with "
+                                   f"{' '.join(options) or 'no options'}") from e
+            if not _is_driver_error(e):
                 raise
+            # A damaged cache file (or one the driver rejects): rebuild it once, then retry.
+            arch = device_arch(dev)
+            _modules.pop((cu_file, options, arch), None)
+            build(cu_file, options, arch, force=True)
+            mod = get_module(cu_file, options)
+            fn = mod.get_function(name)
         _functions[(cu_file, name, options, dev)] = fn
     return fn
 
 
-def _is_bad_image(e: Exception) -> bool:
-    s = str(e)
-    return any(t in s for t in ("INVALID_IMAGE", "INVALID_PTX", "NO_BINARY_FOR_GPU", "NOT_FOUND_IMAGE",
-                                "UNSUPPORTED_PTX", "FILE_NOT_FOUND"))
+def _is_driver_error(e: Exception) -> bool:
+    return type(e).__name__ in ("CUDADriverError", "CUDARuntimeError") or "CUDA_ERROR" in str(e)
+
+
+_occupancy: dict = {}
+
+
+def occupancy(fn, threads: int, shared_mem: int = 0, device_id: int | None = None) -> int:
+    """Resident blocks per SM for kernel ``fn`` (a cupy.RawKernel) at ``threads`` per block."""
+    dev = current_device_id() if device_id is None else device_id
+    key = (id(fn), threads, shared_mem, dev)
+    n = _occupancy.get(key)
+    if n is None:
+        from cupy_backends.cuda.api import driver
+        n = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.kernel.ptr, int(threads),
+                                                                 int(shared_mem)))
+        n = max(1, n)
+        _occupancy[key] = n
+        _occupancy_keep.append(fn)  # keep fn alive so its id() is not reused
+    return n
+
+
+_occupancy_keep: list = []
 
 
 def launch(fn, grid, block, args, shared_mem: int = 0) -> None:
@@ -413,6 +451,8 @@ def clear_memory_cache() -> None:
         _functions.clear()
         _modules.clear()
         _sources.clear()
+        _occupancy.clear()
+        _occupancy_keep.clear()
 
 
 # ----------------------------------------------------------------------------------------------

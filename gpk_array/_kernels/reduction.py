@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import loader
-from ._common import ALL, BOOL, FLOATS, INTS, ITEMSIZE, dtype_code
+from ._common import ALL, BOOL, FLOATS, INTS, dtype_code
 
 REDUCE_FILE = "reduce.cu"
 
@@ -39,20 +39,26 @@ ALIASES = {"amax": "max", "amin": "min", "any": "max", "all": "min"}
 
 # Partial results are stored in 16-byte slots (the largest accumulator: value + int64 index).
 _ACC_SLOT = 16
+# The column and final kernels keep one accumulator per thread in __shared__ A sm[256].
+_COL_MAX_THREADS = 256
 
 CONFIG = {
     "threads": 256,
-    "blocks_per_sm": 8,        # target resident blocks per SM when choosing splits
-    "grid_blocks_per_sm": 16,  # grid cap for the grid-stride loops
+    "blocks_per_sm": None,     # resident blocks per SM assumed when sizing grids; None: occupancy
     "row_min_k": 32,           # rows shorter than this go to the column kernel (thread per row)
     "warp_max_k": 2048,        # rows up to this length: one warp per row
+    "warp_rows_max_k": 65536,  # ... and up to this length when there are >= 16 rows per SM
     "block_min_seg": 4096,     # a split row segment holds at least this many elements
     "col_min_iters": 8,        # a split column chunk gives each thread at least this many loads
+    "unroll": 4,               # GPK_RED_UNROLL; other values build separate modules
 }
 
 
 def module_options(dt: str, group: str) -> tuple:
-    return ("-DGPK_SELECT", f"-DGPK_DT_{dt}", f"-DGPK_GROUP_{group}")
+    opts = ("-DGPK_SELECT", f"-DGPK_DT_{dt}", f"-DGPK_GROUP_{group}")
+    if CONFIG["unroll"] != 4:
+        opts += (f"-DGPK_RED_UNROLL={int(CONFIG['unroll'])}",)
+    return opts
 
 
 def variants() -> list[tuple[str, tuple]]:
@@ -63,12 +69,21 @@ def variants() -> list[tuple[str, tuple]]:
     return sorted(out)
 
 
-def expected_kernels() -> dict[str, set[str]]:
-    names = set()
-    for op, (_, dts) in REDUCE_OPS.items():
+def expected_by_module() -> dict[tuple[str, tuple], set[str]]:
+    """(cu_file, options) -> the kernel names this front end requests from that module."""
+    mods: dict = {}
+    for op, (group, dts) in REDUCE_OPS.items():
         for dt in dts:
+            names = mods.setdefault((REDUCE_FILE, module_options(dt, group)), set())
             for kind in ("row", "col", "fin"):
                 names.add(f"gpk_red_{op}_{dt}_{kind}")
+    return mods
+
+
+def expected_kernels() -> dict[str, set[str]]:
+    names: set = set()
+    for s in expected_by_module().values():
+        names |= s
     return {REDUCE_FILE: names}
 
 
@@ -164,47 +179,73 @@ def _pow2ceil(v: int) -> int:
     return 1 if v <= 1 else 1 << (int(v) - 1).bit_length()
 
 
-def plan_launch(outer: int, K: int, inner: int, sms: int, itemsize: int, cfg=None) -> dict:
-    """Kernel choice and launch shape for an (outer, K, inner) reduction. Pure function."""
+def pick_splits(units: int, target: int, max_splits: int) -> int:
+    """How many pieces to cut each of ``units`` equal work items into, for ``target`` resident
+    blocks: the time is about ceil(units * s / target) / s (waves, each 1/s as long); take the
+    smallest s that reaches the best, and never more than ``max_splits``."""
+    units, target, max_splits = max(1, int(units)), max(1, int(target)), max(1, int(max_splits))
+    if units >= 8 * target or max_splits == 1:
+        return 1
+    hi = min(max_splits, 4 * target // units + 1)
+    costs = [(-(-units * s // target)) / s for s in range(1, hi + 1)]
+    best = min(costs)
+    for s, c in enumerate(costs, 1):
+        if c <= best * (1 + 1e-9):
+            return s
+    return 1
+
+
+def kernel_shape(outer: int, K: int, inner: int, sms: int = 132, cfg=None) -> dict:
+    """Which kernel (row or col) and its block shape. Pure function.
+
+    Rows: one warp per row when rows are short, or when there are so many rows that warps alone
+    fill the GPU in one wave; otherwise a block per row segment (long rows are split)."""
     cfg = cfg or CONFIG
     threads = cfg["threads"]
-    target = sms * cfg["blocks_per_sm"]
-    grid_cap = sms * cfg["grid_blocks_per_sm"]
     nout = outer * inner
     if inner == 1 and K >= cfg["row_min_k"]:
-        if K <= cfg["warp_max_k"]:
-            warps = threads // 32
-            return {"kind": "row", "warp_mode": 1, "splits": 1, "seg_len": K,
-                    "grid": (max(1, min(-(-outer // warps), grid_cap)),), "block": (threads,)}
-        splits = 1
-        if outer < target:
-            splits = min(-(-target // outer), max(1, K // cfg["block_min_seg"]))
-        seg_len = -(-K // splits)
-        seg_len = -(-seg_len // 16) * 16
-        splits = -(-K // seg_len)
-        return {"kind": "row", "warp_mode": 0, "splits": splits, "seg_len": seg_len,
-                "grid": (max(1, min(outer * splits, grid_cap)),), "block": (threads,)}
-    # column kernel: TX consecutive outputs x TY slices of K
+        warp = K <= cfg["warp_max_k"] or (outer >= sms * 16 and K <= cfg["warp_rows_max_k"])
+        return {"kind": "row", "warp_mode": 1 if warp else 0, "block": (threads,)}
+    # column kernel: TX consecutive outputs x TY slices of K (TY a power of two)
+    threads = min(threads, _COL_MAX_THREADS)
     tx = 32 if nout >= 32 else _pow2ceil(nout)
     ty = min(threads // tx, _pow2ceil(K))
     tx = min(threads // ty, max(tx, min(_pow2ceil(nout), threads)))
+    return {"kind": "col", "block": (tx, ty)}
+
+
+def plan_launch(outer: int, K: int, inner: int, sms: int, blocks_per_sm: int = 8, cfg=None) -> dict:
+    """Kernel choice and launch shape for an (outer, K, inner) reduction; ``blocks_per_sm`` is the
+    kernel's occupancy at its block size. Pure function."""
+    cfg = cfg or CONFIG
+    shape = kernel_shape(outer, K, inner, sms, cfg)
+    target = sms * max(1, int(cfg["blocks_per_sm"] or blocks_per_sm))
+    nout = outer * inner
+    if shape["kind"] == "row":
+        threads = shape["block"][0]
+        if shape["warp_mode"]:
+            warps = threads // 32
+            return dict(shape, splits=1, seg_len=K, grid=(max(1, min(-(-outer // warps), target)),))
+        splits = pick_splits(outer, target, K // cfg["block_min_seg"])
+        seg_len = -(-K // splits)
+        seg_len = -(-seg_len // 16) * 16
+        splits = -(-K // seg_len)
+        return dict(shape, splits=splits, seg_len=seg_len, grid=(max(1, min(outer * splits, target)),))
+    tx, ty = shape["block"]
     ntiles = -(-nout // tx)
-    splits = 1
-    if ntiles < target:
-        splits = min(-(-target // ntiles), max(1, K // (ty * cfg["col_min_iters"])))
+    splits = pick_splits(ntiles, target, K // (ty * cfg["col_min_iters"]))
     kchunk = -(-K // splits)
     splits = -(-K // kchunk)
-    return {"kind": "col", "splits": splits, "kchunk": kchunk,
-            "grid": (max(1, min(ntiles * splits, grid_cap)),), "block": (tx, ty)}
+    return dict(shape, splits=splits, kchunk=kchunk, grid=(max(1, min(ntiles * splits, target)),))
 
 
 def plan_fin(nout: int, splits: int, sms: int, cfg=None) -> dict:
     cfg = cfg or CONFIG
-    threads = cfg["threads"]
+    threads = min(cfg["threads"], _COL_MAX_THREADS)
     tx = 32 if nout >= 32 else _pow2ceil(nout)
     ty = min(threads // tx, _pow2ceil(splits))
     ntiles = -(-nout // tx)
-    return {"grid": (max(1, min(ntiles, sms * cfg["grid_blocks_per_sm"])),), "block": (tx, ty)}
+    return {"grid": (max(1, min(ntiles, sms * 16)),), "block": (tx, ty)}
 
 
 def _empty_result(op, out_shape, rdt):
@@ -288,61 +329,26 @@ def _run(kop, dt, opts, x, outer, K, inner, out, center, ddof):
     import cupy
     sms = loader.sm_count()
     nout = outer * inner
-    p = plan_launch(outer, K, inner, sms, ITEMSIZE[dt])
+    shape = kernel_shape(outer, K, inner, sms)
+    kind = shape["kind"]
+    fn = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_{kind}", opts)
+    threads = 1
+    for b in shape["block"]:
+        threads *= b
+    p = plan_launch(outer, K, inner, sms, loader.occupancy(fn, threads))
     splits = p["splits"]
     partial = cupy.empty(splits * nout * _ACC_SLOT, dtype=np.uint8) if splits > 1 else None
-    n = float(K)
-    if p["kind"] == "row":
-        fn = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_row", opts)
+    n = np.float64(K)
+    ddof = np.float64(ddof)
+    if kind == "row":
         loader.launch(fn, p["grid"], p["block"],
                       (x, np.int64(outer), np.int64(K), np.int64(splits), np.int64(p["seg_len"]),
-                       np.int32(p["warp_mode"]), partial, out, center, np.float64(n), np.float64(ddof)))
+                       np.int32(p["warp_mode"]), partial, out, center, n, ddof))
     else:
-        fn = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_col", opts)
         loader.launch(fn, p["grid"], p["block"],
                       (x, np.int64(outer), np.int64(K), np.int64(inner), np.int64(splits),
-                       np.int64(p["kchunk"]), partial, out, center, np.float64(n), np.float64(ddof)))
+                       np.int64(p["kchunk"]), partial, out, center, n, ddof))
     if splits > 1:
         f = plan_fin(nout, splits, sms)
-        fn = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_fin", opts)
-        loader.launch(fn, f["grid"], f["block"],
-                      (partial, np.int64(nout), np.int64(splits), out, np.float64(n), np.float64(ddof)))
-
-
-# Convenience wrappers ---------------------------------------------------------------------------
-
-def sum(x, axis=None, keepdims=False):  # noqa: A001 - mirrors the array API name
-    return reduce("sum", x, axis, keepdims)
-
-
-def prod(x, axis=None, keepdims=False):
-    return reduce("prod", x, axis, keepdims)
-
-
-def max(x, axis=None, keepdims=False):  # noqa: A001
-    return reduce("max", x, axis, keepdims)
-
-
-def min(x, axis=None, keepdims=False):  # noqa: A001
-    return reduce("min", x, axis, keepdims)
-
-
-def mean(x, axis=None, keepdims=False):
-    return reduce("mean", x, axis, keepdims)
-
-
-def var(x, axis=None, keepdims=False, ddof=0):
-    return reduce("var", x, axis, keepdims, ddof)
-
-
-def std(x, axis=None, keepdims=False, ddof=0):
-    return reduce("std", x, axis, keepdims, ddof)
-
-
-def argmax(x, axis=None, keepdims=False):
-    return reduce("argmax", x, axis, keepdims)
-
-
-def argmin(x, axis=None, keepdims=False):
-    return reduce("argmin", x, axis, keepdims)
-
+        fin = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_fin", opts)
+        loader.launch(fin, f["grid"], f["block"], (partial, np.int64(nout), np.int64(splits), out, n, ddof))

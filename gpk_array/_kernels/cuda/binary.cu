@@ -62,7 +62,7 @@ __device__ __forceinline__ void binary_contig(const T* __restrict__ a, const T* 
                                               O* __restrict__ out, i64 n) {
   typedef typename Tr<T>::C C;
   constexpr int N = 16 / (int)sizeof(T);
-  constexpr int U = Op::kUnroll;
+  constexpr int U = unroll_for(Op::kUnroll, (int)sizeof(T));
   const i64 nvec = n / N;
   const i64 bd = blockDim.x;
   const i64 tile = bd * U;
@@ -108,35 +108,28 @@ __device__ __forceinline__ void binary_contig(const T* __restrict__ a, const T* 
 template <class Op, class T, class O>
 __device__ __forceinline__ void binary_nd(const T* __restrict__ a, const T* __restrict__ b,
                                           O* __restrict__ out, const NdParams& p) {
-  const i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-  const i64 step = (i64)gridDim.x * blockDim.x;
-  if (p.n <= 0x7fffffffLL) {
-    for (i64 i = start; i < p.n; i += step) {
-      i64 off[3];
-      nd_offsets32<3>(p, (unsigned int)i, off);
-      out[off[0]] = apply2<Op, T, O>(Tr<T>::to_c(a[off[1]]), Tr<T>::to_c(b[off[2]]));
-    }
-  } else {
-    for (i64 i = start; i < p.n; i += step) {
-      i64 off[3];
-      nd_offsets64<3>(p, i, off);
-      out[off[0]] = apply2<Op, T, O>(Tr<T>::to_c(a[off[1]]), Tr<T>::to_c(b[off[2]]));
-    }
+  // p.n < 2^31 (see NdParams) and the grid has < 2^31 threads, so i + step never wraps.
+  const unsigned int n = (unsigned int)p.n;
+  const unsigned int step = gridDim.x * blockDim.x;
+  for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    i64 off[3];
+    nd_offsets32<3>(p, i, off);
+    out[off[0]] = apply2<Op, T, O>(Tr<T>::to_c(a[off[1]]), Tr<T>::to_c(b[off[2]]));
   }
 }
 
 }  // namespace gpk
 
-#define GPK_BINARY_VV(NAME, OP, T, O, DT, MODE, M)                                                 \
-  extern "C" __global__ void gpk_##NAME##_##DT##_##MODE(const T* __restrict__ a,                    \
+#define GPK_BINARY_VV(NAME, OP, T, O, DT, MODE, M)                                                    \
+  extern "C" __global__ void GPK_BOUNDS gpk_##NAME##_##DT##_##MODE(const T* __restrict__ a,           \
                                                         const T* __restrict__ b, O* __restrict__ out, \
-                                                        long long n) {                               \
-    gpk::binary_contig<gpk::OP, T, O, M>(a, b, out, n);                                              \
+                                                        long long n) {                                \
+    gpk::binary_contig<gpk::OP, T, O, M>(a, b, out, n);                                               \
   }
-#define GPK_BINARY_ND(NAME, OP, T, O, DT)                                                            \
-  extern "C" __global__ void gpk_##NAME##_##DT##_nd(const T* __restrict__ a, const T* __restrict__ b, \
-                                                    O* __restrict__ out, gpk::NdParams p) {          \
-    gpk::binary_nd<gpk::OP, T, O>(a, b, out, p);                                                     \
+#define GPK_BINARY_ND(NAME, OP, T, O, DT)                                                                        \
+  extern "C" __global__ void GPK_BOUNDS gpk_##NAME##_##DT##_nd(const T* __restrict__ a, const T* __restrict__ b, \
+                                                    O* __restrict__ out, gpk::NdParams p) {                      \
+    gpk::binary_nd<gpk::OP, T, O>(a, b, out, p);                                                                 \
   }
 // Ops whose scalar-first form is another op with the operands swapped (add, maximum, less ->
 // greater, ...) get no _sv kernel: the Python side swaps.
@@ -145,15 +138,15 @@ __device__ __forceinline__ void binary_nd(const T* __restrict__ a, const T* __re
 #define GPK_BINARY(NAME, OP, T, O, DT) GPK_BINARY_C(NAME, OP, T, O, DT) GPK_BINARY_VV(NAME, OP, T, O, DT, sv, 2)
 
 // Op groups; the Python side (elementwise.py) lists the same groups per dtype.
-#define GPK_BIN_ARITH(T, DT)                  \
-  GPK_BINARY_C(add, OpAdd, T, T, DT)          \
-  GPK_BINARY(subtract, OpSub, T, T, DT)       \
+#define GPK_BIN_ARITH(T, DT)            \
+  GPK_BINARY_C(add, OpAdd, T, T, DT)    \
+  GPK_BINARY(subtract, OpSub, T, T, DT) \
   GPK_BINARY_C(multiply, OpMul, T, T, DT)
-#define GPK_BIN_MAXMIN(T, DT)                 \
-  GPK_BINARY_C(maximum, OpMax, T, T, DT)      \
+#define GPK_BIN_MAXMIN(T, DT)            \
+  GPK_BINARY_C(maximum, OpMax, T, T, DT) \
   GPK_BINARY_C(minimum, OpMin, T, T, DT)
-#define GPK_BIN_FLOAT(T, DT)                  \
-  GPK_BINARY(divide, OpDiv, T, T, DT)         \
+#define GPK_BIN_FLOAT(T, DT)          \
+  GPK_BINARY(divide, OpDiv, T, T, DT) \
   GPK_BINARY(pow, OpPow, T, T, DT)
 #define GPK_BIN_CMP(T, DT)                    \
   GPK_BINARY_C(equal, OpEq, T, bool, DT)      \
@@ -162,9 +155,9 @@ __device__ __forceinline__ void binary_nd(const T* __restrict__ a, const T* __re
   GPK_BINARY_C(less_equal, OpLe, T, bool, DT) \
   GPK_BINARY_C(greater, OpGt, T, bool, DT)    \
   GPK_BINARY_C(greater_equal, OpGe, T, bool, DT)
-#define GPK_BIN_BITS(T, DT)                   \
-  GPK_BINARY_C(bitwise_and, OpAnd, T, T, DT)  \
-  GPK_BINARY_C(bitwise_or, OpOr, T, T, DT)    \
+#define GPK_BIN_BITS(T, DT)                  \
+  GPK_BINARY_C(bitwise_and, OpAnd, T, T, DT) \
+  GPK_BINARY_C(bitwise_or, OpOr, T, T, DT)   \
   GPK_BINARY_C(bitwise_xor, OpXor, T, T, DT)
 
 // A module built with -DGPK_GROUP_arith holds only the arithmetic groups, -DGPK_GROUP_cmp only

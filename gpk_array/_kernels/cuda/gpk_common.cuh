@@ -91,6 +91,26 @@ template <class C> __device__ __forceinline__ C wneg(C a) {
 }
 
 // ------------------------------------------------------------------------------------------
+// Launch bounds of the elementwise kernels: any block size up to 1024 threads, and at least
+// GPK_MIN_BLOCKS such blocks per SM, i.e. at most 64 registers per thread by default (left alone,
+// nvcc gives the unrolled float add 96 registers and 2 blocks of 256 threads per SM).
+// -DGPK_MIN_BLOCKS=0 drops the bound.
+#ifndef GPK_MIN_BLOCKS
+#define GPK_MIN_BLOCKS 1
+#endif
+#if GPK_MIN_BLOCKS > 0
+#define GPK_BOUNDS __launch_bounds__(1024, GPK_MIN_BLOCKS)
+#else
+#define GPK_BOUNDS
+#endif
+
+// Vectors per thread and loop iteration for a kernel tuned at `u` for 4-byte types: scaled with
+// the element size so every dtype unrolls about the same number of elements (code size and
+// compile time stay flat), never more than `u`. The Python launchers mirror this.
+__host__ __device__ constexpr int unroll_for(int u, int itemsize) {
+  return (u * itemsize / 4) < 1 ? 1 : ((u * itemsize / 4) > u ? u : (u * itemsize / 4));
+}
+
 // Vector memory access: N elements of T moved as one naturally aligned word of N*sizeof(T) bytes
 // (16 bytes -> one 128-bit load/store). The caller guarantees the address alignment.
 template <int BYTES> struct RawWord;
@@ -100,10 +120,21 @@ template <> struct RawWord<4> { typedef unsigned int type; };
 template <> struct RawWord<2> { typedef unsigned short type; };
 template <> struct RawWord<1> { typedef unsigned char type; };
 
+// -DGPK_STREAM_HINTS=1 makes the 16-byte accesses streaming (evict-first: ld.global.cs /
+// st.global.cs), for data touched once; off by default until measured.
+#ifndef GPK_STREAM_HINTS
+#define GPK_STREAM_HINTS 0
+#endif
+
 template <class T, int N>
 __device__ __forceinline__ void vload(const T* __restrict__ p, T (&v)[N]) {
   typedef typename RawWord<sizeof(T) * N>::type R;
-  R r = *reinterpret_cast<const R*>(p);
+  R r;
+  if constexpr (GPK_STREAM_HINTS && sizeof(R) == 16) {
+    r = __ldcs(reinterpret_cast<const uint4*>(p));
+  } else {
+    r = *reinterpret_cast<const R*>(p);
+  }
   memcpy(&v[0], &r, sizeof(R));
 }
 
@@ -112,7 +143,11 @@ __device__ __forceinline__ void vstore(T* __restrict__ p, const T (&v)[N]) {
   typedef typename RawWord<sizeof(T) * N>::type R;
   R r;
   memcpy(&r, &v[0], sizeof(R));
-  *reinterpret_cast<R*>(p) = r;
+  if constexpr (GPK_STREAM_HINTS && sizeof(R) == 16) {
+    __stcs(reinterpret_cast<uint4*>(p), r);
+  } else {
+    *reinterpret_cast<R*>(p) = r;
+  }
 }
 
 // Shuffle any trivially copyable value down a warp, 32 bits at a time.
@@ -131,8 +166,10 @@ __device__ __forceinline__ A shfl_down_any(const A& v, int delta) {
 }
 
 // Strided/broadcast addressing for up to GPK_MAX_NDIM dims. Dims are in C order (last fastest).
-// For n < 2^31 the kernels split the linear index with multiply-high division: for a dim of
-// extent d, q = (umulhi(r, magic) + r) >> shift (magic and shift are computed on the host).
+// The kernels split the linear index with multiply-high division: for a dim of extent d,
+// q = (umulhi(r, magic) + r) >> shift (magic and shift are computed on the host), exact for
+// r < 2^31. So n < 2^31 always holds here: the host splits larger strided launches into chunks.
+// Offsets are 64-bit.
 #define GPK_MAX_NDIM 8
 #define GPK_MAX_OPERANDS 3
 
@@ -156,23 +193,6 @@ __device__ __forceinline__ void nd_offsets32(const NdParams& p, unsigned int i, 
     if (d < p.ndim) {
       unsigned int q = (__umulhi(r, (unsigned int)p.magic[d]) + r) >> (unsigned int)p.shift[d];
       i64 idx = (i64)(r - q * (unsigned int)p.shape[d]);
-#pragma unroll
-      for (int k = 0; k < NOPS; ++k) off[k] += idx * p.stride[k][d];
-      r = q;
-    }
-  }
-}
-
-template <int NOPS>
-__device__ __forceinline__ void nd_offsets64(const NdParams& p, i64 i, i64 (&off)[NOPS]) {
-#pragma unroll
-  for (int k = 0; k < NOPS; ++k) off[k] = 0;
-  i64 r = i;
-#pragma unroll
-  for (int d = GPK_MAX_NDIM - 1; d >= 0; --d) {
-    if (d < p.ndim) {
-      i64 q = r / p.shape[d];
-      i64 idx = r - q * p.shape[d];
 #pragma unroll
       for (int k = 0; k < NOPS; ++k) off[k] += idx * p.stride[k][d];
       r = q;

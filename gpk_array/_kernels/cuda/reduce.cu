@@ -17,6 +17,9 @@
 #ifndef GPK_RED_UNROLL
 #define GPK_RED_UNROLL 4
 #endif
+#ifndef GPK_RED_COL_UNROLL
+#define GPK_RED_COL_UNROLL 8  // scalar loads in flight per thread in the column kernel
+#endif
 
 namespace gpk {
 
@@ -162,7 +165,9 @@ __device__ __forceinline__ typename R::A thread_reduce_row(const typename R::T* 
   typedef typename R::T T;
   typedef typename R::A A;
   constexpr int N = 16 / (int)sizeof(T);
-  constexpr int U = GPK_RED_UNROLL;
+  // 16-byte loads in flight per thread: GPK_RED_UNROLL, halved for 1-byte types (16 lanes of
+  // 64-bit accumulators already). Mirrored by row_unroll() in tests/kernels/test_index_sim.py.
+  constexpr int U = sizeof(T) == 1 ? (GPK_RED_UNROLL + 1) / 2 : GPK_RED_UNROLL;
   A acc[N];
 #pragma unroll
   for (int j = 0; j < N; ++j) acc[j] = R::init();
@@ -211,32 +216,25 @@ __device__ __forceinline__ void row_kernel(const typename R::T* __restrict__ x, 
   typedef typename R::C C;
   typedef typename R::A A;
   const i64 nseg = outer * splits;
-  if (warp_mode) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    for (i64 seg = (i64)blockIdx.x * nwarps + warp; seg < nseg; seg += (i64)gridDim.x * nwarps) {
-      const i64 row = seg / splits, s = seg - row * splits;
-      const i64 start = s * seg_len;
-      const i64 end = (start + seg_len < K) ? start + seg_len : K;
-      const C cen = center ? Tr<T>::to_c(center[row]) : C();
-      A a = thread_reduce_row<R>(x + row * K, start, end, lane, 32, cen);
-      a = warp_reduce<R>(a);
-      if (lane == 0) {
-        if (splits == 1) out[row] = R::fin(a, n, ddof);
-        else partial[s * outer + row] = a;
-      }
-    }
-  } else {
-    for (i64 seg = blockIdx.x; seg < nseg; seg += gridDim.x) {
-      const i64 row = seg / splits, s = seg - row * splits;
-      const i64 start = s * seg_len;
-      const i64 end = (start + seg_len < K) ? start + seg_len : K;
-      const C cen = center ? Tr<T>::to_c(center[row]) : C();
-      A a = thread_reduce_row<R>(x + row * K, start, end, threadIdx.x, blockDim.x, cen);
-      a = block_reduce<R>(a);
-      if (threadIdx.x == 0) {
-        if (splits == 1) out[row] = R::fin(a, n, ddof);
-        else partial[s * outer + row] = a;
-      }
+  // A group (one warp, or the whole block) reduces one segment at a time. warp_mode is the same
+  // for the whole grid, and in block mode every thread of a block runs the same iterations, so
+  // the barriers in block_reduce are reached by all threads of the block.
+  const int lane = threadIdx.x & 31, nwarps = blockDim.x >> 5;
+  const int gtid = warp_mode ? lane : (int)threadIdx.x;
+  const int G = warp_mode ? 32 : (int)blockDim.x;
+  const i64 g0 = warp_mode ? (i64)blockIdx.x * nwarps + (threadIdx.x >> 5) : (i64)blockIdx.x;
+  const i64 gstep = warp_mode ? (i64)gridDim.x * nwarps : (i64)gridDim.x;
+  for (i64 seg = g0; seg < nseg; seg += gstep) {
+    const i64 row = seg / splits, s = seg - row * splits;
+    const i64 start = s * seg_len;
+    const i64 end = (start + seg_len < K) ? start + seg_len : K;
+    const C cen = center ? Tr<T>::to_c(center[row]) : C();
+    A a = thread_reduce_row<R>(x + row * K, start, end, gtid, G, cen);
+    if (warp_mode) a = warp_reduce<R>(a);
+    else a = block_reduce<R>(a);
+    if (gtid == 0) {
+      if (splits == 1) out[row] = R::fin(a, n, ddof);
+      else partial[s * outer + row] = a;
     }
   }
 }
@@ -259,7 +257,8 @@ __device__ __forceinline__ void col_kernel(const typename R::T* __restrict__ x, 
   typedef typename R::T T;
   typedef typename R::C C;
   typedef typename R::A A;
-  constexpr int U = GPK_RED_UNROLL;
+  // (value, index) and double-pair accumulators are big: half the loads in flight for them
+  constexpr int U = sizeof(A) <= 8 ? GPK_RED_COL_UNROLL : (GPK_RED_COL_UNROLL + 1) / 2;
   __shared__ A sm[256];
   const int tx = threadIdx.x, ty = threadIdx.y;
   const i64 TX = blockDim.x, TY = blockDim.y;
@@ -326,31 +325,31 @@ __device__ __forceinline__ void fin_kernel(const typename R::A* __restrict__ par
 
 }  // namespace gpk
 
-#define GPK_RED(NAME, RED, T, DT)                                                                     \
-  extern "C" __global__ void gpk_red_##NAME##_##DT##_row(                                             \
+#define GPK_RED(NAME, RED, T, DT)                                                                      \
+  extern "C" __global__ void gpk_red_##NAME##_##DT##_row(                                              \
       const T* __restrict__ x, long long outer, long long K, long long splits, long long seg_len,      \
-      int warp_mode, gpk::RED::A* __restrict__ partial, gpk::RED::O* __restrict__ out,                \
-      const T* __restrict__ center, double n, double ddof) {                                          \
+      int warp_mode, gpk::RED::A* __restrict__ partial, gpk::RED::O* __restrict__ out,                 \
+      const T* __restrict__ center, double n, double ddof) {                                           \
     gpk::row_kernel<gpk::RED>(x, outer, K, splits, seg_len, warp_mode, partial, out, center, n, ddof); \
-  }                                                                                                   \
-  extern "C" __global__ void gpk_red_##NAME##_##DT##_col(                                             \
+  }                                                                                                    \
+  extern "C" __global__ void gpk_red_##NAME##_##DT##_col(                                              \
       const T* __restrict__ x, long long outer, long long K, long long inner, long long splits,        \
-      long long kchunk, gpk::RED::A* __restrict__ partial, gpk::RED::O* __restrict__ out,             \
-      const T* __restrict__ center, double n, double ddof) {                                          \
-    gpk::col_kernel<gpk::RED>(x, outer, K, inner, splits, kchunk, partial, out, center, n, ddof);     \
-  }                                                                                                   \
-  extern "C" __global__ void gpk_red_##NAME##_##DT##_fin(                                             \
-      const gpk::RED::A* __restrict__ partial, long long nout, long long splits,                     \
-      gpk::RED::O* __restrict__ out, double n, double ddof) {                                         \
-    gpk::fin_kernel<gpk::RED>(partial, nout, splits, out, n, ddof);                                   \
+      long long kchunk, gpk::RED::A* __restrict__ partial, gpk::RED::O* __restrict__ out,              \
+      const T* __restrict__ center, double n, double ddof) {                                           \
+    gpk::col_kernel<gpk::RED>(x, outer, K, inner, splits, kchunk, partial, out, center, n, ddof);      \
+  }                                                                                                    \
+  extern "C" __global__ void gpk_red_##NAME##_##DT##_fin(                                              \
+      const gpk::RED::A* __restrict__ partial, long long nout, long long splits,                       \
+      gpk::RED::O* __restrict__ out, double n, double ddof) {                                          \
+    gpk::fin_kernel<gpk::RED>(partial, nout, splits, out, n, ddof);                                    \
   }
 
 // Two-parameter reducer templates get typedefs (a comma would split a macro argument).
 namespace gpk {
-#define GPK_DECLARE_2(T, DT)           \
-  typedef RArg<T, true> ArgMax_##DT;   \
-  typedef RArg<T, false> ArgMin_##DT;  \
-  typedef RVar<T, false> Var_##DT;     \
+#define GPK_DECLARE_2(T, DT)          \
+  typedef RArg<T, true> ArgMax_##DT;  \
+  typedef RArg<T, false> ArgMin_##DT; \
+  typedef RVar<T, false> Var_##DT;    \
   typedef RVar<T, true> Std_##DT;
 GPK_DECLARE_2(__half, f16)
 GPK_DECLARE_2(__nv_bfloat16, bf16)
@@ -372,9 +371,9 @@ GPK_DECLARE_2(bool, b)
 // -DGPK_GROUP_basic holds sum/prod/max/min/mean, -DGPK_GROUP_stat argmax/argmin/var/std; with
 // neither, all of them.
 #if !defined(GPK_GROUP_stat) || defined(GPK_GROUP_basic)
-#define GPK_RED_BASIC(T, DT)               \
-  GPK_RED(sum, RSum<T>, T, DT)             \
-  GPK_RED(max, RMax<T>, T, DT)             \
+#define GPK_RED_BASIC(T, DT)   \
+  GPK_RED(sum, RSum<T>, T, DT) \
+  GPK_RED(max, RMax<T>, T, DT) \
   GPK_RED(min, RMin<T>, T, DT)
 #define GPK_RED_PROD(T, DT) GPK_RED(prod, RProd<T>, T, DT)
 #define GPK_RED_MEAN(T, DT) GPK_RED(mean, RMean<T>, T, DT)
@@ -384,11 +383,11 @@ GPK_DECLARE_2(bool, b)
 #define GPK_RED_MEAN(T, DT)
 #endif
 #if !defined(GPK_GROUP_basic) || defined(GPK_GROUP_stat)
-#define GPK_RED_ARG(T, DT)                 \
-  GPK_RED(argmax, ArgMax_##DT, T, DT)      \
+#define GPK_RED_ARG(T, DT)            \
+  GPK_RED(argmax, ArgMax_##DT, T, DT) \
   GPK_RED(argmin, ArgMin_##DT, T, DT)
-#define GPK_RED_VAR(T, DT)                 \
-  GPK_RED(var, Var_##DT, T, DT)            \
+#define GPK_RED_VAR(T, DT)      \
+  GPK_RED(var, Var_##DT, T, DT) \
   GPK_RED(std, Std_##DT, T, DT)
 #else
 #define GPK_RED_ARG(T, DT)

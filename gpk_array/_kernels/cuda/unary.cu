@@ -79,7 +79,7 @@ __device__ __forceinline__ T apply1(T v) {
 template <class Op, class T>
 __device__ __forceinline__ void unary_contig(const T* __restrict__ x, T* __restrict__ out, i64 n) {
   constexpr int N = 16 / (int)sizeof(T);
-  constexpr int U = Op::kUnroll;
+  constexpr int U = unroll_for(Op::kUnroll, (int)sizeof(T));
   const i64 nvec = n / N;
   const i64 bd = blockDim.x;
   const i64 tile = bd * U;
@@ -106,55 +106,48 @@ __device__ __forceinline__ void unary_contig(const T* __restrict__ x, T* __restr
 
 template <class Op, class T>
 __device__ __forceinline__ void unary_nd(const T* __restrict__ x, T* __restrict__ out, const NdParams& p) {
-  const i64 start = (i64)blockIdx.x * blockDim.x + threadIdx.x;
-  const i64 step = (i64)gridDim.x * blockDim.x;
-  if (p.n <= 0x7fffffffLL) {
-    for (i64 i = start; i < p.n; i += step) {
-      i64 off[2];
-      nd_offsets32<2>(p, (unsigned int)i, off);
-      out[off[0]] = apply1<Op, T>(x[off[1]]);
-    }
-  } else {
-    for (i64 i = start; i < p.n; i += step) {
-      i64 off[2];
-      nd_offsets64<2>(p, i, off);
-      out[off[0]] = apply1<Op, T>(x[off[1]]);
-    }
+  // p.n < 2^31 (see NdParams) and the grid has < 2^31 threads, so i + step never wraps.
+  const unsigned int n = (unsigned int)p.n;
+  const unsigned int step = gridDim.x * blockDim.x;
+  for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+    i64 off[2];
+    nd_offsets32<2>(p, i, off);
+    out[off[0]] = apply1<Op, T>(x[off[1]]);
   }
 }
 
 }  // namespace gpk
 
-#define GPK_UNARY(NAME, OP, T, DT)                                                                   \
-  extern "C" __global__ void gpk_##NAME##_##DT##_v(const T* __restrict__ x, T* __restrict__ out,     \
-                                                   long long n) {                                    \
-    gpk::unary_contig<gpk::OP, T>(x, out, n);                                                        \
-  }                                                                                                  \
-  extern "C" __global__ void gpk_##NAME##_##DT##_nd(const T* __restrict__ x, T* __restrict__ out,    \
-                                                    gpk::NdParams p) {                               \
-    gpk::unary_nd<gpk::OP, T>(x, out, p);                                                            \
+#define GPK_UNARY(NAME, OP, T, DT)                                                                           \
+  extern "C" __global__ void GPK_BOUNDS gpk_##NAME##_##DT##_v(const T* __restrict__ x, T* __restrict__ out,  \
+                                                   long long n) {                                            \
+    gpk::unary_contig<gpk::OP, T>(x, out, n);                                                                \
+  }                                                                                                          \
+  extern "C" __global__ void GPK_BOUNDS gpk_##NAME##_##DT##_nd(const T* __restrict__ x, T* __restrict__ out, \
+                                                    gpk::NdParams p) {                                       \
+    gpk::unary_nd<gpk::OP, T>(x, out, p);                                                                    \
   }
 
 // Op groups; the Python side (elementwise.py) lists the same groups per dtype.
-#define GPK_UN_NUMERIC(T, DT)            \
-  GPK_UNARY(negative, UNeg, T, DT)       \
-  GPK_UNARY(abs, UAbs, T, DT)            \
-  GPK_UNARY(square, USquare, T, DT)      \
+#define GPK_UN_NUMERIC(T, DT)       \
+  GPK_UNARY(negative, UNeg, T, DT)  \
+  GPK_UNARY(abs, UAbs, T, DT)       \
+  GPK_UNARY(square, USquare, T, DT) \
   GPK_UNARY(relu, URelu, T, DT)
-#define GPK_UN_MATH(T, DT)               \
-  GPK_UNARY(exp, UExp, T, DT)            \
-  GPK_UNARY(log, ULog, T, DT)            \
-  GPK_UNARY(sqrt, USqrt, T, DT)          \
-  GPK_UNARY(sin, USin, T, DT)            \
-  GPK_UNARY(cos, UCos, T, DT)            \
-  GPK_UNARY(tanh, UTanh, T, DT)          \
-  GPK_UNARY(log1p, ULog1p, T, DT)        \
-  GPK_UNARY(expm1, UExpm1, T, DT)        \
-  GPK_UNARY(reciprocal, URecip, T, DT)   \
-  GPK_UNARY(rsqrt, URsqrt, T, DT)        \
-  GPK_UNARY(sigmoid, USigmoid, T, DT)    \
-  GPK_UNARY(silu, USilu, T, DT)          \
-  GPK_UNARY(gelu, UGelu, T, DT)          \
+#define GPK_UN_MATH(T, DT)             \
+  GPK_UNARY(exp, UExp, T, DT)          \
+  GPK_UNARY(log, ULog, T, DT)          \
+  GPK_UNARY(sqrt, USqrt, T, DT)        \
+  GPK_UNARY(sin, USin, T, DT)          \
+  GPK_UNARY(cos, UCos, T, DT)          \
+  GPK_UNARY(tanh, UTanh, T, DT)        \
+  GPK_UNARY(log1p, ULog1p, T, DT)      \
+  GPK_UNARY(expm1, UExpm1, T, DT)      \
+  GPK_UNARY(reciprocal, URecip, T, DT) \
+  GPK_UNARY(rsqrt, URsqrt, T, DT)      \
+  GPK_UNARY(sigmoid, USigmoid, T, DT)  \
+  GPK_UNARY(silu, USilu, T, DT)        \
+  GPK_UNARY(gelu, UGelu, T, DT)        \
   GPK_UNARY(gelu_tanh, UGeluTanh, T, DT)
 #define GPK_UN_BITS(T, DT) GPK_UNARY(bitwise_invert, UInvert, T, DT)
 

@@ -1,0 +1,243 @@
+"""CPU simulation of the kernels' index arithmetic (no GPU): Python transliterations of the loops in
+binary.cu / unary.cu / reduce.cu, driven by the real launch planners, must visit every element
+exactly once and write every output (or partial) exactly once. This desk-checks the tiling, tails,
+alignment heads, splits and grid-stride loops that the GPU tests exercise numerically."""
+
+import numpy as np
+import pytest
+
+from gpk_array._kernels import _common, reduction
+
+
+def sim_vector_kernel(n, itemsize, unroll, threads, grid):
+    """binary_contig / unary_contig: which elements each launch touches."""
+    N = 16 // itemsize
+    U = _common.unroll_for(unroll, itemsize)
+    seen = np.zeros(n, dtype=np.int64)
+    nvec = n // N
+    tile = threads * U
+    for bx in range(grid):
+        for tx in range(threads):
+            base = bx * tile + tx
+            while base < nvec:
+                for u in range(U):
+                    v = base + u * threads
+                    if v < nvec:
+                        seen[v * N:(v + 1) * N] += 1
+                base += grid * tile
+            t = nvec * N + bx * threads + tx
+            if t < n:
+                seen[t] += 1
+    return seen
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 15, 16, 17, 255, 1000, 4097, 65536 + 5])
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+def test_vector_kernel_covers_each_element_once(n, itemsize):
+    threads = 64
+    for unroll in (2, 4):
+        nvec = n // (16 // itemsize)
+        tiles = -(-nvec // (threads * _common.unroll_for(unroll, itemsize)))
+        for cap in (1, 3, 1000):
+            grid = max(1, min(tiles, cap))
+            seen = sim_vector_kernel(n, itemsize, unroll, threads, grid)
+            assert (seen == 1).all(), (n, itemsize, unroll, grid)
+
+
+def row_unroll(unroll, itemsize):
+    return (unroll + 1) // 2 if itemsize == 1 else unroll
+
+
+def sim_thread_reduce_row(rowbase_addr, itemsize, start, end, gtid, G, unroll):
+    """Indices (within the row) that one thread of a group folds in, as in thread_reduce_row."""
+    N = 16 // itemsize
+    U = row_unroll(unroll, itemsize)
+    out = []
+    length = end - start
+    if length <= 0:
+        return out
+    mis = ((rowbase_addr + start * itemsize) & 15) // itemsize
+    head = (N - mis) if mis else 0
+    head = min(head, length)
+    if gtid < head:
+        out.append(start + gtid)
+    b0 = start + head
+    assert (rowbase_addr + b0 * itemsize) % 16 == 0 or b0 == end
+    nv = (end - b0) // N
+    v = gtid
+    while v + (U - 1) * G < nv:
+        for u in range(U):
+            out.extend(range(b0 + (v + u * G) * N, b0 + (v + u * G + 1) * N))
+        v += U * G
+    while v < nv:
+        out.extend(range(b0 + v * N, b0 + (v + 1) * N))
+        v += G
+    t = b0 + nv * N + gtid
+    if t < end:
+        out.append(t)
+    return out
+
+
+def sim_row_kernel(outer, K, plan, itemsize, base_addr):
+    seen = np.zeros((outer, K), dtype=np.int64)
+    writes = {}
+    threads = plan["block"][0]
+    grid = plan["grid"][0]
+    splits, seg_len, warp_mode = plan["splits"], plan["seg_len"], plan["warp_mode"]
+    nseg = outer * splits
+    nwarps = threads // 32
+    groups = [(bx * nwarps + w, 32) for bx in range(grid) for w in range(nwarps)] if warp_mode \
+        else [(bx, threads) for bx in range(grid)]
+    gstep = grid * nwarps if warp_mode else grid
+    for g0, G in groups:
+        seg = g0
+        while seg < nseg:
+            row, s = divmod(seg, splits)
+            start = s * seg_len
+            end = min(start + seg_len, K)
+            for gtid in range(G):
+                for k in sim_thread_reduce_row(base_addr + row * K * itemsize, itemsize, start, end, gtid, G,
+                                               reduction.CONFIG["unroll"]):
+                    assert start <= k < end
+                    seen[row, k] += 1
+            key = ("out", row) if splits == 1 else ("partial", s * outer + row)
+            writes[key] = writes.get(key, 0) + 1
+            seg += gstep
+    return seen, writes
+
+
+def sim_col_kernel(outer, K, inner, plan, U=8):
+    seen = np.zeros((outer, K, inner), dtype=np.int64)
+    writes = {}
+    TX, TY = plan["block"]
+    grid = plan["grid"][0]
+    splits, kchunk = plan["splits"], plan["kchunk"]
+    nout = outer * inner
+    ntiles = -(-nout // TX)
+    nwork = ntiles * splits
+    for bx in range(grid):
+        w = bx
+        while w < nwork:
+            tile, s = divmod(w, splits)
+            for tx in range(TX):
+                j = tile * TX + tx
+                if j < nout:
+                    o, i = divmod(j, inner)
+                    k0 = s * kchunk
+                    k1 = min(k0 + kchunk, K)
+                    for ty in range(TY):
+                        k = k0 + ty
+                        while k + (U - 1) * TY < k1:
+                            for u in range(U):
+                                seen[o, k + u * TY, i] += 1
+                            k += U * TY
+                        while k < k1:
+                            seen[o, k, i] += 1
+                            k += TY
+                    key = ("out", j) if splits == 1 else ("partial", s * nout + j)
+                    writes[key] = writes.get(key, 0) + 1
+            w += grid
+    return seen, writes
+
+
+ROW_CASES = [(1, 5000), (1, 100003), (3, 5000), (7, 40), (64, 1000), (2, 70000), (5, 33), (40, 2049)]
+
+
+@pytest.mark.parametrize("outer,K", ROW_CASES)
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+def test_row_kernel_covers_each_element_once(outer, K, itemsize):
+    cfg = dict(reduction.CONFIG, block_min_seg=512, threads=64)
+    for sms, occ in ((1, 2), (3, 4)):
+        plan = reduction.plan_launch(outer, K, 1, sms, occ, cfg)
+        if plan["kind"] != "row":
+            continue
+        for base_off in (0, itemsize, 16 - itemsize if itemsize < 16 else 0):
+            seen, writes = sim_row_kernel(outer, K, plan, itemsize, 4096 + base_off)
+            assert (seen == 1).all(), (plan, base_off)
+            if plan["splits"] == 1:
+                assert set(writes) == {("out", r) for r in range(outer)}
+            else:
+                assert set(writes) == {("partial", i) for i in range(outer * plan["splits"])}
+            assert set(writes.values()) == {1}
+
+
+COL_CASES = [(1, 1000, 3), (1, 64, 4096), (10, 7, 33), (3, 1, 5), (100, 4, 1), (2, 300, 40), (1, 5000, 1),
+             (4, 31, 1)]
+
+
+@pytest.mark.parametrize("outer,K,inner", COL_CASES)
+def test_col_kernel_covers_each_element_once(outer, K, inner):
+    cfg = dict(reduction.CONFIG, col_min_iters=2)
+    for sms, occ in ((1, 2), (2, 4)):
+        plan = reduction.plan_launch(outer, K, inner, sms, occ, cfg)
+        if plan["kind"] != "col":
+            plan = dict(reduction.kernel_shape(outer, K, inner, sms, dict(cfg, row_min_k=1 << 62)))
+            plan.update(splits=1, kchunk=K, grid=(3,))
+        for U in (8, 4):
+            seen, writes = sim_col_kernel(outer, K, inner, plan, U)
+            assert (seen == 1).all(), plan
+        nout = outer * inner
+        if plan["splits"] == 1:
+            assert set(writes) == {("out", j) for j in range(nout)}
+        else:
+            assert set(writes) == {("partial", i) for i in range(nout * plan["splits"])}
+        assert set(writes.values()) == {1}
+
+
+@pytest.mark.parametrize("nout,splits", [(1, 792), (3, 17), (4096, 6), (33, 2), (1, 2)])
+def test_fin_kernel_covers_each_partial_once(nout, splits):
+    f = reduction.plan_fin(nout, splits, 2)
+    TX, TY = f["block"]
+    grid = f["grid"][0]
+    assert TY & (TY - 1) == 0 and TX * TY <= 256
+    seen = np.zeros((splits, nout), dtype=np.int64)
+    ntiles = -(-nout // TX)
+    for bx in range(grid):
+        w = bx
+        while w < ntiles:
+            for tx in range(TX):
+                j = w * TX + tx
+                if j < nout:
+                    for ty in range(TY):
+                        for s in range(ty, splits, TY):
+                            seen[s, j] += 1
+            w += grid
+    assert (seen == 1).all()
+
+
+def sim_nd(shape, strides_list, n_threads=37, grid=3):
+    """binary_nd / unary_nd: offsets produced with the fast division, for every index."""
+    cshape, cstrides = shape, strides_list
+    p = _common.nd_params(int(np.prod(shape)) if shape else 1, cshape, cstrides)[0]
+    n = int(p["n"])
+    nd = int(p["ndim"])
+    out = {}
+    step = n_threads * grid
+    for start in range(step):
+        i = start
+        while i < n:
+            r = i
+            offs = [0] * len(strides_list)
+            for d in range(7, -1, -1):
+                if d < nd:
+                    q = _common.emulate_fast_div(r, int(p["magic"][d]), int(p["shift"][d]))
+                    idx = r - q * int(p["shape"][d])
+                    for k in range(len(strides_list)):
+                        offs[k] += idx * int(p["stride"][k][d])
+                    r = q
+            out[i] = tuple(offs)
+            i += step
+    return out
+
+
+def test_nd_offsets_match_numpy_order():
+    rng = np.random.default_rng(2)
+    for _ in range(30):
+        nd = int(rng.integers(1, 5))
+        shape = tuple(int(s) for s in rng.integers(1, 6, nd))
+        strides = [tuple(int(s) for s in rng.integers(-7, 8, nd)) for _ in range(3)]
+        cshape, cstr = _common.collapse_dims(shape, strides)
+        got = sim_nd(cshape, cstr)
+        for lin, idx in enumerate(np.ndindex(*shape)):
+            expect = tuple(sum(i * s for i, s in zip(idx, st)) for st in strides)
+            assert got[lin] == expect
