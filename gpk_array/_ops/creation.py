@@ -222,7 +222,7 @@ def _negative_zero(v):
 def _full(dev, shape, value, dt):
     xp = dev.xp
     if dev is not CPU and _negative_zero(value):
-        return xp.broadcast_to(xp.asarray(np.asarray(value, dtype=dt)), shape).copy()
+        return xp.broadcast_to(_to_gpu(dev, np.asarray(value, dtype=dt), None), shape).copy()
     return xp.full(shape, value, dtype=dt)
 
 
@@ -408,23 +408,15 @@ def _dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=Non
                 data = data.get()
                 return data.__dlpack__(max_version=max_version) if max_version else data.__dlpack__()
             raise BufferError(f"cannot export an array on {x._device} to DLPack device {dl_device}")
+    # same device from here: copy= and dl_device= are handled here, so that every backend version works
+    if copy:
+        data = data.copy()
     kw = {}
     if stream is not None:
         kw["stream"] = stream
     if max_version is not None:
         kw["max_version"] = max_version
-    if copy is not None:
-        kw["copy"] = copy
-    if dl_device is not None:
-        kw["dl_device"] = dl_device
-    try:
-        return data.__dlpack__(**kw)
-    except TypeError:
-        kw.pop("copy", None)
-        kw.pop("dl_device", None)
-        if copy:
-            data = data.copy()
-        return data.__dlpack__(**kw)
+    return data.__dlpack__(**kw)
 
 
 def _rebuild(host, device):

@@ -258,6 +258,8 @@ def solve(x1, x2, /):
     batch = xp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = xp.broadcast_to(a, batch + a.shape[-2:])
     b = xp.broadcast_to(b, batch + b.shape[-2:])
+    if a.size == 0 or b.size == 0:  # nothing to solve (cuSOLVER's batching divides by zero here)
+        return new(xp.empty(batch + b.shape[-2:], dtype=xp.result_type(a, b)), dev)
     return new(xp.linalg.solve(a, b), dev)
 
 
