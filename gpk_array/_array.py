@@ -229,7 +229,7 @@ def _install_operators():
     }
     Array.__getitem__ = _getitem
     for name, fn in binary.items():
-        setattr(Array, f"__{name}__", forward(fn))
+        setattr(Array, f"__{name}__", getattr(fn, "operator", None) or forward(fn))
         setattr(Array, f"__r{name}__", reflected(fn))
         setattr(Array, f"__i{name}__", inplace(fn, name))
     setattr(Array, "__matmul__", forward(la.matmul))
@@ -247,7 +247,7 @@ def _install_operators():
 
     for name, fn in {"eq": ew.equal, "ne": ew.not_equal, "lt": ew.less, "le": ew.less_equal,
                      "gt": ew.greater, "ge": ew.greater_equal}.items():
-        setattr(Array, f"__{name}__", forward(fn))
+        setattr(Array, f"__{name}__", getattr(fn, "operator", None) or forward(fn))
     Array.__hash__ = None
     Array.__neg__ = lambda self: ew.negative(self)
     Array.__pos__ = lambda self: ew.positive(self)

@@ -129,7 +129,31 @@ def _binary(name, bname=None, doc=""):
             raise OutOfMemoryError(str(e)) from e
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Element-wise {name} (standard: elementwise_functions.{name})."
+
+    def operator(self, other):
+        """The forward operator (x.__add__ and friends): the same fast path without a second call; an operand
+        that is no array or scalar gives NotImplemented, so Python tries the other operand's method."""
+        if other.__class__ is Array:
+            a = self._data
+            b = other._data
+            dev = self._device
+            if other._device is dev and a.dtype is b.dtype:
+                try:
+                    return new(np_fn(a, b) if dev is CPU else getattr(dev.xp, bname)(a, b), dev)
+                except OutOfMemoryError:
+                    raise
+                except MemoryError as e:
+                    raise OutOfMemoryError(str(e)) from e
+        elif other.__class__ not in PY_SCALARS and not _operand_like(other):
+            return NotImplemented
+        return fn(self, other)
+    operator.__name__ = f"__{name}__"
+    fn.operator = operator
     return fn
+
+
+def _operand_like(x):
+    return isinstance(x, (list, tuple, np.ndarray, np.generic)) or hasattr(x, "__cuda_array_interface__")
 
 
 # --- unary ----------------------------------------------------------------------------------------
