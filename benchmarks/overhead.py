@@ -50,7 +50,7 @@ def run(device=None):
         for name, ours, theirs in cases:
             t_ours = _per_call(ours, sync)
             t_base = _per_call(theirs, sync)
-            rows.append({"device": str(dev), "op": name, "gpk_us": t_ours * 1e6, f"baseline_us": t_base * 1e6,
+            rows.append({"device": str(dev), "op": name, "gpk_us": t_ours * 1e6, "baseline_us": t_base * 1e6,
                          "baseline": base_name, "ratio": t_ours / t_base})
     print(f"{'device':8} {'op':14} {'gpk_array us':>13} {'baseline us':>12} {'baseline':>9} {'ratio':>6}")
     for r in rows:

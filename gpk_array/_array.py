@@ -8,7 +8,6 @@ import numpy as np
 from . import _dtypes as _dt
 from . import _hooks
 from ._device import CPU, Device, as_device
-from ._errors import DeviceError
 
 _ndarray = np.ndarray
 _py_scalars = (bool, int, float, complex)
@@ -181,14 +180,6 @@ class Array:
         return Array._new(self._data.copy(), self._device)
 
 
-def _wrap_operand(x, like):
-    """An operand of an operator that is not a Python scalar: an Array, or array-like moved to like's device."""
-    if x.__class__ is Array:
-        return x
-    from ._ops.creation import asarray
-    return asarray(x, device=like._device)
-
-
 def _install_operators():
     """Operators of the standard, delegating to the elementwise functions (one place for their semantics)."""
     from ._ops import elementwise as ew
@@ -259,17 +250,4 @@ def _array_like(x):
     return isinstance(x, (list, tuple, np.ndarray, np.generic)) or hasattr(x, "__cuda_array_interface__")
 
 
-def device_of(*arrays):
-    """The common device of Arrays (ValueError naming both when they differ); None if none is an Array."""
-    dev = None
-    for a in arrays:
-        if a.__class__ is Array:
-            if dev is None:
-                dev = a._device
-            elif a._device is not dev:
-                raise DeviceError(f"arrays are on different devices: {dev} and {a._device}; "
-                                  "move one with x.to_device()")
-    return dev
-
-
-__all__ = ["Array", "Device", "device_of"]
+__all__ = ["Array", "Device"]

@@ -234,28 +234,20 @@ def _like(x, dtype, device):
     return x._data.shape, dt, dev
 
 
-@oom_guard
-def empty_like(x, /, *, dtype=None, device=None):
-    """(standard: creation_functions.empty_like)"""
-    shape, dt, dev = _like(x, dtype, device)
-    with on_device(dev):
-        return new(dev.xp.empty(shape, dtype=dt), dev)
+def _make_like(fname):
+    @oom_guard
+    def fn(x, /, *, dtype=None, device=None):
+        shape, dt, dev = _like(x, dtype, device)
+        with on_device(dev):
+            return new(getattr(dev.xp, fname)(shape, dtype=dt), dev)
+    fn.__name__ = fn.__qualname__ = f"{fname}_like"
+    fn.__doc__ = f"Array of x's shape (standard: creation_functions.{fname}_like)."
+    return fn
 
 
-@oom_guard
-def zeros_like(x, /, *, dtype=None, device=None):
-    """(standard: creation_functions.zeros_like)"""
-    shape, dt, dev = _like(x, dtype, device)
-    with on_device(dev):
-        return new(dev.xp.zeros(shape, dtype=dt), dev)
-
-
-@oom_guard
-def ones_like(x, /, *, dtype=None, device=None):
-    """(standard: creation_functions.ones_like)"""
-    shape, dt, dev = _like(x, dtype, device)
-    with on_device(dev):
-        return new(dev.xp.ones(shape, dtype=dt), dev)
+empty_like = _make_like("empty")
+zeros_like = _make_like("zeros")
+ones_like = _make_like("ones")
 
 
 @oom_guard
