@@ -22,18 +22,17 @@ def _reducer(name, bname, accumulates):
     def fn(x, /, *, axis=None, dtype=None, keepdims=False):
         x = as_array(x)
         axes = None if axis is None else normalize_axes(axis, x.ndim)
-        xp = x._device.xp
         data = x._data
         if accumulates:
             dt = _sum_dtype(data.dtype, dtype)
             if dt == _dt.BF16 or data.dtype == _dt.BF16 or dt == _dt.F16:
-                r = getattr(xp, bname)(data.astype(_dt.F32), axis=axes, keepdims=keepdims).astype(dt)
+                r = getattr(data.astype(_dt.F32), bname)(axis=axes, keepdims=keepdims).astype(dt)
             else:
-                r = getattr(xp, bname)(data, axis=axes, dtype=dt, keepdims=keepdims)
+                r = getattr(data, bname)(axis=axes, dtype=dt, keepdims=keepdims)  # the method: less Python than xp.sum
         else:
             if data.size == 0 and (axes is None or builtins.any(data.shape[a] == 0 for a in axes)):
                 raise ValueError(f"{name} of an empty array (or along an axis of size zero) is undefined")
-            r = getattr(xp, bname)(data, axis=axes, keepdims=keepdims)
+            r = getattr(data, bname)(axis=axes, keepdims=keepdims)
         return new(r, x._device)
     fn.__name__ = name
     fn.__doc__ = f"(standard: statistical_functions.{name})"
@@ -64,10 +63,9 @@ def mean(x, /, *, axis=None, keepdims=False):
     x = as_array(x)
     axes = None if axis is None else normalize_axes(axis, x.ndim)
     data = x._data
-    xp = x._device.xp
     if data.dtype in (_dt.F16, _dt.BF16):
-        return new(xp.mean(data.astype(_dt.F32), axis=axes, keepdims=keepdims).astype(data.dtype), x._device)
-    return new(xp.mean(data, axis=axes, keepdims=keepdims), x._device)
+        return new(data.astype(_dt.F32).mean(axis=axes, keepdims=keepdims).astype(data.dtype), x._device)
+    return new(data.mean(axis=axes, keepdims=keepdims), x._device)
 
 
 def _moment(bname):
@@ -76,10 +74,8 @@ def _moment(bname):
         x = as_array(x)
         axes = None if axis is None else normalize_axes(axis, x.ndim)
         data = x._data
-        xp = x._device.xp
         low = data.dtype in (_dt.F16, _dt.BF16)
-        r = getattr(xp, bname)(data.astype(_dt.F32) if low else data, axis=axes, ddof=correction,
-                               keepdims=keepdims)
+        r = getattr(data.astype(_dt.F32) if low else data, bname)(axis=axes, ddof=correction, keepdims=keepdims)
         return new(r.astype(data.dtype) if low else r, x._device)
     fn.__name__ = bname
     fn.__doc__ = f"(standard: statistical_functions.{bname})"
@@ -125,7 +121,7 @@ def _logical(name):
     def fn(x, /, *, axis=None, keepdims=False):
         x = as_array(x)
         axes = None if axis is None else normalize_axes(axis, x.ndim)
-        return new(getattr(x._device.xp, name)(x._data, axis=axes, keepdims=keepdims), x._device)
+        return new(getattr(x._data, name)(axis=axes, keepdims=keepdims), x._device)
     fn.__name__ = name
     fn.__doc__ = f"(standard: utility_functions.{name})"
     return fn
