@@ -74,6 +74,8 @@ def getitem(x, key):
             if not shape or not -shape[0] <= key < shape[0]:
                 _check_ints(x, key)
             return new(x._data[key], dev)
+        if c is Array:
+            return new(x._data[_key_part(key, dev)], dev)
         k = _key(key, dev)
         _check_ints(x, k)
         return new(x._data[k], dev)
