@@ -94,13 +94,21 @@ def poly(seq_of_zeros):
     a = xp.ones((1,), dtype=dt)
     one = xp.ones((1,), dtype=dt)
     for k in range(d.shape[0]):
-        a = xp.convolve(a, xp.concatenate([one, -d[k:k + 1]]))
+        a = _conv(xp, a, xp.concatenate([one, -d[k:k + 1]]))
     if a.dtype.kind == "c":
         pos = d[d.imag > 0] if d.dtype.kind == "c" else d[:0]
         neg = d[d.imag < 0] if d.dtype.kind == "c" else d[:0]
         if pos.shape == neg.shape and bool(xp.all(xp.sort(pos) == xp.sort(xp.conj(neg)))):
             a = a.real.copy()
     return new(a, dev)
+
+
+def _conv(xp, a, b):
+    """Full convolution as NumPy's (direct sums), also on a device whose convolve goes through FFTs."""
+    from .statistics import _DIRECT_MAX, direct_convolve
+    if xp is _np or min(a.size, b.size) > _DIRECT_MAX:
+        return xp.convolve(a, b)
+    return direct_convolve(xp, a, b)
 
 
 @oom_guard
@@ -154,7 +162,7 @@ def polysub(a1, a2):
 
 def polymul(a1, a2):
     dev = dev_of(a1.coeffs if isinstance(a1, poly1d) else a1, a2.coeffs if isinstance(a2, poly1d) else a2)
-    r = new(dev.xp.convolve(_coeffs(a1, dev)._data, _coeffs(a2, dev)._data), dev)
+    r = new(_conv(dev.xp, _coeffs(a1, dev)._data, _coeffs(a2, dev)._data), dev)
     return poly1d(r) if isinstance(a1, poly1d) or isinstance(a2, poly1d) else r
 
 

@@ -1,7 +1,9 @@
 """Order statistics, averages, correlations, histograms and signal helpers with NumPy's signatures.
 
-On the CPU these call NumPy itself; on a CUDA device CuPy's implementations (nanpercentile/nanquantile, which CuPy
-lacks, are computed here with sorts and gathers on the device).
+On the CPU these call NumPy itself; on a CUDA device CuPy's implementations, except where CuPy lacks a function or
+differs from NumPy: nanpercentile/nanquantile (sorts and gathers), cov/corrcoef (NumPy's algorithm; CuPy's cov
+mishandles aweights=), keepdims= of median/percentile/quantile, histogram's uniform edges, and convolve/correlate of
+short inputs (direct sums; CuPy's may go through FFTs) are computed here with device operations.
 """
 import numpy as _np
 
@@ -23,8 +25,23 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median along axis (NaN if the slice holds a NaN)."""
     x = to_array(a)
     xp = x._device.xp
-    r = xp.median(x._data, axis=_axis(axis), keepdims=keepdims)
+    if xp is _np:
+        r = xp.median(x._data, axis=_axis(axis), keepdims=keepdims)
+    else:
+        r = _keep(xp.asarray(xp.median(x._data, axis=_axis(axis))), x._data.shape, axis, keepdims)
     return finish(xp.asarray(r), x._device, out)
+
+
+def _keep(r, shape, axis, keepdims):
+    """r (a reduction over axis of an array of shape, possibly with leading q dimensions) with the reduced axes
+    kept as length 1 when keepdims: computed here, as CuPy's keepdims= loses dimensions for axis=None."""
+    if not keepdims:
+        return r
+    axes = range(len(shape)) if axis is None else [normalize_axis(a, len(shape)) for a in
+                                                    (axis if isinstance(axis, (tuple, list)) else (axis,))]
+    kept = tuple(1 if i in set(axes) else n for i, n in enumerate(shape))
+    lead = r.shape[:r.ndim - (len(shape) - len(set(axes)))]
+    return r.reshape(lead + kept)
 
 
 @oom_guard
@@ -57,7 +74,8 @@ def _quantile(fname, a, q, axis, out, method, keepdims, weights, interpolation):
             raise TypeError(f"{fname} with weights= exists only on the host (NumPy)")
         if not isinstance(qq, (int, float)):
             qq = qq.astype(_np.float64, copy=False)
-        r = getattr(xp, fname)(x._data, qq, axis=_axis(axis), method=method, keepdims=keepdims)
+        r = getattr(xp, fname)(x._data, qq, axis=_axis(axis), method=method)
+        r = _keep(xp.asarray(r), x._data.shape, axis, keepdims)
     return finish(xp.asarray(r), dev, out)
 
 
@@ -158,9 +176,69 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     """Covariance matrix of the variables (rows, or columns when rowvar=False)."""
     x = to_array(m, dev_of(m, y))
     dev = x._device
-    r = dev.xp.cov(x._data, opt_data(y, dev), rowvar, bias, ddof, opt_data(fweights, dev), opt_data(aweights, dev),
-                   dtype=None if dtype is None else _dt.to_dtype(dtype))
-    return new(dev.xp.asarray(r), dev)
+    dt = None if dtype is None else _dt.to_dtype(dtype)
+    if dev.xp is _np:
+        r = _np.cov(x._data, opt_data(y, dev), rowvar, bias, ddof, opt_data(fweights, dev), opt_data(aweights, dev),
+                    dtype=dt)
+        return new(_np.asarray(r), dev)
+    return new(_cov_device(dev.xp, x._data, opt_data(y, dev), rowvar, bias, ddof, opt_data(fweights, dev),
+                           opt_data(aweights, dev), dt), dev)
+
+
+def _cov_device(xp, m, y, rowvar, bias, ddof, fweights, aweights, dtype):
+    """NumPy's cov algorithm with the device's operations (CuPy's cov mishandles aweights=)."""
+    if m.ndim > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if dtype is None:
+        dtype = _np.result_type(m.dtype, _np.float64) if y is None else \
+            _np.result_type(m.dtype, y.dtype, _np.float64)
+    X = m.astype(dtype, copy=True).reshape((1, -1) if m.ndim < 2 else m.shape)
+    if not rowvar and X.shape[0] != 1:
+        X = X.T
+    if X.shape[0] == 0:
+        return xp.empty((0, 0), dtype=dtype)
+    if y is not None:
+        if y.ndim > 2:
+            raise ValueError("y has more than 2 dimensions")
+        Y = y.astype(dtype, copy=False).reshape((1, -1) if y.ndim < 2 else y.shape)
+        if not rowvar and Y.shape[0] != 1:
+            Y = Y.T
+        X = xp.concatenate((X, Y), axis=0)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    w = None
+    if fweights is not None:
+        if fweights.ndim > 1 or fweights.shape[0] != X.shape[1]:
+            raise RuntimeError("incompatible numbers of samples and fweights")
+        w = fweights.astype(_np.float64, copy=False)
+    if aweights is not None:
+        if aweights.ndim > 1 or aweights.shape[0] != X.shape[1]:
+            raise RuntimeError("incompatible numbers of samples and aweights")
+        aw = aweights.astype(_np.float64, copy=False)
+        w = aw if w is None else w * aw
+    if w is None:
+        avg = xp.mean(X, axis=1)
+        fact = X.shape[1] - ddof
+    else:
+        w_sum = xp.sum(w)
+        avg = (X @ w.astype(X.dtype, copy=False)) / w_sum.astype(X.dtype)
+        ws = float(w_sum)
+        if ddof == 0:
+            fact = ws
+        elif aweights is None:
+            fact = ws - ddof
+        else:
+            fact = ws - ddof * float(xp.sum(w * aw)) / ws
+    if fact <= 0:
+        import warnings
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        fact = 0.0
+    X = X - avg[:, None]
+    XT = (X if w is None else X * w.astype(X.dtype, copy=False)).T
+    c = X @ XT.conj()
+    with _np.errstate(divide="ignore", invalid="ignore"):
+        c = c * (1.0 / fact if fact else _np.inf)
+    return xp.squeeze(c)
 
 
 @oom_guard
@@ -168,8 +246,20 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     """Pearson correlation coefficients."""
     a = to_array(x, dev_of(x, y))
     dev = a._device
-    r = dev.xp.corrcoef(a._data, opt_data(y, dev), rowvar, dtype=None if dtype is None else _dt.to_dtype(dtype))
-    return new(dev.xp.asarray(r), dev)
+    xp = dev.xp
+    dt = None if dtype is None else _dt.to_dtype(dtype)
+    if xp is _np:
+        return new(_np.asarray(_np.corrcoef(a._data, opt_data(y, dev), rowvar, dtype=dt)), dev)
+    c = _cov_device(xp, a._data, opt_data(y, dev), rowvar, False, None, None, None, dt)
+    if c.ndim == 0:
+        return new(c / c, dev)
+    sd = xp.sqrt(xp.diagonal(c).real)
+    c = c / sd[:, None] / sd[None, :]
+    if c.dtype.kind == "c":
+        c = xp.clip(c.real, -1, 1) + 1j * xp.clip(c.imag, -1, 1)
+    else:
+        c = xp.clip(c, -1, 1)
+    return new(c, dev)
 
 
 def _bins(bins, dev):
@@ -195,9 +285,36 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     x = to_array(a)
     dev = x._device
     xp = dev.xp
-    h, e = xp.histogram(x._data, bins=_bins(bins, dev), range=_range(range), density=bool(density),
+    b = _bins(bins, dev)
+    if xp is not _np and isinstance(b, int):
+        # NumPy's edges (linspace as arange * step + start, two roundings); CuPy's own linspace rounds once (a fused
+        # multiply-add) and can move a value sitting on an edge into the bin below
+        b = _uniform_edges(xp, x._data, b, range)
+        range = None
+    h, e = xp.histogram(x._data, bins=b, range=_range(range), density=bool(density),
                         weights=opt_data(weights, dev))
     return new(h, dev), new(e, dev)
+
+
+def _uniform_edges(xp, d, n, range):
+    if n < 1:
+        raise ValueError("`bins` must be positive, when an integer")
+    if range is None:
+        lo, hi = (float(d.min()), float(d.max())) if d.size else (0.0, 1.0)
+    else:
+        lo, hi = float(range[0]), float(range[1])
+        if lo > hi:
+            raise ValueError("max must be larger than min in range parameter.")
+    if not (_np.isfinite(lo) and _np.isfinite(hi)):
+        raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    dt = d.dtype if d.dtype.kind in "fc" else _np.dtype(_np.float64)
+    step = (hi - lo) / n
+    e = xp.arange(n + 1, dtype=_np.float64) * step
+    e = e + lo
+    e[-1] = hi
+    return e.astype(dt, copy=False)
 
 
 @oom_guard
@@ -215,10 +332,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
         lo, hi = (float(x._data.min()), float(x._data.max())) if x._data.size else (0.0, 1.0)
     else:
         lo, hi = float(range[0]), float(range[1])
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
-    dt = x._data.dtype if x._data.dtype.kind == "f" else _np.float64
-    return new(xp.linspace(lo, hi, b + 1, endpoint=True, dtype=dt), dev)
+    return new(_uniform_edges(xp, x._data, b, (lo, hi)), dev)
 
 
 def _nd_bins(bins, dev):
@@ -284,14 +398,56 @@ def interp(x, xp, fp, left=None, right=None, period=None):
 def convolve(a, v, mode="full"):
     """Discrete linear convolution of two 1-D sequences."""
     dev = dev_of(a, v)
-    return new(dev.xp.convolve(data(a, dev), data(v, dev), mode=mode), dev)
+    xp = dev.xp
+    x, y = data(a, dev), data(v, dev)
+    if xp is _np or min(x.size, y.size) > _DIRECT_MAX or x.ndim != 1 or y.ndim != 1:
+        return new(xp.convolve(x, y, mode=mode), dev)
+    return new(direct_convolve(xp, x, y, mode), dev)
+
+
+# the shorter input's length up to which the device convolves directly (one multiply-add pass per element of it)
+_DIRECT_MAX = 128
+
+
+def direct_convolve(xp, a, v, mode="full"):
+    """NumPy's direct convolution of 1-D a and v with device operations. CuPy's convolve may go through FFTs,
+    which leaves rounding noise where NumPy's sums are exact (a zero comes out as 3e-16)."""
+    if a.size == 0 or v.size == 0:
+        raise ValueError("v cannot be empty" if v.size == 0 else "a cannot be empty")
+    if v.size > a.size:
+        a, v = v, a
+    n, m = a.size, v.size
+    dt = _np.result_type(a.dtype, v.dtype)
+    if dt == _np.bool_:
+        dt = _np.dtype(_np.bool_)
+    a = a.astype(dt, copy=False)
+    v = v.astype(dt, copy=False)
+    f = xp.zeros(n + m - 1, dtype=dt)
+    for j in range(m):
+        f[j:j + n] += v[j] * a
+    if mode == "full":
+        return f
+    if mode == "same":
+        s = (m - 1) // 2
+        return f[s:s + n].copy()
+    if mode == "valid":
+        return f[m - 1:n].copy()
+    raise ValueError(f"mode must be one of 'valid', 'same', or 'full' (got {mode!r})")
 
 
 @oom_guard
 def correlate(a, v, mode="valid"):
     """Cross-correlation of two 1-D sequences."""
     dev = dev_of(a, v)
-    return new(dev.xp.correlate(data(a, dev), data(v, dev), mode=mode), dev)
+    xp = dev.xp
+    x, y = data(a, dev), data(v, dev)
+    if xp is _np or min(x.size, y.size) > _DIRECT_MAX or x.ndim != 1 or y.ndim != 1:
+        return new(xp.correlate(x, y, mode=mode), dev)
+    if y.size > x.size:
+        # NumPy swaps the inputs and reverses the result (its conjugate, for complex ones)
+        r = direct_convolve(xp, y, x[::-1].conj() if x.dtype.kind == "c" else x[::-1], mode)[::-1]
+        return new((r.conj() if r.dtype.kind == "c" else r).copy(), dev)
+    return new(direct_convolve(xp, x, y[::-1].conj() if y.dtype.kind == "c" else y[::-1], mode), dev)
 
 
 @oom_guard

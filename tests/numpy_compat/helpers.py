@@ -60,7 +60,12 @@ def assert_match(got, want, device="cpu", rtol=None, atol=0.0, check_dtype=True,
     if check_dtype and isinstance(want, (numpy.ndarray, numpy.generic)):
         assert g.dtype == w.dtype, f"{what}: dtypes differ: {g.dtype} != {w.dtype}"
     if w.dtype.kind in "fc" or g.dtype.kind in "fc":
-        tol = _tol(w.dtype if w.dtype.kind in "fc" else g.dtype, device) if rtol is None else rtol
+        tol = _tol(w.dtype if w.dtype.kind in "fc" else g.dtype, device)
+        if rtol is not None:
+            # a tolerance asked for holds, except that float32 results on a GPU get at least _tol's (its exp, log,
+            # ... are a few ulps from the host's: 3e-7 relative is already past 1e-7)
+            single = numpy.dtype(g.dtype) in (numpy.float32, numpy.complex64) and str(device) != "cpu"
+            tol = max(rtol, tol) if single else rtol
         numpy.testing.assert_allclose(g, w, rtol=tol, atol=atol, equal_nan=True, err_msg=what)
     else:
         numpy.testing.assert_array_equal(g, w, err_msg=what)

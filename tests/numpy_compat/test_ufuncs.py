@@ -2,7 +2,7 @@
 dtypes and Python scalars, NumPy's call forms (positional out, dtype=, where=) and the ufunc methods."""
 import numpy
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -86,9 +86,26 @@ BINARY = {
 }
 
 
+def _subnormal32(v):
+    """Whether v (arrays, or a tuple of them) holds float32/complex64 subnormal numbers."""
+    if isinstance(v, tuple):
+        return any(_subnormal32(w) for w in v)
+    v = numpy.asarray(v)
+    if v.dtype not in (numpy.float32, numpy.complex64):
+        return False
+    parts = (v.real, v.imag) if v.dtype.kind == "c" else (v,)
+    tiny = numpy.finfo(numpy.float32).smallest_normal
+    return any(bool(numpy.any((p != 0) & (numpy.abs(p) < tiny))) for p in parts)
+
+
 def _compare_ufunc(name, args, device):
     with numpy.errstate(all="ignore"):
         want = getattr(numpy, name)(*args)
+        # a GPU flushes float32 subnormals to zero (in operands and results: negative(1e-42) is -0, greater(1e-41,
+        # 0) is False, nextafter(0, 1) is the smallest normal number); NumPy keeps them. Such cases are not compared
+        # on a CUDA device.
+        if str(device) != "cpu" and (_subnormal32(tuple(args)) or _subnormal32(want)):
+            reject()
         got = getattr(gp, name)(*to_gpk(list(args), device))
     assert_match(got, want, device, what=name)
 
