@@ -17,44 +17,43 @@ def _sum_dtype(dt, dtype):
     return dt
 
 
-def _reducer(name, bname, accumulates):
+def _accumulating(name):
+    """sum and prod: integers narrower than the default integer accumulate in it; half precision in float32."""
     @oom_guard
     def fn(x, /, *, axis=None, dtype=None, keepdims=False):
         x = as_array(x)
         axes = None if axis is None else normalize_axes(axis, x.ndim)
         data = x._data
-        if accumulates:
-            dt = _sum_dtype(data.dtype, dtype)
-            if dt == _dt.BF16 or data.dtype == _dt.BF16 or dt == _dt.F16:
-                r = getattr(data.astype(_dt.F32), bname)(axis=axes, keepdims=keepdims).astype(dt)
-            else:
-                r = getattr(data, bname)(axis=axes, dtype=dt, keepdims=keepdims)  # the method: less Python than xp.sum
+        dt = _sum_dtype(data.dtype, dtype)
+        if dt == _dt.BF16 or data.dtype == _dt.BF16 or dt == _dt.F16:
+            r = getattr(data.astype(_dt.F32), name)(axis=axes, keepdims=keepdims).astype(dt)
         else:
-            if data.size == 0 and (axes is None or builtins.any(data.shape[a] == 0 for a in axes)):
-                raise ValueError(f"{name} of an empty array (or along an axis of size zero) is undefined")
-            r = getattr(data, bname)(axis=axes, keepdims=keepdims)
+            r = getattr(data, name)(axis=axes, dtype=dt, keepdims=keepdims)  # the method: less Python than xp.sum
         return new(r, x._device)
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"(standard: statistical_functions.{name})"
     return fn
 
 
-sum = _reducer("sum", "sum", True)
-prod = _reducer("prod", "prod", True)
-
-
-def _minmax(name):
-    inner = _reducer(name, name, False)
-
+def _extremum(name):
+    """max and min: undefined (ValueError) over an empty axis."""
+    @oom_guard
     def fn(x, /, *, axis=None, keepdims=False):
-        return inner(x, axis=axis, keepdims=keepdims)
-    fn.__name__ = name
+        x = as_array(x)
+        data = x._data
+        axes = None if axis is None else normalize_axes(axis, data.ndim)
+        if data.size == 0 and (axes is None or builtins.any(data.shape[a] == 0 for a in axes)):
+            raise ValueError(f"{name} of an empty array (or along an axis of size zero) is undefined")
+        return new(getattr(data, name)(axis=axes, keepdims=keepdims), x._device)
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"(standard: statistical_functions.{name})"
     return fn
 
 
-max = _minmax("max")
-min = _minmax("min")
+sum = _accumulating("sum")
+prod = _accumulating("prod")
+max = _extremum("max")
+min = _extremum("min")
 
 
 @oom_guard
