@@ -144,7 +144,17 @@ def _binary(name, bname=None, doc=""):
                     raise
                 except MemoryError as e:
                     raise OutOfMemoryError(str(e)) from e
-        elif other.__class__ not in PY_SCALARS and not _operand_like(other):
+        elif other.__class__ in PY_SCALARS:
+            a = self._data
+            if a.dtype != _BF16:  # NumPy and CuPy promote Python scalars weakly themselves (NEP 50)
+                dev = self._device
+                try:
+                    return new(np_fn(a, other) if dev is CPU else getattr(dev.xp, bname)(a, other), dev)
+                except OutOfMemoryError:
+                    raise
+                except MemoryError as e:
+                    raise OutOfMemoryError(str(e)) from e
+        elif not _operand_like(other):
             return NotImplemented
         return fn(self, other)
     operator.__name__ = f"__{name}__"
