@@ -133,30 +133,27 @@ def _binary(name, bname=None, doc=""):
     def operator(self, other):
         """The forward operator (x.__add__ and friends): the same fast path without a second call; an operand
         that is no array or scalar gives NotImplemented, so Python tries the other operand's method."""
-        if other.__class__ is Array:
-            a = self._data
+        c = other.__class__
+        a = self._data
+        dev = self._device
+        if c is Array:
+            if other._device is not dev or other._data.dtype is not a.dtype:
+                return fn(self, other)
             b = other._data
-            dev = self._device
-            if other._device is dev and a.dtype is b.dtype:
-                try:
-                    return new(np_fn(a, b) if dev is CPU else getattr(dev.xp, bname)(a, b), dev)
-                except OutOfMemoryError:
-                    raise
-                except MemoryError as e:
-                    raise OutOfMemoryError(str(e)) from e
-        elif other.__class__ in PY_SCALARS:
-            a = self._data
-            if a.dtype != _BF16:  # NumPy and CuPy promote Python scalars weakly themselves (NEP 50)
-                dev = self._device
-                try:
-                    return new(np_fn(a, other) if dev is CPU else getattr(dev.xp, bname)(a, other), dev)
-                except OutOfMemoryError:
-                    raise
-                except MemoryError as e:
-                    raise OutOfMemoryError(str(e)) from e
-        elif not _operand_like(other):
+        elif c in PY_SCALARS:
+            if a.dtype == _BF16:
+                return fn(self, other)
+            b = other  # NumPy and CuPy promote Python scalars weakly themselves (NEP 50)
+        elif _operand_like(other):
+            return fn(self, other)
+        else:
             return NotImplemented
-        return fn(self, other)
+        try:
+            return new(np_fn(a, b) if dev is CPU else getattr(dev.xp, bname)(a, b), dev)
+        except OutOfMemoryError:
+            raise
+        except MemoryError as e:
+            raise OutOfMemoryError(str(e)) from e
     operator.__name__ = f"__{name}__"
     fn.operator = operator
     return fn
