@@ -81,20 +81,16 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     dev = as_device(device)
     if copy is not None and copy is not True and copy is not False:
         raise ValueError(f"copy must be True, False or None, got {copy!r}")
-    mod, _ = _backend_type(obj)
-    if mod == "cupy":
-        return _from_cupy(obj, dt, device, copy)
-    if mod == "numpy" or isinstance(obj, np.ndarray):
-        src = obj
-    elif obj.__class__ in PY_SCALARS or isinstance(obj, (list, tuple)):
+    c = obj.__class__
+    if c in PY_SCALARS or c is list or c is tuple:
         if copy is False:
             raise ValueError("converting a Python scalar or sequence always copies, but copy=False")
-        if obj.__class__ is int and dt is None and not -2**63 <= obj < 2**63:
+        if c is int and dt is None and not -2**63 <= obj < 2**63:
             raise OverflowError(f"Python int {obj} is out of bounds for the default integer dtype int64")
-        if isinstance(obj, (list, tuple)):
-            obj = _host_tree(obj)
         try:
             src = np.asarray(obj, dtype=dt)
+        except TypeError:  # GPU Arrays inside the sequence refuse __array__: gather them to the host
+            src = np.asarray(_host_tree(obj), dtype=dt)
         except ValueError as e:
             if "inhomogeneous" in str(e):
                 raise ValueError(f"nested sequence has an inhomogeneous shape: {e}") from None
@@ -104,6 +100,11 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             return new(src, dev)
         with on_device(dev):
             return new(_to_gpu(dev, src, None), dev)
+    mod, _ = _backend_type(obj)
+    if mod == "cupy":
+        return _from_cupy(obj, dt, device, copy)
+    if mod == "numpy" or isinstance(obj, np.ndarray):
+        src = obj
     elif hasattr(obj, "__dlpack__") and not hasattr(obj, "__array_interface__"):
         x = from_dlpack(obj, device=device, copy=copy)
         return asarray(x, dtype=dt, copy=False if copy is False else None)
@@ -151,6 +152,10 @@ def _from_cupy(obj, dt, device, copy):
 
 
 def _shape(shape):
+    if shape.__class__ is int:
+        if shape < 0:
+            raise ValueError(f"negative dimensions are not allowed: shape ({shape},)")
+        return (shape,)
     if isinstance(shape, (tuple, list)):
         out = tuple(operator.index(s) for s in shape)
     else:
@@ -177,8 +182,11 @@ def _default_for(value):
 def _make(fname, shape, dtype, device, *extra):
     dev = as_device(device)
     dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
+    shape = _shape(shape)
+    if dev is CPU:
+        return new(getattr(np, fname)(shape, *extra, dtype=dt), dev)
     with on_device(dev):
-        return new(getattr(dev.xp, fname)(_shape(shape), *extra, dtype=dt), dev)
+        return new(getattr(dev.xp, fname)(shape, *extra, dtype=dt), dev)
 
 
 @oom_guard
