@@ -3,11 +3,8 @@ import builtins
 import functools
 import operator
 
-import numpy as np
-
-from .. import _dtypes as _dt
 from .._array import Array
-from .._device import CPU, as_device, default_device
+from .._device import CPU
 from .._errors import DeviceError, OutOfMemoryError
 
 PY_SCALARS = (builtins.bool, int, float, complex)
@@ -34,13 +31,6 @@ def as_arrays(*xs):
     return [as_array(x, dev) for x in xs]
 
 
-def same_device(a, b):
-    if a._device is not b._device:
-        raise DeviceError(f"arrays are on different devices: {a._device} and {b._device}; "
-                          "move one with x.to_device()")
-    return a._device
-
-
 def normalize_axis(axis, ndim, name="axis"):
     try:
         ax = operator.index(axis)
@@ -63,10 +53,6 @@ def normalize_axes(axis, ndim, name="axis"):
     return (normalize_axis(axis, ndim, name),)
 
 
-def check_dtype_arg(dtype):
-    return None if dtype is None else _dt.to_dtype(dtype)
-
-
 def oom_guard(fn):
     """Translate a backend's out-of-memory error into gpk_array.OutOfMemoryError (a MemoryError)."""
     @functools.wraps(fn)
@@ -78,10 +64,6 @@ def oom_guard(fn):
         except MemoryError as e:
             raise OutOfMemoryError(str(e)) from e
     return wrapper
-
-
-def xp_of(device):
-    return device.xp
 
 
 def on_device(device):
@@ -101,4 +83,3 @@ class _Null:
 
 _NULL = _Null()
 
-__all__ = ["Array", "CPU", "as_device", "default_device", "np"]
