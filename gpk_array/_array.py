@@ -154,15 +154,7 @@ class Array:
         for i in range(self._data.shape[0]):
             yield self[i]
 
-    # --- printing ---------------------------------------------------------------------------------
-    def __repr__(self):
-        from ._ops.printing import array_repr
-        return array_repr(self)
-
-    def __str__(self):
-        from ._ops.printing import array_str
-        return array_str(self)
-
+    # --- printing: __repr__ and __str__ are NumPy's style, installed by gpk_array._numpy ------------------
     def __format__(self, spec):
         if self._data.ndim == 0:
             return format(self._scalar("scalar"), spec)
@@ -203,7 +195,7 @@ def _install_operators():
             return fn(other, self)
         return op
 
-    def inplace(fn, name):
+    def inplace(fn):
         def op(self, other):
             if other.__class__ is not Array and other.__class__ not in _py_scalars:
                 if not _array_like(other):
@@ -222,7 +214,7 @@ def _install_operators():
     for name, fn in binary.items():
         setattr(Array, f"__{name}__", getattr(fn, "operator", None) or forward(fn))
         setattr(Array, f"__r{name}__", reflected(fn))
-        setattr(Array, f"__i{name}__", inplace(fn, name))
+        setattr(Array, f"__i{name}__", inplace(fn))
     setattr(Array, "__matmul__", forward(la.matmul))
     setattr(Array, "__rmatmul__", reflected(la.matmul))
 

@@ -60,11 +60,6 @@ CATEGORIES = {
     "real floating": frozenset("f"),
     "complex floating": frozenset("c"),
     "numeric": frozenset("iufc"),
-    # not names of the standard: used to validate inputs of elementwise functions
-    "integer or boolean": frozenset("biu"),
-    "real numeric": frozenset("iuf"),
-    "floating": frozenset("fc"),
-    "any": frozenset("biufc"),
 }
 
 _COMPLEX_OF = {F16: C64, F32: C64, F64: C128}

@@ -24,10 +24,8 @@ def _pair(d1, d2):
                 r = _BF16
             elif other == _dt.F16:
                 r = _dt.F32
-            elif k == "f":
-                r = other
             else:
-                r = other  # complex64 / complex128
+                r = other  # float32, float64, complex64, complex128
         else:
             r = np.result_type(d1, d2)
         _cache[key] = r

@@ -55,9 +55,9 @@ def _host_tree(obj):
     return obj
 
 
-def _backend_type(obj):
-    t = type(obj)
-    return t.__module__.split(".")[0], t.__name__
+def _backend_module(obj):
+    """The top-level module that defines obj's type ("numpy", "cupy", ...)."""
+    return type(obj).__module__.split(".")[0]
 
 
 @oom_guard
@@ -100,7 +100,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             return new(src, dev)
         with on_device(dev):
             return new(_to_gpu(dev, src, None), dev)
-    mod, _ = _backend_type(obj)
+    mod = _backend_module(obj)
     if mod == "cupy":
         return _from_cupy(obj, dt, device, copy)
     if mod == "numpy" or isinstance(obj, np.ndarray):

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtypes as _dt
 from .. import _promotion
+from .._array import _array_like
 from .._errors import DeviceError, OutOfMemoryError
 from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new
 
@@ -144,7 +145,7 @@ def _binary(name, bname=None, doc=""):
             if a.dtype == _BF16:
                 return fn(self, other)
             b = other  # NumPy and CuPy promote Python scalars weakly themselves (NEP 50)
-        elif _operand_like(other):
+        elif _array_like(other):
             return fn(self, other)
         else:
             return NotImplemented
@@ -157,10 +158,6 @@ def _binary(name, bname=None, doc=""):
     operator.__name__ = f"__{name}__"
     fn.operator = operator
     return fn
-
-
-def _operand_like(x):
-    return isinstance(x, (list, tuple, np.ndarray, np.generic)) or hasattr(x, "__cuda_array_interface__")
 
 
 # --- unary ----------------------------------------------------------------------------------------
@@ -276,7 +273,7 @@ def clip(x, /, min=None, max=None, *, out=None):
         same_kind = all(b is None or _bound_fits(b, k) for b in (lo, hi))
         r = x._data
         if k in "iu" and same_kind:
-            info = _dt_iinfo(dt)
+            info = np.iinfo(dt)
             lo = _clamp_int_bound(lo, info) if lo is not None and lo.__class__ is int else lo
             hi = _clamp_int_bound(hi, info) if hi is not None and hi.__class__ is int else hi
         if lo is not None:
@@ -299,10 +296,6 @@ def _bound_fits(b, k):
         bk = {bool: "b", int: "i", float: "f", complex: "c"}[b.__class__]
         return bk == k or (bk in "bi" and k in "iuf") or (bk == "f" and k == "f")
     return _dt.kind(b.dtype) == k or (_dt.kind(b.dtype) in "iu" and k in "iu")
-
-
-def _dt_iinfo(dt):
-    return np.iinfo(dt)
 
 
 def _clamp_int_bound(v, info):
