@@ -9,18 +9,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 
-def _gpu_available():
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
+from tests.kernels._gpu_common import gpu_marks  # noqa: E402
 
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu_available(), reason="no CUDA GPU")]
+pytestmark = gpu_marks()
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTS = ("-DGPK_SELECT", "-DGPK_DT_f32", "-DGPK_GROUP_basic")

@@ -10,27 +10,9 @@ import numpy as np
 import pytest
 
 
-def _gpu_available():
-    try:
-        import cupy
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
+from tests.kernels._gpu_common import BF16, BOOL, FLOAT_DTYPES, INT_DTYPES, RTOL, gpu_marks  # noqa: E402,F401
 
-
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu_available(), reason="no CUDA GPU")]
-
-try:
-    import ml_dtypes
-    BF16 = np.dtype(ml_dtypes.bfloat16)
-except Exception:  # pragma: no cover
-    BF16 = None
-
-FLOAT_DTYPES = [np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)] + ([BF16] if BF16 else [])
-INT_DTYPES = [np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
-                                     np.uint8, np.uint16, np.uint32, np.uint64)]
-BOOL = np.dtype(np.bool_)
-RTOL = {"float16": 5e-3, "bfloat16": 2e-2, "float32": 1e-5, "float64": 1e-12}
+pytestmark = gpu_marks()
 
 # (shape, axis) cases; each exercises a different plan
 CASES = [
