@@ -247,3 +247,19 @@ def test_every_standard_name_exists():
     uint16 uint32 uint64 float32 float64 complex64 complex128 float16 bfloat16""".split()
     missing = [n for n in names if not hasattr(xp, n)]
     assert not missing
+
+
+@pytest.mark.parametrize("axes", [(1, 0), (2, 0, 1), (0, 2)])
+@pytest.mark.parametrize("s", [None, 6])
+def test_real_fftn_with_axes_in_any_order(device, axes, s):
+    """rfftn/irfftn: the real transform is on axes[-1] whatever the order (CuPy's plans got the shape wrong)."""
+    x = np.random.default_rng(0).standard_normal((3, 4, 5))
+    s = None if s is None else (s,) * len(axes)
+    want = np.fft.rfftn(x, s=s, axes=axes)
+    got = xp.fft.rfftn(xp.asarray(x, device=device), s=s, axes=axes)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(np.asarray(got.to_device("cpu")), want, rtol=1e-10, atol=1e-10)
+    s_back = s if s is not None else tuple(x.shape[a] for a in axes)
+    back = xp.fft.irfftn(got, s=s_back, axes=axes)
+    np.testing.assert_allclose(np.asarray(back.to_device("cpu")), np.fft.irfftn(want, s=s_back, axes=axes),
+                               rtol=1e-10, atol=1e-10)

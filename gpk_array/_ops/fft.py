@@ -55,12 +55,28 @@ def _many(name, real_out):
         data = x._data
         if data.dtype in (_dt.F16, _dt.BF16):
             data = data.astype(_dt.F32)
-        r = getattr(x._device.xp.fft, name)(data, s=s, axes=axes, norm=_norm(norm))
+        xfft = x._device.xp.fft
+        if name in ("rfftn", "irfftn") and axes is not None and list(axes) != sorted(axes):
+            r = _real_nd_by_parts(xfft, name, data, s, axes, _norm(norm))
+        else:
+            r = getattr(xfft, name)(data, s=s, axes=axes, norm=_norm(norm))
         out_dt = (_dt.D("float32") if single else _dt.F64) if real_out else (_dt.C64 if single else _dt.C128)
         return new(r.astype(out_dt, copy=False), x._device)
     fn.__name__ = name
     fn.__doc__ = f"(standard: fft.{name})"
     return fn
+
+
+def _real_nd_by_parts(xfft, name, data, s, axes, norm):
+    """rfftn / irfftn over axes in any order, as the standard defines them: the real transform on axes[-1], the
+    complex one over the others (CuPy's cuFFT plans return a wrong shape for unsorted axes)."""
+    head, last = axes[:-1], axes[-1]
+    s_head, n_last = (None, None) if s is None else (s[:-1], s[-1])
+    if name == "rfftn":
+        r = xfft.rfft(data, n=n_last, axis=last, norm=norm)
+        return xfft.fftn(r, s=s_head, axes=head, norm=norm) if head else r
+    r = xfft.ifftn(data, s=s_head, axes=head, norm=norm) if head else data
+    return xfft.irfft(r, n=n_last, axis=last, norm=norm)
 
 
 fft = _one("fft", False, False)

@@ -151,6 +151,8 @@ def test_device_level_admission_with_total_budget(cp):
 
 
 def test_free_memory_back_to_baseline_after_destroy(gpu, cp):
+    """The device's free memory is shared with every other process on the GPU (parallel test workers): a leak
+    fails every attempt, another process's allocation only the attempt it overlaps, so three attempts run."""
     def cycle(name, keep_until_after_destroy=False):
         ctx = sched.create_context(name, 1024 * MiB, qos="burstable")
         with ctx:
@@ -162,22 +164,23 @@ def test_free_memory_back_to_baseline_after_destroy(gpu, cp):
         sched.destroy_context(ctx)
         return total, low, kept
 
-    cycle("warmup")  # one-time driver allocations (modules, stream resources) happen here
-    base = _settle(cp)
-    total, low, _ = cycle("m")
-    after = _settle(cp)
-    assert total == 4 * 64 * MiB // 4
-    assert base - low >= 256 * MiB  # the memory really was taken
-    assert abs(base - after) <= 4 * MiB, (base, after)
+    def attempt(i):
+        base = _settle(cp)
+        total, low, _ = cycle(f"m{i}")
+        after = _settle(cp)
+        assert total == 4 * 64 * MiB // 4
+        # an array that outlives its context keeps its block until it is freed, then the memory comes back
+        _, _, kept = cycle(f"late{i}", keep_until_after_destroy=True)
+        mid = _settle(cp)
+        del kept
+        sched.stats()  # reaps pools of destroyed contexts
+        final = _settle(cp)
+        return (base - low >= 256 * MiB, abs(base - after) <= 4 * MiB, base - mid >= 60 * MiB,
+                abs(base - final) <= 4 * MiB), (base, low, after, mid, final)
 
-    # an array that outlives its context keeps its block until it is freed, then the memory comes back
-    _, _, kept = cycle("late", keep_until_after_destroy=True)
-    mid = _settle(cp)
-    assert base - mid >= 60 * MiB
-    del kept
-    sched.stats()  # reaps pools of destroyed contexts
-    final = _settle(cp)
-    assert abs(base - final) <= 4 * MiB, (base, final)
+    cycle("warmup")  # one-time driver allocations (modules, stream resources) happen here
+    tries = [attempt(i) for i in range(3)]
+    assert any(all(ok) for ok, _ in tries), tries
 
 
 def test_destroyed_context_refuses_allocations_and_awaits(gpu, cp):
