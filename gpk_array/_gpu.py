@@ -1,13 +1,55 @@
 """Dispatch of hot paths on CUDA devices: one place where gpk_array's own kernels take over from CuPy.
 
-Every function takes and returns CuPy arrays and runs on the current CuPy stream. Today every path here is CuPy's
-(cuBLAS for matmul): kernels from gpk_array._kernels enter only with evidence from a GPU run (correct on a shape
-sweep, faster than CuPy in the same benchmark), and gpk_array/_ops/nn.py looks here for fused ops by name
-(``linear``, ``layer_norm``, ``softmax``, ...), falling back to plain CuPy code when a name is absent.
+Every function takes and returns CuPy arrays and runs on the current CuPy stream. Kernels from
+gpk_array._kernels enter only with evidence from a GPU run (correct on a shape sweep, faster than CuPy in the same
+benchmark), and gpk_array/_ops/nn.py looks here for fused ops by name (``linear``, ``layer_norm``, ...), falling
+back to plain CuPy code when a name is absent or returns None.
+
+- ``layer_norm``: cuda/nn.cu (one block per row, fp32 statistics), for float32/float16/bfloat16.
+- ``kv_cache_attention``: cuda/nn.cu, the cache write and the attention of a decode step in one kernel.
+- ``matmul`` and ``linear``: cuBLASLt through gpk_array._kernels.blas when that module loads (its calls can be
+  recorded in CUDA graphs, CuPy's cuBLAS calls cannot; ``linear`` fuses bias and relu / gelu_tanh as a cuBLASLt
+  epilogue), else cuBLAS through CuPy.
 """
+
+_blas = None
+
+
+def _get_blas():
+    global _blas
+    if _blas is None:
+        try:
+            from ._kernels import blas
+            _blas = blas if blas.available() else False
+        except Exception:  # no cuBLASLt to load: CuPy's cuBLAS does everything
+            _blas = False
+    return _blas
 
 
 def matmul(a, b):
     """Matrix product of two CuPy arrays of one dtype (already promoted)."""
+    blas = _get_blas()
+    if blas and a.ndim >= 2 and b.ndim >= 2:
+        y = blas.matmul(a, b)
+        if y is not None:
+            return y
     import cupy
     return cupy.matmul(a, b)
+
+
+def linear(x2d, w, bias, activation):
+    """activation(x2d @ w.T + bias) in one cuBLASLt call, or None (then gpk_array/_ops/nn.py's plain code runs)."""
+    blas = _get_blas()
+    if not blas or activation not in (None, "relu", "gelu_tanh"):
+        return None
+    return blas.linear(x2d, w, bias, activation)
+
+
+def layer_norm(x, weight, bias, eps):
+    from ._kernels import nn
+    return nn.layer_norm(x, weight, bias, eps)
+
+
+def kv_cache_attention(qkv, cache, positions, kv_len, scale):
+    from ._kernels import nn
+    return nn.decode_attention(qkv, cache, positions, kv_len, scale)

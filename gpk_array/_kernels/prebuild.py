@@ -21,8 +21,8 @@ from . import loader
 
 def all_variants() -> list[tuple[str, tuple]]:
     """Every (cu_file, options) module the front ends may load."""
-    from . import elementwise, reduction
-    return sorted(set(elementwise.variants()) | set(reduction.variants()))
+    from . import elementwise, nn, reduction
+    return sorted(set(elementwise.variants()) | set(reduction.variants()) | set(nn.variants()))
 
 
 def prebuild(arch=None, *, jobs: int | None = None, verbose: bool = False, force: bool = False,

@@ -17,6 +17,7 @@ through ``gpk_array._gpu.matmul``. The signatures:
     _gpu.gelu(x, approximate)                      approximate is "none" or "tanh"
     _gpu.bias_add_inplace(out, bias)               returns out
     _gpu.scaled_dot_product_attention(q, k, v, mask, causal, scale)
+    _gpu.kv_cache_attention(qkv, cache, positions, kv_len, scale)
 
 A decode step captured in a CUDA graph (gpk_array.llm.generate) runs all of this inside a stream capture,
 where CuPy refuses cuBLAS calls (NotImplementedError from its cublas setStream): the step captures only when
@@ -31,7 +32,8 @@ from .. import _promotion
 from .._errors import DeviceError
 from ._common import Array, as_array, new, oom_guard
 
-__all__ = ["bias_add_inplace", "gelu", "layer_norm", "linear", "linear_bias_gelu", "scaled_dot_product_attention",
+__all__ = ["bias_add_inplace", "gelu", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
+           "scaled_dot_product_attention",
            "softmax"]
 
 ACTIVATIONS = (None, "gelu", "gelu_tanh", "relu", "silu")
@@ -308,3 +310,50 @@ def _attention(q, k, v, mask, causal, scale, dev):
         s = xp.where(mask, s, float(np.finfo(s.dtype).min))
     p = _softmax(s, -1, xp)
     return matmul(p.astype(v.dtype, copy=False), v).astype(dt, copy=False)
+
+
+@oom_guard
+def kv_cache_attention(qkv, cache, positions, kv_len, scale):
+    """One new token per sequence attends its KV cache (a decode step of a transformer).
+
+    qkv: (B, 3, H, D), each sequence's new query, key and value; cache: (2, Bc, H, L, D) Array with Bc >= B,
+    keys then values, sequence b in cache row b; positions: (B,) integer slot of each new token; kv_len: slots
+    [0, kv_len) may be attended. The keys and values are written into ``cache`` (in place) at their slots, then
+    each query attends the slots up to its own. Returns (B, H, D).
+    """
+    (qkv, c), dev = _operands("kv_cache_attention", qkv, cache)
+    if cache.__class__ is not Array:
+        raise TypeError("kv_cache_attention: cache must be a gpk_array Array (it is written in place)")
+    pos = as_array(positions, dev)
+    if pos._device is not dev:
+        raise DeviceError(f"kv_cache_attention: positions are on {pos._device}, qkv on {dev}")
+    if qkv.ndim != 4 or qkv.shape[1] != 3 or c.ndim != 5 or c.shape[0] != 2:
+        raise ValueError(f"kv_cache_attention: qkv must be (B, 3, H, D) and cache (2, Bc, H, L, D), got {qkv.shape} "
+                         f"and {c.shape}")
+    B, _, H, D = qkv.shape
+    if c.shape[2] != H or c.shape[4] != D or c.shape[1] < B or pos.shape != (B,):
+        raise ValueError(f"kv_cache_attention: qkv {qkv.shape}, cache {c.shape} and positions {pos.shape} do not match")
+    if c.dtype != qkv.dtype:
+        raise TypeError(f"kv_cache_attention: cache dtype {c.dtype} differs from qkv dtype {qkv.dtype}")
+    kv_len = int(kv_len)
+    if not 0 < kv_len <= c.shape[3]:
+        raise ValueError(f"kv_cache_attention: kv_len must be in [1, {c.shape[3]}], got {kv_len}")
+    p = pos._data.astype(np.int64, copy=False)
+    kernel = _fused(dev, "kv_cache_attention")
+    y = kernel(qkv, c, p, kv_len, float(scale)) if kernel is not None else None
+    if y is None:
+        y = _kv_cache_attention(qkv, c, p, kv_len, float(scale), dev)
+    return new(y, dev)
+
+
+def _kv_cache_attention(qkv, c, p, kv_len, scale, dev):
+    xp, matmul = dev.xp, _matmul(dev)
+    B = qkv.shape[0]
+    c[0, xp.arange(B), :, p] = qkv[:, 1]  # (B, H, D) at each row's slot
+    c[1, xp.arange(B), :, p] = qkv[:, 2]
+    q = _wide(qkv[:, 0], xp)[:, :, None, :] * scale                  # (B, H, 1, D)
+    k, v = _wide(c[0, :B, :, :kv_len], xp), _wide(c[1, :B, :, :kv_len], xp)   # (B, H, kv_len, D)
+    s = matmul(q, xp.swapaxes(k, -1, -2))                            # (B, H, 1, kv_len)
+    keep = xp.arange(kv_len)[None, None, None, :] <= p[:, None, None, None]
+    s = xp.where(keep, s, float(np.finfo(s.dtype).min))
+    return matmul(_softmax(s, -1, xp), v)[:, :, 0].astype(qkv.dtype, copy=False)

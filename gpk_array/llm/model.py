@@ -83,6 +83,7 @@ class _Step:
     def __init__(self, cache, kv_len):
         self.cache, self.kv_len = cache, kv_len
         self.rows = self.slots = self.read_rows = self.mask = None
+        self.decode_positions = None  # (B,) slots of a decode step (one token per cache row 0..B-1)
 
 
 class Block:
@@ -106,6 +107,10 @@ class Block:
     def attention(self, x, step):
         B, T, C = x.shape
         qkv = gp.linear(x, self.attn_c_attn_weight, self.attn_c_attn_bias)
+        if step.decode_positions is not None:  # cache write and attention of a decode step: one fused op
+            y = gp.kv_cache_attention(gp.reshape(qkv, (B, 3, self.n_head, self.head_dim)), step.cache.layers[self.index],
+                                      step.decode_positions, step.kv_len, self.scale)
+            return gp.linear(gp.reshape(y, (B, T, C)), self.attn_c_proj_weight, self.attn_c_proj_bias)
         qkv = gp.reshape(qkv, (B, T, 3, self.n_head, self.head_dim))
         if step.cache is not None:
             step.cache.write(self.index, qkv[:, :, 1:], step.rows, step.slots)
@@ -252,8 +257,11 @@ class GPT2:
             if kv_len is not None:
                 if not 0 < kv_len <= cache.max_len:
                     raise ValueError(f"kv_len must be in [1, {cache.max_len}], got {kv_len}")
-                key_pos = gp.reshape(gp.arange(kv_len, device=dev), (1, 1, 1, kv_len))
-                step.mask = key_pos <= gp.reshape(step.slots, (B, 1, T, 1))
+                if T == 1 and rows is None:
+                    step.decode_positions = gp.reshape(step.slots, (B,))
+                else:
+                    key_pos = gp.reshape(gp.arange(kv_len, device=dev), (1, 1, 1, kv_len))
+                    step.mask = key_pos <= gp.reshape(step.slots, (B, 1, T, 1))
         elif kv_len is not None:
             raise ValueError("kv_len needs a cache")
         for block in self.blocks:

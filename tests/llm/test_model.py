@@ -155,6 +155,46 @@ def test_attention(device, dtype, lq, lk, causal, masked):
     assert rel_err(host(out), np_attention(q, k, v, causal, mask, 0.3)) < 2 * tol
 
 
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("B,Bc,H,L,D,kv_len", [(1, 1, 2, 16, 8, 16), (3, 4, 4, 40, 64, 32), (2, 2, 12, 1024, 64, 1024)])
+def test_kv_cache_attention(device, dtype, B, Bc, H, L, D, kv_len):
+    """Writes each new key/value at its slot and attends slots 0..pos (a loop over sequences and heads as oracle)."""
+    rng = np.random.default_rng(6)
+    dt, tol = DTYPES[dtype]
+    cache0 = host(dev_array(rng.standard_normal((2, Bc, H, L, D)), device, dt))
+    qkv = host(dev_array(rng.standard_normal((B, 3, H, D)), device, dt))
+    pos = rng.integers(0, kv_len, size=B)
+    pos[0] = kv_len - 1
+    cache = dev_array(cache0, device, dt)
+    out = gp.kv_cache_attention(dev_array(qkv, device, dt), cache, gp.asarray(pos, device=device), kv_len, 0.125)
+    assert out.dtype == dt and out.shape == (B, H, D)
+    want_cache = cache0.copy()
+    want = np.empty((B, H, D))
+    for b in range(B):
+        want_cache[0, b, :, pos[b]] = qkv[b, 1]
+        want_cache[1, b, :, pos[b]] = qkv[b, 2]
+        for h in range(H):
+            k, v = want_cache[0, b, h, :pos[b] + 1], want_cache[1, b, h, :pos[b] + 1]
+            want[b, h] = np_softmax(k @ qkv[b, 0, h] * 0.125) @ v
+    assert np.array_equal(host(cache), want_cache)
+    assert rel_err(host(out), want) < 2 * tol
+    with pytest.raises(ValueError):
+        gp.kv_cache_attention(dev_array(qkv, device, dt), cache, gp.asarray(pos, device=device), L + 1, 0.125)
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", [(1, 768), (5, 1600), (2, 3, 1000), (4, 8)])
+def test_layer_norm_model_widths(device, dtype, shape):
+    rng = np.random.default_rng(7)
+    dt, tol = DTYPES[dtype]
+    x = host(dev_array(1 + 3 * rng.standard_normal(shape), device, dt))
+    w, b = (host(dev_array(a, device, dt)) for a in (1 + 0.1 * rng.standard_normal(shape[-1]),
+                                                     rng.standard_normal(shape[-1])))
+    out = gp.layer_norm(dev_array(x, device, dt), dev_array(w, device, dt), dev_array(b, device, dt), eps=1e-5)
+    assert out.shape == shape and out.dtype == dt
+    assert rel_err(host(out), np_layer_norm(x, w, b, 1e-5)) < 2 * tol
+
+
 def test_attention_without_keys_is_finite(device):
     q = k = v = dev_array(np.arange(24.0).reshape(1, 2, 3, 4) / 10, device)
     mask = gp.asarray(np.zeros((1, 1, 3, 3), bool), device=device)

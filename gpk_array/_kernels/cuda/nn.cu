@@ -1,0 +1,169 @@
+// Fused neural-network kernels of the transformer forward pass (gpk_array/_kernels/nn.py launches them).
+//
+// For each dtype dt in f32, f16, bf16 (arithmetic in float):
+//   gpk_nn_layer_norm_<dt>      y = layer_norm(x [+ r]) over rows of C contiguous elements; with r, the sum
+//                               x + r is also written to s (the residual stream), so "x = x + h; y = ln(x)"
+//                               is one kernel. One block per row; the row is staged in shared memory as
+//                               float, mean and variance are two passes over it (no cancellation).
+//   gpk_nn_embed_<dt>           x[i] = wte[tok[i]] + wpe[pos[i]] (token and position embeddings).
+//   gpk_nn_decode_attn_<dt>     one new token per sequence attends its KV cache: writes the token's key and
+//                               value into the cache at slot pos[b], then softmax(q . K[0..pos[b]] * scale)
+//                               . V. One block per (sequence, head); scores live in shared memory.
+#include "gpk_common.cuh"
+
+namespace gpk {
+
+template <class T>
+__device__ __forceinline__ float ld(const T* p) { return Tr<T>::to_c(*p); }
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets the result.
+__device__ __forceinline__ float block_sum(float v, float* red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  __syncthreads();  // red may still be read by a previous call
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  float t = 0.f;
+  for (int w = 0; w < nw; ++w) t += red[w];
+  return t;
+}
+
+__device__ __forceinline__ float block_max(float v, float* red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_down_sync(0xffffffffu, v, o));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  float t = red[0];
+  for (int w = 1; w < nw; ++w) t = fmaxf(t, red[w]);
+  return t;
+}
+
+// dynamic shared memory: C floats (the row) + 32 floats (reductions)
+template <class T>
+__device__ void layer_norm(const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ s,
+                           const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ y,
+                           int C, float eps) {
+  extern __shared__ float sh[];
+  float* row = sh;
+  float* red = sh + C;
+  const long long base = (long long)blockIdx.x * C;
+  float acc = 0.f;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    float v = ld(x + base + c);
+    if (r != nullptr) {
+      v += ld(r + base + c);
+      T vt = Tr<T>::from_c(v);
+      if (s != nullptr) s[base + c] = vt;
+      v = Tr<T>::to_c(vt);  // normalize what the residual stream holds, rounded to T
+    }
+    row[c] = v;
+    acc += v;
+  }
+  const float mean = block_sum(acc, red) / (float)C;
+  float sq = 0.f;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    float d = row[c] - mean;
+    sq += d * d;
+  }
+  const float rstd = rsqrtf(block_sum(sq, red) / (float)C + eps);
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    float v = (row[c] - mean) * rstd;
+    if (w != nullptr) v *= ld(w + c);
+    if (b != nullptr) v += ld(b + c);
+    y[base + c] = Tr<T>::from_c(v);
+  }
+}
+
+template <class T>
+__device__ void embed(const long long* __restrict__ tok, const long long* __restrict__ pos,
+                      const T* __restrict__ wte, const T* __restrict__ wpe, T* __restrict__ x,
+                      long long n, int C) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n * C;
+       i += (long long)gridDim.x * blockDim.x) {
+    const long long t = i / C;
+    const int c = (int)(i - t * C);
+    x[i] = Tr<T>::from_c(ld(wte + tok[t] * C + c) + ld(wpe + pos[t] * C + c));
+  }
+}
+
+// qkv: (B, 3, H, D) contiguous (the new token's query, key and value); cache: (2, Bc, H, L, D) contiguous,
+// row b of the batch uses cache row b; pos: (B,) slot of the new token; y: (B, H, D).
+// Slots [0, min(pos[b], kv_len - 1)] are attended. Dynamic shared memory: kv_len + D + 32 + blockDim floats.
+template <class T>
+__device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, const long long* __restrict__ pos,
+                            T* __restrict__ y, int Bc, int H, int L, int D, int kv_len, float scale) {
+  extern __shared__ float sh[];
+  const int b = blockIdx.y, h = blockIdx.x;
+  const int HD = H * D;
+  float* scores = sh;
+  float* q = sh + kv_len;
+  float* red = q + D;
+  float* part = red + 32;
+  const long long p = pos[b];
+  const int n = (int)min((long long)kv_len, p + 1);
+  const T* qs = qkv + (long long)b * 3 * HD + h * D;
+  T* K = cache + ((long long)b * H + h) * L * D;
+  T* V = cache + (((long long)Bc + b) * H + h) * L * D;
+  if (p >= 0 && p < L) {
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+      K[p * D + d] = qs[HD + d];
+      V[p * D + d] = qs[2 * HD + d];
+    }
+  }
+  for (int d = threadIdx.x; d < D; d += blockDim.x) q[d] = ld(qs + d) * scale;
+  __syncthreads();  // the key/value just written and q are visible to the whole block
+  float m = -INFINITY;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    const T* k = K + (long long)j * D;
+    float a = 0.f;
+    for (int d = 0; d < D; ++d) a += q[d] * ld(k + d);
+    scores[j] = a;
+    m = fmaxf(m, a);
+  }
+  m = block_max(m, red);
+  float sum = 0.f;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    float e = __expf(scores[j] - m);
+    scores[j] = e;
+    sum += e;
+  }
+  sum = block_sum(sum, red);  // also orders the scores' writes before the reads below
+  // thread t: component d = t % D of the output over slots j = t / D, t / D + P, ... (P = blockDim / D)
+  const int P = blockDim.x / D;
+  const int d = threadIdx.x % D, g = threadIdx.x / D;
+  float acc = 0.f;
+  if (g < P) {
+    for (int j = g; j < n; j += P) acc += scores[j] * ld(V + (long long)j * D + d);
+  }
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.x < D) {
+    float t = 0.f;
+    for (int k = 0; k < P; ++k) t += part[k * D + threadIdx.x];
+    y[(long long)b * HD + h * D + threadIdx.x] = Tr<T>::from_c(n > 0 ? t / sum : 0.f);
+  }
+}
+
+}  // namespace gpk
+
+#define GPK_NN_KERNELS(T, DT)                                                                           \
+  extern "C" __global__ void gpk_nn_layer_norm_##DT(const T* x, const T* r, T* s, const T* w, const T* b, \
+                                                    T* y, int C, float eps) {                           \
+    gpk::layer_norm<T>(x, r, s, w, b, y, C, eps);                                                       \
+  }                                                                                                     \
+  extern "C" __global__ void gpk_nn_embed_##DT(const long long* tok, const long long* pos, const T* wte, \
+                                               const T* wpe, T* x, long long n, int C) {                \
+    gpk::embed<T>(tok, pos, wte, wpe, x, n, C);                                                         \
+  }                                                                                                     \
+  extern "C" __global__ void gpk_nn_decode_attn_##DT(const T* qkv, T* cache, const long long* pos, T* y, \
+                                                     int Bc, int H, int L, int D, int kv_len,            \
+                                                     float scale) {                                     \
+    gpk::decode_attn<T>(qkv, cache, pos, y, Bc, H, L, D, kv_len, scale);                                \
+  }
+
+GPK_NN_KERNELS(float, f32)
+GPK_NN_KERNELS(__half, f16)
+GPK_NN_KERNELS(__nv_bfloat16, bf16)
