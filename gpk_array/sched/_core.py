@@ -326,6 +326,7 @@ class Scheduler:
         if victim[0] == "pool":
             c = victim[1]
             before = c._pool.total_bytes()
+            c._note_peak()
             c._pool.free_all_blocks()
             released = before - c._pool.total_bytes()
             if released > 0:
@@ -343,6 +344,7 @@ class Scheduler:
             entry.evict()
         finally:
             if c._cuda:
+                c._note_peak()
                 c._pool.free_all_blocks()
             released = max(0, before - self._held(c))
             with c._lock:
@@ -610,6 +612,7 @@ class Context:
                 self._pool.set_limit(size=budget)
             finally:
                 rt.setDevice(prev)
+            self._allocator = self._make_allocator(cp.cuda.memory.OutOfMemoryError)
 
     def __repr__(self):
         state = "destroyed" if self._destroyed else "live"
@@ -670,8 +673,31 @@ class Context:
 
     # memory --------------------------------------------------------------------------------------------------
 
+    def _make_allocator(self, oom):
+        """The thread-local CuPy allocator inside the context. Fast path: a request that fits the budget even
+        counting every cached block goes straight to the pool (whose limit is the budget, and whose base
+        allocator admits new device memory); anything else, and any refusal, takes ``_malloc``."""
+        pool, slow = self._pool, self._malloc
+        held = pool.total_bytes
+        fast = pool.malloc
+
+        def allocate(size):
+            if not self._destroyed and held() + size + 512 <= self.max_vram:
+                try:
+                    return fast(size)
+                except oom:
+                    pass
+            return slow(size)
+        return allocate
+
+    def _note_peak(self):
+        if self._pool is not None:
+            held = self._pool.total_bytes()
+            if held > self._peak:
+                self._peak = held
+
     def _malloc(self, size):
-        """The thread-local CuPy allocator inside the context: budget check, then the context's pool."""
+        """The slow path of the context's allocator: budget check with eviction, then the context's pool."""
         if self._destroyed:
             raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed; cannot allocate")
         self._last_activity = _monotonic()
@@ -688,6 +714,7 @@ class Context:
             except cp.cuda.memory.OutOfMemoryError:
                 # The pool's limit (the budget) counts cached blocks too, but the use fits (checked above):
                 # drop the cached blocks and retry, then, if split blocks still hold the room, grow past it.
+                self._note_peak()
                 pool.free_all_blocks()
                 try:
                     ptr = pool.malloc(size)
@@ -795,6 +822,7 @@ class Context:
         if not self._cuda:
             return 0
         before = self._pool.total_bytes()
+        self._note_peak()
         self._pool.free_all_blocks()
         with _lock:
             _cond.notify_all()
@@ -1129,7 +1157,7 @@ class Context:
             "budget": self.max_vram,
             "used": used,
             "held": held,
-            "peak": self._peak,
+            "peak": max(self._peak, self._pool.total_bytes()) if self._pool is not None else self._peak,
             "bandwidth": self.bandwidth,
             "priority": self.priority,
             "destroyed": self._destroyed,
@@ -1417,6 +1445,7 @@ def destroy_context(name_or_ctx):
     if ctx._cuda:
         with _on_device(ctx.device_id):
             ctx.stream.synchronize()
+            ctx._note_peak()
             ctx._pool.free_all_blocks()
             ctx._pending.clear()
             ctx._mark = None

@@ -97,20 +97,13 @@ def active_context():
     return None if st is None else st[0]
 
 
-def _undo(steps):
-    err = None
-    for step in reversed(steps):
-        try:
-            step()
-        except Exception as e:  # keep unwinding; report the first failure
-            if err is None:
-                err = e
-    if err is not None:
-        raise err
-
-
 def activate(ctx):
-    """Make ``ctx`` (a CUDA context or None) the one whose stream and pool this thread's CuPy calls use."""
+    """Make ``ctx`` (a CUDA context or None) the one whose stream and pool this thread's CuPy calls use.
+
+    The state saved on the way in is (previous device or None, the stream entered, the previous thread-local
+    allocator); CuPy's own calls are used directly (no context-manager objects), since this runs on every
+    ``with ctx:``.
+    """
     st = getattr(_tls, "active", None)
     if ctx is not None and not ctx._cuda:
         ctx = None
@@ -121,24 +114,36 @@ def activate(ctx):
         return
     if st is not None:
         _tls.active = None
-        _undo(st[1])
+        _restore(st)
     if ctx is None:
         return
     cp = cupy()
     rt = cp.cuda.runtime
-    steps = []
+    mem = cp.cuda.memory
+    prev_dev = rt.getDevice()
+    if prev_dev != ctx.device_id:
+        rt.setDevice(ctx.device_id)
+    else:
+        prev_dev = None
+    stream = ctx.stream
     try:
-        prev_dev = rt.getDevice()
-        if prev_dev != ctx.device_id:
-            rt.setDevice(ctx.device_id)
-            steps.append(lambda d=prev_dev: rt.setDevice(d))
-        stream = ctx.stream
         stream.__enter__()
-        steps.append(lambda s=stream: s.__exit__(None, None, None))
-        cm = cp.cuda.using_allocator(ctx._malloc)
-        cm.__enter__()
-        steps.append(lambda c=cm: c.__exit__(None, None, None))
     except BaseException:
-        _undo(steps)
+        if prev_dev is not None:
+            rt.setDevice(prev_dev)
         raise
-    _tls.active = (ctx, steps)
+    prev_alloc = mem._get_thread_local_allocator()
+    mem._set_thread_local_allocator(ctx._allocator)
+    _tls.active = (ctx, prev_dev, stream, prev_alloc)
+
+
+def _restore(st):
+    """Undo what ``activate`` did for the state ``st`` (allocator, stream, device: the reverse order)."""
+    _, prev_dev, stream, prev_alloc = st
+    cp = cupy()
+    cp.cuda.memory._set_thread_local_allocator(prev_alloc)
+    try:
+        stream.__exit__(None, None, None)
+    finally:
+        if prev_dev is not None:
+            cp.cuda.runtime.setDevice(prev_dev)

@@ -216,7 +216,12 @@ class FakeCupy:
             eventQuery=event_query,
             CUDARuntimeError=CUDARuntimeError,
         )
-        memory = types.SimpleNamespace(SingleDeviceMemoryPool=SingleDeviceMemoryPool, OutOfMemoryError=FakeOOM)
+        def set_thread_local_allocator(allocator):
+            fake.tls.allocator = allocator
+
+        memory = types.SimpleNamespace(SingleDeviceMemoryPool=SingleDeviceMemoryPool, OutOfMemoryError=FakeOOM,
+                                       _get_thread_local_allocator=lambda: getattr(fake.tls, "allocator", None),
+                                       _set_thread_local_allocator=set_thread_local_allocator)
         self.cuda = types.SimpleNamespace(
             runtime=runtime,
             memory=memory,
