@@ -5,7 +5,7 @@ gpk_array._kernels enter only with evidence from a GPU run (correct on a shape s
 benchmark), and gpk_array/_ops/nn.py looks here for fused ops by name (``linear``, ``layer_norm``, ...), falling
 back to plain CuPy code when a name is absent or returns None.
 
-- ``layer_norm``: cuda/nn.cu (one block per row, fp32 statistics), for float32/float16/bfloat16.
+- ``layer_norm``, ``add_layer_norm``: cuda/nn.cu (one block per row, fp32 statistics), for float32/float16/bfloat16.
 - ``kv_cache_attention``: cuda/nn.cu, the cache write and the attention of a decode step in one kernel.
 - ``matmul`` and ``linear``: cuBLASLt through gpk_array._kernels.blas when that module loads (its calls can be
   recorded in CUDA graphs, CuPy's cuBLAS calls cannot; ``linear`` fuses bias and relu / gelu_tanh as a cuBLASLt
@@ -48,6 +48,14 @@ def linear(x2d, w, bias, activation):
 def layer_norm(x, weight, bias, eps):
     from ._kernels import nn
     return nn.layer_norm(x, weight, bias, eps)
+
+
+def add_layer_norm(x, r, weight, bias, eps):
+    import cupy
+    from ._kernels import nn
+    s = cupy.empty_like(x)
+    y = nn.layer_norm(x, weight, bias, eps, residual=r, sum_out=s)
+    return None if y is None else (s, y)
 
 
 def kv_cache_attention(qkv, cache, positions, kv_len, scale):

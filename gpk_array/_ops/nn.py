@@ -13,6 +13,7 @@ through ``gpk_array._gpu.matmul``. The signatures:
 
     _gpu.linear(x2d, w, bias, activation)          x2d (N, in), w (out, in), bias (out,) or None -> (N, out)
     _gpu.layer_norm(x, weight, bias, eps)          over the last axis; weight/bias (C,) or None
+    _gpu.add_layer_norm(x, r, weight, bias, eps)   (x + r, layer_norm(x + r))
     _gpu.softmax(x, axis)
     _gpu.gelu(x, approximate)                      approximate is "none" or "tanh"
     _gpu.bias_add_inplace(out, bias)               returns out
@@ -32,7 +33,7 @@ from .. import _promotion
 from .._errors import DeviceError
 from ._common import Array, as_array, new, oom_guard
 
-__all__ = ["bias_add_inplace", "gelu", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
+__all__ = ["add_layer_norm", "bias_add_inplace", "gelu", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
            "scaled_dot_product_attention",
            "softmax"]
 
@@ -227,6 +228,26 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
             h += b.astype(h.dtype, copy=False)
         y = h.astype(_result_dtype(x, w, b), copy=False)
     return new(y, dev)
+
+
+@oom_guard
+def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
+    """``s = x + residual`` and ``layer_norm(s, weight, bias, eps)``, both returned: the residual stream of a
+    pre-LN transformer block and the next sublayer's input, in one kernel on CUDA."""
+    (x, r, w, b), dev = _operands("add_layer_norm", x, residual, weight, bias)
+    if x.shape != r.shape or x.dtype != r.dtype:
+        raise ValueError(f"add_layer_norm: x {x.shape} {x.dtype} and residual {r.shape} {r.dtype} must match")
+    c = x.shape[-1] if x.ndim else 0
+    for name, p in (("weight", w), ("bias", b)):
+        if p is not None and p.shape != (c,):
+            raise ValueError(f"add_layer_norm: {name} must have shape ({c},), got {p.shape}")
+    kernel = _fused(dev, "add_layer_norm")
+    out = kernel(x, r, w, b, float(eps)) if kernel is not None else None
+    if out is None:
+        s = x + r
+        return new(s, dev), layer_norm(new(s, dev), None if w is None else new(w, dev),
+                                       None if b is None else new(b, dev), eps)
+    return new(out[0], dev), new(out[1], dev)
 
 
 @oom_guard

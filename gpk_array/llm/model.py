@@ -98,11 +98,16 @@ class Block:
         for name in _LAYER_PARAMS:
             setattr(self, name.replace(".", "_"), p[f"h.{index}.{name}"])
 
-    def __call__(self, x, step):
-        x = x + self.attention(gp.layer_norm(x, self.ln_1_weight, self.ln_1_bias, self.eps), step)
-        h = gp.layer_norm(x, self.ln_2_weight, self.ln_2_bias, self.eps)
+    def __call__(self, x, m, step):
+        """x + m is the residual stream entering the block (m: the previous block's MLP output, or None); returns
+        the pair for the next block, so each residual addition is fused with the layer norm that follows it."""
+        if m is None:
+            h = gp.layer_norm(x, self.ln_1_weight, self.ln_1_bias, self.eps)
+        else:
+            x, h = gp.add_layer_norm(x, m, self.ln_1_weight, self.ln_1_bias, self.eps)
+        x, h = gp.add_layer_norm(x, self.attention(h, step), self.ln_2_weight, self.ln_2_bias, self.eps)
         h = gp.linear(h, self.mlp_c_fc_weight, self.mlp_c_fc_bias, activation=self.activation)
-        return x + gp.linear(h, self.mlp_c_proj_weight, self.mlp_c_proj_bias)
+        return x, gp.linear(h, self.mlp_c_proj_weight, self.mlp_c_proj_bias)
 
     def attention(self, x, step):
         B, T, C = x.shape
@@ -264,9 +269,12 @@ class GPT2:
                     step.mask = key_pos <= gp.reshape(step.slots, (B, 1, T, 1))
         elif kv_len is not None:
             raise ValueError("kv_len needs a cache")
+        m = None
         for block in self.blocks:
-            x = block(x, step)
-        x = gp.layer_norm(x, self.ln_f_weight, self.ln_f_bias, self.config.layer_norm_epsilon)
+            x, m = block(x, m, step)
+        eps = self.config.layer_norm_epsilon
+        x = gp.layer_norm(x, self.ln_f_weight, self.ln_f_bias, eps) if m is None else gp.add_layer_norm(
+            x, m, self.ln_f_weight, self.ln_f_bias, eps)[1]
         if last is not None:
             x = x[gp.arange(B, device=dev), gp.asarray(last, device=dev)]
         return gp.linear(x, self.wte)

@@ -183,6 +183,22 @@ def test_kv_cache_attention(device, dtype, B, Bc, H, L, D, kv_len):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
+def test_add_layer_norm(device, dtype):
+    rng = np.random.default_rng(8)
+    dt, tol = DTYPES[dtype]
+    x, r = (host(dev_array(2 * rng.standard_normal((3, 768)), device, dt)) for _ in range(2))
+    w, b = (host(dev_array(a, device, dt)) for a in (1 + 0.1 * rng.standard_normal(768), rng.standard_normal(768)))
+    s, y = gp.add_layer_norm(dev_array(x, device, dt), dev_array(r, device, dt), dev_array(w, device, dt),
+                             dev_array(b, device, dt), eps=1e-5)
+    assert s.dtype == y.dtype == dt and s.shape == y.shape == (3, 768)
+    want_s = host(dev_array(x + r, device, dt))  # the sum, rounded to dt once
+    assert np.array_equal(host(s), want_s)
+    assert rel_err(host(y), np_layer_norm(want_s, w, b, 1e-5)) < 2 * tol
+    with pytest.raises(ValueError):
+        gp.add_layer_norm(dev_array(x, device, dt), dev_array(r[:2], device, dt))
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("shape", [(1, 768), (5, 1600), (2, 3, 1000), (4, 8)])
 def test_layer_norm_model_widths(device, dtype, shape):
     rng = np.random.default_rng(7)
