@@ -44,6 +44,8 @@ from ._ops.statistical import (  # noqa: E402
 from ._ops.info import __array_namespace_info__  # noqa: E402
 from . import linalg, fft  # noqa: E402
 from ._ops.nn import *  # noqa: E402,F401,F403  fused ops: linear, layer_norm, softmax, ...
+from ._precision import (  # noqa: E402,F401
+    float32_matmul_precision, get_float32_matmul_precision, set_float32_matmul_precision)
 from ._numpy import *  # noqa: E402,F401,F403  NumPy's names beside the standard's
 from ._numpy import install as _install_numpy_methods  # noqa: E402
 

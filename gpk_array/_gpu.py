@@ -9,8 +9,11 @@ back to plain CuPy code when a name is absent or returns None.
 - ``kv_cache_attention``: cuda/nn.cu, the cache write and the attention of a decode step in one kernel.
 - ``matmul`` and ``linear``: cuBLASLt through gpk_array._kernels.blas when that module loads (its calls can be
   recorded in CUDA graphs, CuPy's cuBLAS calls cannot; ``linear`` fuses bias and relu / gelu_tanh as a cuBLASLt
-  epilogue), else cuBLAS through CuPy.
+  epilogue), else cuBLAS through CuPy. float32 products use TF32 unless gpk_array.set_float32_matmul_precision
+  ("highest") or GPK_NO_TF32=1 says otherwise (gpk_array/_precision.py).
 """
+
+from ._precision import tf32
 
 _blas = None
 
@@ -30,7 +33,7 @@ def matmul(a, b):
     """Matrix product of two CuPy arrays of one dtype (already promoted)."""
     blas = _get_blas()
     if blas and a.ndim >= 2 and b.ndim >= 2:
-        y = blas.matmul(a, b)
+        y = blas.matmul(a, b, tf32=tf32())
         if y is not None:
             return y
     import cupy
@@ -42,7 +45,7 @@ def linear(x2d, w, bias, activation):
     blas = _get_blas()
     if not blas or activation not in (None, "relu", "gelu_tanh"):
         return None
-    return blas.linear(x2d, w, bias, activation)
+    return blas.linear(x2d, w, bias, activation, tf32=tf32())
 
 
 def layer_norm(x, weight, bias, eps):

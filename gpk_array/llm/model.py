@@ -229,6 +229,14 @@ class GPT2:
         return self.forward(tokens, positions, **kw)
 
     def forward(self, tokens, positions=None, *, cache=None, rows=None, kv_len=None, last=None):
+        """Logits for token ids ``tokens`` (B, T); see ``_forward``. A float32 model multiplies in full FP32
+        (no TF32), as the reference implementation does, so its logits match it to float32 accuracy."""
+        if self.dtype == np.float32 and gp.get_float32_matmul_precision() != "highest":
+            with gp.float32_matmul_precision("highest"):
+                return self._forward(tokens, positions, cache=cache, rows=rows, kv_len=kv_len, last=last)
+        return self._forward(tokens, positions, cache=cache, rows=rows, kv_len=kv_len, last=last)
+
+    def _forward(self, tokens, positions=None, *, cache=None, rows=None, kv_len=None, last=None):
         """Logits for token ids ``tokens`` (B, T).
 
         positions: (B, T) or (T,) position of each token (default 0..T-1); they select the position embeddings
