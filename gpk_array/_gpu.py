@@ -9,8 +9,8 @@ back to plain CuPy code when a name is absent or returns None.
 - ``kv_cache_attention``: cuda/nn.cu, the cache write and the attention of a decode step in one kernel.
 - ``matmul`` and ``linear``: cuBLASLt through gpk_array._kernels.blas when that module loads (its calls can be
   recorded in CUDA graphs, CuPy's cuBLAS calls cannot; ``linear`` fuses bias and relu / gelu_tanh as a cuBLASLt
-  epilogue), else cuBLAS through CuPy. float32 products use TF32 unless gpk_array.set_float32_matmul_precision
-  ("highest") or GPK_NO_TF32=1 says otherwise (gpk_array/_precision.py).
+  epilogue), else cuBLAS through CuPy. float32 products use TF32 only after gpk_array.set_float32_matmul_precision
+  ("high") or with GPK_TF32=1 (gpk_array/_precision.py).
 """
 
 from ._precision import tf32

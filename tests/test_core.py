@@ -263,3 +263,25 @@ def test_real_fftn_with_axes_in_any_order(device, axes, s):
     back = xp.fft.irfftn(got, s=s_back, axes=axes)
     np.testing.assert_allclose(np.asarray(back.to_device("cpu")), np.fft.irfftn(want, s=s_back, axes=axes),
                                rtol=1e-10, atol=1e-10)
+
+
+def test_float32_matmul_precision_switch(device):
+    """Full FP32 by default; "high" lets CUDA use TF32 (10-bit mantissa: visibly less exact, within 5e-3)."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((256, 256)), rng.standard_normal((256, 256))
+    ref = a @ b
+    A, B = (xp.asarray(v.astype(np.float32), device=device) for v in (a, b))
+
+    def err(out):
+        return float(np.abs(np.asarray(out.to_device("cpu")) - ref).max() / np.abs(ref).max())
+    assert xp.get_float32_matmul_precision() == "highest"
+    assert err(A @ B) < 1e-5
+    with xp.float32_matmul_precision("high"):
+        assert xp.get_float32_matmul_precision() == "high"
+        e = err(A @ B)
+        assert e < 5e-3
+        if device.kind == "cuda":
+            assert e > 1e-5  # TF32 really ran
+    assert xp.get_float32_matmul_precision() == "highest"
+    with pytest.raises(ValueError, match="precision"):
+        xp.set_float32_matmul_precision("medium")

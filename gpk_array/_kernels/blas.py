@@ -156,6 +156,21 @@ def gemm_plan(a_shape, a_strides, b_shape, b_strides):
                 N, M * N if batch > 1 else 0)
 
 
+_plan_memo: dict = {}
+
+
+def _plan(a_shape, a_strides, b_shape, b_strides):
+    """gemm_plan, memoized: a GEMM of a model runs with the same shapes over and over."""
+    key = (a_shape, a_strides, b_shape, b_strides)
+    plan = _plan_memo.get(key, _plan_memo)
+    if plan is _plan_memo:
+        plan = gemm_plan(a_shape, a_strides, b_shape, b_strides)
+        if len(_plan_memo) >= _MAX_CACHE:
+            _plan_memo.clear()
+        _plan_memo[key] = plan
+    return plan
+
+
 def _align(ptr):
     """The largest power of two up to 256 that divides the address."""
     return 256 if ptr % 256 == 0 else ptr & -ptr
@@ -370,9 +385,9 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32):
     import cupy
     lib = _library()
     dev = cupy.cuda.runtime.getDevice()
-    for arr in (a, b, out) + ((bias,) if bias is not None else ()):
-        if arr.device.id != dev:
-            raise ValueError(f"operand on device {arr.device.id}, current device is {dev}")
+    for arr in (a, b, out, bias):
+        if arr is not None and arr.data.device_id != dev:
+            raise ValueError(f"operand on device {arr.data.device_id}, current device is {dev}")
     types = _TYPES[dtype_name]
     if dtype_name == "float32" and (TF32_DEFAULT if tf32 is None else tf32):
         types = (types[0], CUBLAS_COMPUTE_32F_FAST_TF32, types[2])
@@ -455,7 +470,7 @@ def matmul(a, b, out=None, *, tf32=None):
     sa, sb = _elem_strides(a), _elem_strides(b)
     if sa is None or sb is None:
         return None
-    plan = gemm_plan(a.shape, sa, b.shape, sb)
+    plan = _plan(a.shape, sa, b.shape, sb)
     if plan is None:
         return None
     out = _output(out, plan.out_shape, a.dtype)
@@ -487,7 +502,7 @@ def linear(x, w, bias=None, activation=None, out=None, *, tf32=None):
             return None
         x = x.reshape(-1, K)
         sx = (K, 1)
-    plan = gemm_plan(x.shape, sx, (K, N), (sw[1], sw[0]))
+    plan = _plan(x.shape, sx, (K, N), (sw[1], sw[0]))
     if plan is None:
         return None
     res = _output(out, lead + (N,), x.dtype)

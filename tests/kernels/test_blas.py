@@ -201,7 +201,7 @@ def test_unsupported_returns_none():
 
 
 class _FakeArray(np.ndarray):
-    """A NumPy array that answers .data.ptr and .device.id like a CuPy array (host memory)."""
+    """A NumPy array that answers .data.ptr, .data.device_id and .device.id like a CuPy array (host memory)."""
 
     @classmethod
     def wrap(cls, a):
@@ -209,7 +209,7 @@ class _FakeArray(np.ndarray):
 
     @property
     def data(self):
-        return types.SimpleNamespace(ptr=self.ctypes.data)
+        return types.SimpleNamespace(ptr=self.ctypes.data, device_id=0)
 
     @property
     def device(self):

@@ -25,10 +25,12 @@ def blas():
     return blas
 
 
-def _tol(dtype, tf32=None):
+def _tol(dtype, tf32=None, activation=None):
     from gpk_array._kernels import blas
     if dtype.name == "float32":
         return 5e-3 if (blas.TF32_DEFAULT if tf32 is None else tf32) else 1e-4
+    if dtype.name == "float64" and activation == "gelu_tanh":
+        return 1e-9  # cuBLASLt's GELU epilogue in double: 2.6e-10 measured on the H200
     return {"float64": 1e-10, "float16": 5e-2, "bfloat16": 8e-2}[dtype.name]
 
 
@@ -75,7 +77,7 @@ def test_linear(blas, dtype, with_bias, activation, shape):
         assert dtype.name == "float64" and (with_bias or activation), "linear refused a supported case"
         pytest.skip("cuBLASLt has no algorithm for this float64 epilogue (falls back)")
     ref = _f64(x) @ _f64(w).T + (0 if b is None else _f64(b))
-    _check(got, _act(ref, activation), _tol(dtype))
+    _check(got, _act(ref, activation), _tol(dtype, activation=activation))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)

@@ -75,7 +75,11 @@ def test_arg_reduction(name, data, device):
 @given(data=st.data())
 def test_cumulative(name, data, device):
     x, axis = data.draw(array_and_axis(), label="x/axis")
-    x = numpy.clip(x, -2, 2).astype(x.dtype) if name.endswith("prod") else x
+    if name.endswith("prod"):
+        # factors of magnitude 0.25..2 (or 0): no product of a few of them is subnormal, which CuPy's scans
+        # flush to zero on CUDA (a known difference from NumPy, not this test's subject)
+        x = numpy.clip(x, -2, 2).astype(x.dtype)
+        x[numpy.abs(x) < 0.25] = 0
     ax = axis if not isinstance(axis, tuple) else None
     compare(name, x, ax, device=device, rtol=_rtol(x))
     compare(name, x, device=device, rtol=_rtol(x))

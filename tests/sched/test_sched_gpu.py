@@ -61,7 +61,7 @@ def test_stream_identity_priority_and_restore(gpu, cp):
     be = sched.create_context("be", 256 * MiB, qos="best_effort")
     with g:
         assert cp.cuda.get_current_stream() == g.stream
-        assert cp.cuda.get_allocator() == g._malloc
+        assert cp.cuda.get_allocator() == g._allocator
         with be:
             assert cp.cuda.get_current_stream() == be.stream
             with cp.cuda.Stream(non_blocking=True):  # user code nesting its own stream

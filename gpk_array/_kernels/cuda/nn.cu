@@ -115,7 +115,7 @@ __device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, co
   }
   for (int d = threadIdx.x; d < D; d += blockDim.x) q[d] = ld(qs + d) * scale;
   __syncthreads();  // the key/value just written and q are visible to the whole block
-  float m = -INFINITY;
+  float m = __int_as_float(0xff800000);  // -inf (NVRTC has no math.h macros)
   for (int j = threadIdx.x; j < n; j += blockDim.x) {
     const T* k = K + (long long)j * D;
     float a = 0.f;
