@@ -56,7 +56,7 @@ class nditer:
         flags = set(flags or ())
         bad = flags - _KNOWN_FLAGS
         if bad:
-            raise ValueError(f"Unexpected iterator flag {sorted(bad)[0]!r}")
+            raise ValueError(f"Unexpected iterator flag {min(bad)!r}")
         nop = len(ops)
         if op_flags is None:
             op_flags = [["readonly"] if o is not None else ["writeonly", "allocate"] for o in ops]
@@ -67,7 +67,7 @@ class nditer:
         for f in op_flags:
             bad = set(f) - _KNOWN_OP_FLAGS
             if bad:
-                raise ValueError(f"Unexpected per-op iterator flag {sorted(bad)[0]!r}")
+                raise ValueError(f"Unexpected per-op iterator flag {min(bad)!r}")
         if op_dtypes is not None and not isinstance(op_dtypes, (list, tuple)):
             op_dtypes = [op_dtypes] * nop
         dev = dev_of(*[o for o in ops if o is not None])
@@ -98,8 +98,8 @@ class nditer:
                         raise TypeError(f"nditer: operand {i} would need a cast from {d.dtype} to {dt} to be "
                                         "written; give it that dtype")
                     if "buffered" not in flags and "copy" not in f:
-                        raise TypeError(f"Iterator operand required copying or buffering, but neither copying nor "
-                                        f"buffering was enabled")
+                        raise TypeError("Iterator operand required copying or buffering, but neither copying nor "
+                                        "buffering was enabled")
                     if not _np.can_cast(d.dtype, dt, casting):
                         raise TypeError(f"Iterator operand {i} dtype could not be cast from dtype('{d.dtype}') to "
                                         f"dtype('{dt}') according to the rule '{casting}'")
@@ -137,8 +137,7 @@ class nditer:
         inner = [order.pop()]
         while order:
             ax = order[-1]
-            n_in = int(_np.prod([shape[a] for a in inner]))
-            ok = all(d.strides[ax] == d.strides[inner[0]] * n_in for d in self._views)
+            ok = all(d.strides[ax] == d.strides[inner[0]] * shape[inner[0]] for d in self._views)
             if not ok:
                 break
             inner.insert(0, order.pop())
@@ -210,7 +209,8 @@ class nditer:
             key = tuple(sel.get(ax, slice(None)) for ax in range(self.ndim))
             v = d[key]
             if self.ndim:
-                v = v.transpose([ax for ax in range(self.ndim) if ax in inner])
+                kept = sorted(inner)  # the axes indexing left, in a's order; the chunk runs in iteration order
+                v = v.transpose([kept.index(ax) for ax in inner])
                 v = v.reshape(-1)
             else:
                 v = v.reshape(1)

@@ -104,17 +104,18 @@ def _viewof(r, parent):
 def _base(self):
     """NumPy's ``x.base``: None for an array owning its memory, else the array owning the memory viewed (the
     Array a view was taken from, through a chain of views; an Array wrapping the owner where none is known)."""
+    cls = self._data.__class__
     owner = self._data.base
-    if owner is None:
+    if owner is None or not isinstance(owner, cls):  # memory of another kind of object (bytes, a host buffer)
         return None
-    while getattr(owner, "base", None) is not None and hasattr(owner.base, "shape"):
+    while isinstance(owner.base, cls):
         owner = owner.base
     p = getattr(self, "_base", None)
     while p is not None:
         if p._data is owner:
             return p
         p = getattr(p, "_base", None)
-    return new(owner, self._device) if hasattr(owner, "shape") else None
+    return new(owner, self._device)
 
 
 def _resize(self, *new_shape, refcheck=True):
@@ -127,10 +128,10 @@ def _resize(self, *new_shape, refcheck=True):
     xp = self._device.xp
     flat = self._data.reshape(-1)
     size = int(_np.prod(new_shape, dtype=_np.int64))
-    out = xp.zeros(size, dtype=flat.dtype)
+    out = xp.zeros(new_shape, dtype=flat.dtype)  # owns its memory, as the resized NumPy array does
     k = min(size, flat.shape[0])
-    out[:k] = flat[:k]
-    self._data = out.reshape(new_shape)
+    out.reshape(-1)[:k] = flat[:k]
+    self._data = out
 
 
 def _item(self, *args):

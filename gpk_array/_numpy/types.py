@@ -165,6 +165,11 @@ def common_type(*arrays):
 _LIMIT_TYPES = {}
 
 
+def _scalar_ops(f, sc):
+    """The forward and reflected operator f computed on the NumPy scalar sc(self)."""
+    return (lambda self, other: f(sc(self), other)), (lambda self, other: f(other, sc(self)))
+
+
 def _limit_type(dt):
     """The type of finfo's values for dt: Python floats (the standard's type) behaving as NumPy's scalars of dt
     (NumPy's finfo gives those): float64's are numpy.float64 (a float subclass); float32's and float16's a float
@@ -177,9 +182,7 @@ def _limit_type(dt):
         ns = {"__slots__": (), "__repr__": lambda self: repr(sc(self)), "__str__": lambda self: str(sc(self)),
               "__doc__": f"A Python float computing and printing as numpy.{dt.name}."}
         for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
-            f = getattr(operator, op)
-            ns[f"__{op}__"] = (lambda f: lambda self, other: f(sc(self), other))(f)
-            ns[f"__r{op}__"] = (lambda f: lambda self, other: f(other, sc(self)))(f)
+            ns[f"__{op}__"], ns[f"__r{op}__"] = _scalar_ops(getattr(operator, op), sc)
         ns["__neg__"] = lambda self: -sc(self)
         ns["__abs__"] = lambda self: abs(sc(self))
         t = type(f"{dt.name}_limit", (float,), ns)
