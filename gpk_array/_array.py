@@ -16,7 +16,8 @@ _py_scalars = (bool, int, float, complex)
 class Array:
     """An n-dimensional array on a device. Create one with ``gpk_array.asarray`` and friends."""
 
-    __slots__ = ("_data", "_device", "__weakref__")
+    # _base: the Array a view was taken from (set by indexing and NumPy's view methods; read by ``x.base``)
+    __slots__ = ("_data", "_device", "_base", "__weakref__")
     # let NumPy scalars and arrays defer to our reflected operators
     __array_ufunc__ = None
     __array_priority__ = 1000

@@ -4,5 +4,5 @@ from ._ops.linalg_ext import (  # noqa: F401
     matrix_transpose, norm, outer, pinv, qr, slogdet, solve, svd, svdvals, tensordot, trace, vecdot, vector_norm,
 )
 from ._numpy.linalg import (  # noqa: E402,F401  NumPy's signatures (the standard's call forms still work)
-    cond, lstsq, matrix_rank, multi_dot, pinv, qr, svd, tensorinv, tensorsolve,
+    LinAlgError, cond, lstsq, matrix_rank, multi_dot, pinv, qr, svd, tensorinv, tensorsolve,
 )

@@ -7,12 +7,16 @@ signatures and hand the standard's call forms to the standard's implementations,
 ``install(Array)`` adds numpy.ndarray's methods and attributes.
 
 Modules: ufuncs (ufunc objects), creation, reductions, statistics, shaping, indexing, sorting, linalg_funcs,
-logic, poly, types (dtype names, errstate), printing, io, methods (ndarray methods), linalg (extras for
-gpk_array.linalg).
+logic, poly, types (dtype names, ndarray, finfo, errstate), printing, io, iteration (nditer, frompyfunc), bits
+(packbits, unpackbits), info (info, show_config), methods (ndarray methods), linalg (extras for gpk_array.linalg),
+emath (np.emath). gpk_array.testing is numpy.testing for Arrays.
 """
 from . import creation as _creation
 from . import indexing as _indexing
+from . import bits as _bits
+from . import info as _info
 from . import io as _io
+from . import iteration as _iteration
 from . import linalg_funcs as _linalg_funcs
 from . import logic as _logic
 from . import poly as _poly
@@ -26,7 +30,7 @@ from . import ufuncs as _ufuncs
 from .methods import install  # noqa: F401
 
 _MODULES = (_types, _ufuncs, _creation, _reductions, _statistics, _shaping, _indexing, _sorting, _linalg_funcs,
-            _logic, _poly, _printing, _io)
+            _logic, _poly, _printing, _io, _iteration, _bits, _info)
 
 __all__ = []
 for _m in _MODULES:
@@ -34,8 +38,9 @@ for _m in _MODULES:
         globals()[_name] = getattr(_m, _name)
         __all__.append(_name)
 
-# the submodules NumPy scripts reach as attributes: np.random, np.lib.stride_tricks
-from .. import lib, random  # noqa: E402
+# the submodules NumPy scripts reach as attributes: np.random, np.lib.stride_tricks, np.testing, np.emath
+from .. import lib, random, testing  # noqa: E402
+from . import emath  # noqa: E402
 
-__all__ += ["random", "lib"]
+__all__ += ["random", "lib", "testing", "emath"]
 del _m, _name

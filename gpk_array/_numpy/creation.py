@@ -67,6 +67,8 @@ def _from_object(obj, dt, dev, copy=None):
                 r = r.astype(dt)
             return new(r, dev)
         return _std.asarray(obj, dtype=dt, device=dev, copy=copy)
+    if c is not Array and isinstance(obj, Array):  # a subclass of ndarray: its data, as a plain Array
+        return _from_object(new(obj._data, obj._device), dt, dev, copy)
     if c is range:
         return _std.asarray(_np.arange(obj.start, obj.stop, obj.step, dtype=dt or _dt.I64), device=dev,
                             copy=copy)

@@ -16,7 +16,7 @@ __all__ = ["where", "argwhere", "flatnonzero", "take", "take_along_axis", "put",
            "place", "extract", "compress", "choose", "select", "copyto", "fill_diagonal", "diag_indices",
            "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from",
            "unravel_index", "ravel_multi_index", "ix_", "mgrid", "ogrid", "r_", "c_", "s_", "index_exp", "ndindex",
-           "ndenumerate", "apply_along_axis", "vectorize", "piecewise", "clip"]
+           "ndenumerate", "apply_along_axis", "vectorize", "piecewise", "clip", "apply_over_axes"]
 
 _where = std_fn("where", _se)
 _nonzero = std_fn("nonzero", _se)
@@ -264,7 +264,10 @@ def triu_indices_from(arr, k=0):
 
 @oom_guard
 def unravel_index(indices, shape, order="C"):
-    """Convert flat indices to a tuple of coordinate arrays."""
+    """Convert flat indices to a tuple of coordinate arrays (of NumPy integers for a Python integer index, as
+    NumPy's: no array, so no device, is involved)."""
+    if isinstance(indices, (int, _np.integer)) and not isinstance(indices, bool):
+        return _np.unravel_index(indices, tuple(shape), order)
     dev = dev_of(indices)
     idx = data(indices, dev)
     return tuple(new(r.astype(_dt.I64, copy=False), dev) for r in dev.xp.unravel_index(idx, tuple(shape), order))
@@ -272,7 +275,9 @@ def unravel_index(indices, shape, order="C"):
 
 @oom_guard
 def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
-    """Convert a tuple of coordinate arrays to flat indices."""
+    """Convert a tuple of coordinate arrays to flat indices (a NumPy integer for Python integer coordinates)."""
+    if all(isinstance(i, (int, _np.integer)) and not isinstance(i, bool) for i in multi_index):
+        return _np.ravel_multi_index(tuple(multi_index), tuple(dims), mode=mode, order=order)
     dev = dev_of(*multi_index)
     idx = tuple(data(i, dev) for i in multi_index)
     if dev.xp is _np:
@@ -402,6 +407,23 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
         src = tuple(range(len(outer), stacked.ndim))
         stacked = xp.moveaxis(stacked, src, tuple(range(axis, axis + k)))
     return new(stacked, dev)
+
+
+def apply_over_axes(func, a, axes):
+    """func(a, axis) applied over each of axes in turn, the result kept at a's number of dimensions."""
+    val = to_array(a)
+    dev = val._device
+    nd = val.ndim
+    for axis in ([axes] if isinstance(axes, int) else axes):
+        axis = axis + nd if axis < 0 else axis
+        res = to_array(func(val, axis), dev)
+        if res.ndim == val.ndim:
+            val = res
+        elif res.ndim == val.ndim - 1:
+            val = new(dev.xp.expand_dims(res._data, axis), dev)
+        else:
+            raise ValueError("function is not returning an array of the correct shape")
+    return val
 
 
 class vectorize:

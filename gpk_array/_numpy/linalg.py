@@ -8,7 +8,11 @@ from .. import _dtypes as _dt
 from .._ops import linalg_ext as _le
 from ._util import data, dev_of, finish, new, oom_guard, std_fn, to_array
 
-__all__ = ["lstsq", "multi_dot", "cond", "tensorsolve", "tensorinv", "svd", "pinv", "matrix_rank", "qr"]
+__all__ = ["LinAlgError", "lstsq", "multi_dot", "cond", "tensorsolve", "tensorinv", "svd", "pinv", "matrix_rank",
+           "qr"]
+
+# the exception NumPy's linalg raises (and CuPy's): scripts catch it as np.linalg.LinAlgError
+LinAlgError = _np.linalg.LinAlgError
 
 
 def _float(d):

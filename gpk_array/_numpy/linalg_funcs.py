@@ -8,7 +8,7 @@ from .._ops import linalg_basic as _lb
 from ._util import PY_SCALARS, acc_dtype, data, dev_of, finish, new, oom_guard, std_fn, to_array
 
 __all__ = ["dot", "vdot", "inner", "outer", "einsum", "einsum_path", "tensordot", "kron", "trace", "diagonal",
-           "cross", "matmul"]
+           "cross", "matmul", "matvec", "vecmat"]
 
 _matmul = std_fn("matmul", _lb)
 _tensordot = std_fn("tensordot", _lb)
@@ -146,3 +146,23 @@ def matmul(x1, x2, /, out=None, *, dtype=None, **kwargs):
         if r._data.dtype != dt:
             r = new(r._data.astype(dt), r._device)
     return r if out is None else finish(r._data, r._device, out)
+
+
+@oom_guard
+def matvec(x1, x2, /, out=None, **kwargs):
+    """Matrix-vector products over stacks: ``(x1 @ x2[..., None])[..., 0]`` (NumPy 2.2's matvec)."""
+    dev = dev_of(x1, x2)
+    a, v = data(x1, dev), data(x2, dev)
+    r = dev.xp.matmul(a, v[..., None])[..., 0]
+    return finish(r, dev, out)
+
+
+@oom_guard
+def vecmat(x1, x2, /, out=None, **kwargs):
+    """Vector-matrix products over stacks, the vector conjugated: ``(conj(x1)[..., None, :] @ x2)[..., 0, :]``."""
+    dev = dev_of(x1, x2)
+    v, a = data(x1, dev), data(x2, dev)
+    if v.dtype.kind == "c":
+        v = v.conj()
+    r = dev.xp.matmul(v[..., None, :], a)[..., 0, :]
+    return finish(r, dev, out)

@@ -28,10 +28,10 @@ def _reshape(self, *shape, order="C", copy=None):
         c = shape.__class__
         if c is tuple or c is int:
             if order == "C" and copy is None:
-                return new(self._data.reshape(shape), self._device)
+                return _viewof(new(self._data.reshape(shape), self._device), self)
         elif c is Array or c is list:
             shape = tuple(shape) if c is list else shape
-    return _sh.reshape(self, shape, order, copy=copy)
+    return _viewof(_sh.reshape(self, shape, order, copy=copy), self)
 
 
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
@@ -55,7 +55,7 @@ def _flatten(self, order="C"):
 
 
 def _ravel(self, order="C"):
-    return _sh.ravel(self, order)
+    return _viewof(_sh.ravel(self, order), self)
 
 
 def _copy(self, order="C"):
@@ -72,13 +72,66 @@ def _fill(self, value):
 
 
 def _view(self, dtype=None, type=None):
-    """A view with another dtype (where the layout allows: the last axis must be contiguous to change size)."""
-    if dtype is None or (isinstance(dtype, builtins.type) and issubclass(dtype, Array)):
-        return new(self._data.view(), self._device)
-    dt = _np.dtype(dtype)
-    if dt not in _dt.SUPPORTED:
-        _dt.to_dtype(dt)
-    return new(self._data.view(dt), self._device)
+    """A view with another dtype (where the layout allows: the last axis must be contiguous to change size), or as
+    an instance of a subclass of ``ndarray`` (``x.view(Sub)``: its ``__array_finalize__(x)`` runs, as NumPy's)."""
+    if isinstance(dtype, builtins.type) and issubclass(dtype, Array):
+        dtype, type = None, dtype
+    if dtype is None:
+        r = new(self._data.view(), self._device)
+    else:
+        dt = _np.dtype(dtype)
+        if dt not in _dt.SUPPORTED:
+            _dt.to_dtype(dt)
+        r = new(self._data.view(dt), self._device)
+    r._base = self
+    if type is not None and type is not Array and type.__name__ != "ndarray":
+        sub = object.__new__(type)
+        sub._data, sub._device, sub._base = r._data, r._device, self
+        fin = getattr(sub, "__array_finalize__", None)
+        if fin is not None:
+            fin(self)
+        return sub
+    return r
+
+
+def _viewof(r, parent):
+    """r (a new Array) records parent as the array it views, when it shares parent's memory."""
+    if r is not parent and r._data.base is not None:
+        r._base = parent
+    return r
+
+
+def _base(self):
+    """NumPy's ``x.base``: None for an array owning its memory, else the array owning the memory viewed (the
+    Array a view was taken from, through a chain of views; an Array wrapping the owner where none is known)."""
+    cls = self._data.__class__
+    owner = self._data.base
+    if owner is None or not isinstance(owner, cls):  # memory of another kind of object (bytes, a host buffer)
+        return None
+    while isinstance(owner.base, cls):
+        owner = owner.base
+    p = getattr(self, "_base", None)
+    while p is not None:
+        if p._data is owner:
+            return p
+        p = getattr(p, "_base", None)
+    return new(owner, self._device)
+
+
+def _resize(self, *new_shape, refcheck=True):
+    """In place, as NumPy's ``x.resize(shape)``: the C-order values kept, missing ones zero-filled."""
+    if len(new_shape) == 1 and new_shape[0].__class__ in (tuple, list):
+        new_shape = tuple(new_shape[0])
+    new_shape = tuple(int(n) for n in new_shape)
+    if any(n < 0 for n in new_shape):
+        raise ValueError("negative dimensions not allowed")
+    xp = self._device.xp
+    flat = self._data.reshape(-1)
+    size = int(_np.prod(new_shape, dtype=_np.int64))
+    out = xp.zeros(new_shape, dtype=flat.dtype)  # owns its memory, as the resized NumPy array does
+    k = min(size, flat.shape[0])
+    out.reshape(-1)[:k] = flat[:k]
+    self._data = out
 
 
 def _item(self, *args):
@@ -129,10 +182,10 @@ def _argpartition(self, kth, axis=-1, kind="introselect", order=None):
 
 def _transpose(self, *axes):
     if not axes or (len(axes) == 1 and axes[0] is None):
-        return new(self._data.transpose(), self._device)
+        return _viewof(new(self._data.transpose(), self._device), self)
     if len(axes) == 1 and axes[0].__class__ in (tuple, list):
         axes = axes[0]
-    return _sh.transpose(self, axes)
+    return _viewof(_sh.transpose(self, axes), self)
 
 
 def _nonzero(self):
@@ -148,7 +201,7 @@ def _conj(self):
 
 
 def _T(self):
-    return new(self._data.T, self._device)
+    return _viewof(new(self._data.T, self._device), self)
 
 
 def _get_real(self):
@@ -374,7 +427,7 @@ def install(array_cls):
         "diagonal": _diagonal, "choose": _choose, "put": _put, "take": _take, "searchsorted": _searchsorted,
         "clip": _clip, "round": _round, "repeat": _repeat, "squeeze": _squeeze, "swapaxes": _swapaxes,
         "__round__": _round_builtin, "__contains__": _contains, "__divmod__": _divmod, "__rdivmod__": _rdivmod,
-        "__repr__": _pr._repr, "__str__": _pr._str,
+        "__repr__": _pr._repr, "__str__": _pr._str, "resize": _resize,
     }
     for name, fn in methods.items():
         setattr(array_cls, name, fn)
@@ -382,7 +435,7 @@ def install(array_cls):
         "T": property(_T), "real": property(_get_real, _set_real), "imag": property(_get_imag, _set_imag),
         "shape": property(_get_shape, _set_shape), "flat": property(_flat, _set_flat),
         "strides": property(_strides), "nbytes": property(_nbytes), "itemsize": property(_itemsize),
-        "flags": property(_flags),
+        "flags": property(_flags), "base": property(_base),
     }
     for name, p in props.items():
         setattr(array_cls, name, p)

@@ -6,6 +6,7 @@ The standard's call forms (keyword axis/keepdims/dtype/correction) go to the sta
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .._array import Array
 from .._ops import searching as _se
 from .._ops import statistical as _st
 from ._util import NoValue, data, finish, new, oom_guard, std_fn, to_array, acc_dtype
@@ -31,6 +32,12 @@ _count_nonzero = std_fn("count_nonzero", _se)
 
 def _axis(axis):
     return tuple(axis) if axis.__class__ is list else axis
+
+
+def _arr(a):
+    """a as an Array (the standard's functions take Arrays and nested sequences; NumPy's any array-like: range,
+    subclasses of ndarray)."""
+    return a if a.__class__ is Array else to_array(a)
 
 
 def _ret(r, out):
@@ -64,14 +71,14 @@ def _sumlike(x, fname, axis, dtype, keepdims, initial, where):
 def sum(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True)``."""
     if initial is NoValue and where is True:
-        return _ret(_sum(a, axis=_axis(axis), dtype=dtype, keepdims=keepdims), out)
+        return _ret(_sum(_arr(a), axis=_axis(axis), dtype=dtype, keepdims=keepdims), out)
     return _ret(_sumlike(to_array(a), "sum", _axis(axis), dtype, keepdims, initial, where), out)
 
 
 def prod(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``prod`` (and the standard's)."""
     if initial is NoValue and where is True:
-        return _ret(_prod(a, axis=_axis(axis), dtype=dtype, keepdims=keepdims), out)
+        return _ret(_prod(_arr(a), axis=_axis(axis), dtype=dtype, keepdims=keepdims), out)
     return _ret(_sumlike(to_array(a), "prod", _axis(axis), dtype, keepdims, initial, where), out)
 
 
@@ -103,14 +110,14 @@ def _extreme(x, fname, axis, keepdims, initial, where):
 def max(a, /, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``max(a, axis=None, out=None, keepdims=False, initial=..., where=True)`` (and the standard's)."""
     if initial is NoValue and where is True:
-        return _ret(_max(a, axis=_axis(axis), keepdims=keepdims), out)
+        return _ret(_max(_arr(a), axis=_axis(axis), keepdims=keepdims), out)
     return _ret(_extreme(to_array(a), "max", _axis(axis), keepdims, initial, where), out)
 
 
 def min(a, /, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``min`` (and the standard's)."""
     if initial is NoValue and where is True:
-        return _ret(_min(a, axis=_axis(axis), keepdims=keepdims), out)
+        return _ret(_min(_arr(a), axis=_axis(axis), keepdims=keepdims), out)
     return _ret(_extreme(to_array(a), "min", _axis(axis), keepdims, initial, where), out)
 
 
@@ -138,7 +145,7 @@ def mean(a, /, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``mean`` (and the standard's); integer input gives float64, as NumPy."""
     ax = _axis(axis)
     if dtype is None and where is True:
-        return _ret(_mean(a, axis=ax, keepdims=keepdims), out)
+        return _ret(_mean(_arr(a), axis=ax, keepdims=keepdims), out)
     x = to_array(a)
     dev = x._device
     xp = dev.xp
@@ -214,7 +221,7 @@ def var(a, /, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 def all(a, /, axis=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``all`` (and the standard's)."""
     if where is True:
-        return _ret(_all(a, axis=_axis(axis), keepdims=keepdims), out)
+        return _ret(_all(_arr(a), axis=_axis(axis), keepdims=keepdims), out)
     x = to_array(a)
     xp = x._device.xp
     d = xp.where(data(where, x._device), x._data.astype(bool), True)
@@ -224,7 +231,7 @@ def all(a, /, axis=None, out=None, keepdims=False, *, where=True):
 def any(a, /, axis=None, out=None, keepdims=False, *, where=True):
     """NumPy's ``any`` (and the standard's)."""
     if where is True:
-        return _ret(_any(a, axis=_axis(axis), keepdims=keepdims), out)
+        return _ret(_any(_arr(a), axis=_axis(axis), keepdims=keepdims), out)
     x = to_array(a)
     xp = x._device.xp
     d = xp.where(data(where, x._device), x._data.astype(bool), False)
@@ -234,12 +241,12 @@ def any(a, /, axis=None, out=None, keepdims=False, *, where=True):
 # --- argmax / argmin / count_nonzero ------------------------------------------------------------------------------
 def argmax(a, /, axis=None, out=None, *, keepdims=False):
     """NumPy's ``argmax(a, axis=None, out=None, *, keepdims=False)`` (and the standard's)."""
-    return _ret(_argmax(a, axis=axis, keepdims=keepdims), out)
+    return _ret(_argmax(_arr(a), axis=axis, keepdims=keepdims), out)
 
 
 def argmin(a, /, axis=None, out=None, *, keepdims=False):
     """NumPy's ``argmin`` (and the standard's)."""
-    return _ret(_argmin(a, axis=axis, keepdims=keepdims), out)
+    return _ret(_argmin(_arr(a), axis=axis, keepdims=keepdims), out)
 
 
 def count_nonzero(a, /, axis=None, *, keepdims=False):

@@ -4,8 +4,11 @@ The dtype constants of gpk_array are NumPy's scalar types and ``Array.dtype`` is
 NumPy's own objects: ``x.dtype == np.float32``, ``np.issubdtype(x.dtype, np.floating)`` and ``np.dtype("f4")``
 behave exactly as in NumPy.
 """
+import operator
+
 import numpy as _np
 
+from .. import _dtypes as _dt
 from .._array import Array
 
 __all__ = ["dtype", "float_", "int_", "intp", "uintp", "double", "single", "half", "longlong", "ulonglong", "intc",
@@ -13,7 +16,9 @@ __all__ = ["dtype", "float_", "int_", "intp", "uintp", "double", "single", "half
            "integer", "signedinteger", "unsignedinteger", "floating", "complexfloating", "inexact", "generic",
            "issubdtype", "promote_types", "min_scalar_type", "typename", "ndarray", "errstate", "seterr", "geterr",
            "euler_gamma", "PINF", "NINF", "NAN", "NZERO", "PZERO", "little_endian", "mintypecode", "common_type",
-           "sctypeDict", "typecodes"]
+           "sctypeDict", "typecodes", "finfo", "iinfo", "True_", "False_", "ScalarType", "long", "ulong", "uint",
+           "longdouble", "clongdouble", "character", "flexible", "bytes_", "str_", "object_", "void", "datetime64",
+           "timedelta64", "exceptions", "iterable"]
 
 dtype = _np.dtype
 float_ = _np.float64
@@ -50,6 +55,26 @@ mintypecode = _np.mintypecode
 sctypeDict = _np.sctypeDict
 typecodes = _np.typecodes
 little_endian = _np.little_endian
+True_ = _np.True_
+False_ = _np.False_
+ScalarType = _np.ScalarType
+long = _np.long
+ulong = _np.ulong
+uint = _np.uint
+exceptions = _np.exceptions
+iterable = _np.iterable
+# NumPy scalar types with no gpk_array array dtype: the scalars are NumPy's own (``np.datetime64('today')``); arrays
+# of them (``np.zeros(3, np.str_)``, ``dtype='datetime64[D]'``) raise a TypeError naming the dtype
+longdouble = _np.longdouble
+clongdouble = _np.clongdouble
+character = _np.character
+flexible = _np.flexible
+bytes_ = _np.bytes_
+str_ = _np.str_
+object_ = _np.object_
+void = _np.void
+datetime64 = _np.datetime64
+timedelta64 = _np.timedelta64
 
 euler_gamma = 0.5772156649015329
 PINF = float("inf")
@@ -58,7 +83,46 @@ NAN = float("nan")
 NZERO = -0.0
 PZERO = 0.0
 
-ndarray = Array
+class _NdarrayMeta(type):
+    """``isinstance(x, ndarray)`` holds for every gpk_array Array (NumPy scripts test arrays that way)."""
+
+    def __instancecheck__(cls, obj):
+        if cls is ndarray:
+            return isinstance(obj, Array)
+        return type.__instancecheck__(cls, obj)
+
+    def __subclasscheck__(cls, sub):
+        if cls is ndarray:
+            return isinstance(sub, type) and issubclass(sub, Array)
+        return type.__subclasscheck__(cls, sub)
+
+
+class ndarray(Array, metaclass=_NdarrayMeta):
+    """NumPy's ``ndarray``: ``ndarray(shape, dtype=float)`` makes an uninitialized array on the default device
+    (``buffer=`` reads host memory, as NumPy's); ``isinstance(x, ndarray)`` holds for every Array; subclasses (with
+    ``__array_finalize__``) are made by ``x.view(Subclass)``."""
+
+    __slots__ = ()
+
+    def __new__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+        from .._device import default_device
+        from ._util import new
+        dev = default_device()
+        dt = _dt.to_dtype(dtype)
+        if buffer is None:
+            r = new(dev.xp.empty(shape, dtype=dt, order=order or "C"), dev)
+        else:
+            from .._ops.creation import asarray
+            r = asarray(_np.ndarray(shape, dt, buffer, offset, strides, order), device=dev)
+        if cls is not ndarray:
+            r = r.view(cls)
+        return r
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __array_finalize__(self, obj):
+        pass
 
 # floating-point error handling applies to host (NumPy) computations; CUDA kernels raise no FP errors
 errstate = _np.errstate
@@ -96,3 +160,76 @@ def common_type(*arrays):
         return _np.complex64 if p <= 4 else _np.complex128
     return {2: _np.float16, 4: _np.float32}.get(p, _np.float64)
 
+
+
+_LIMIT_TYPES = {}
+
+
+def _scalar_ops(f, sc):
+    """The forward and reflected operator f computed on the NumPy scalar sc(self)."""
+    return (lambda self, other: f(sc(self), other)), (lambda self, other: f(other, sc(self)))
+
+
+def _limit_type(dt):
+    """The type of finfo's values for dt: Python floats (the standard's type) behaving as NumPy's scalars of dt
+    (NumPy's finfo gives those): float64's are numpy.float64 (a float subclass); float32's and float16's a float
+    subclass that prints as, and computes as, a NumPy scalar of dt (``eps * x`` keeps a float32 array float32)."""
+    if dt == _np.float64:
+        return _np.float64
+    t = _LIMIT_TYPES.get(dt)
+    if t is None:
+        sc = dt.type
+        ns = {"__slots__": (), "__repr__": lambda self: repr(sc(self)), "__str__": lambda self: str(sc(self)),
+              "__doc__": f"A Python float computing and printing as numpy.{dt.name}."}
+        for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+            ns[f"__{op}__"], ns[f"__r{op}__"] = _scalar_ops(getattr(operator, op), sc)
+        ns["__neg__"] = lambda self: -sc(self)
+        ns["__abs__"] = lambda self: abs(sc(self))
+        t = type(f"{dt.name}_limit", (float,), ns)
+        _LIMIT_TYPES[dt] = t
+    return t
+
+
+class finfo:
+    """Machine limits of a floating dtype: the standard's ``finfo`` (bits, eps, max, min, smallest_normal, dtype:
+    Python floats) with NumPy's further attributes (tiny, resolution, precision, epsneg, nmant, ...) and printing.
+    Takes dtypes, NumPy's scalar types, Python float/complex (and their values) and Arrays."""
+
+    def __init__(self, dtype):
+        if dtype.__class__ is Array:
+            dt = dtype._data.dtype
+        elif isinstance(dtype, (float, complex)) and not isinstance(dtype, type):
+            dt = _np.dtype(type(dtype))
+        else:
+            dt = _dt.to_dtype(dtype)
+        if dt.kind not in "fcV" and dt != _dt.BF16:
+            raise ValueError(f"data type {dt} not inexact")
+        if dt.kind == "c":
+            dt = _dt.real_of(dt)
+        self.dtype = dt
+        if dt == _dt.BF16:
+            import ml_dtypes
+            fi = ml_dtypes.finfo(dt)
+            lt = float
+        else:
+            fi = _np.finfo(dt)
+            lt = _limit_type(dt)
+        self._fi = fi
+        self.bits = int(fi.bits)
+        for name in ("eps", "epsneg", "max", "min", "resolution", "tiny", "smallest_normal", "smallest_subnormal"):
+            setattr(self, name, lt(float(getattr(fi, name))))
+        for name in ("precision", "nmant", "nexp", "maxexp", "minexp", "machep", "negep", "iexp"):
+            setattr(self, name, int(getattr(fi, name)))
+
+    def __str__(self):
+        return str(self._fi)
+
+    def __repr__(self):
+        return repr(self._fi)
+
+
+def iinfo(int_type):
+    """Machine limits of an integer dtype (NumPy's iinfo object: ints, NumPy's printing); takes Arrays too."""
+    if int_type.__class__ is Array:
+        int_type = int_type._data.dtype
+    return _np.iinfo(int_type)

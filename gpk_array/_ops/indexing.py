@@ -68,17 +68,23 @@ def getitem(x, key):
     c = key.__class__
     try:
         if c is slice:
-            return new(x._data[key], dev)
+            r = new(x._data[key], dev)
+            r._base = x
+            return r
         if c is int:
             shape = x._data.shape
             if not shape or not -shape[0] <= key < shape[0]:
                 _check_ints(x, key)
-            return new(x._data[key], dev)
+            r = new(x._data[key], dev)
+            r._base = x
+            return r
         if c is Array:
             return new(x._data[_key_part(key, dev)], dev)
         k = _key(key, dev)
         _check_ints(x, k)
-        return new(x._data[k], dev)
+        r = new(x._data[k], dev)
+        r._base = x
+        return r
     except MemoryError as e:
         if isinstance(e, OutOfMemoryError):
             raise
