@@ -5,7 +5,9 @@
 (a) isolation: a guaranteed context runs a fixed loop of small FP16 GEMMs (each step 4 chained
     1024x768 @ 768x768 products) and records each step's latency (host launch to completion, observed through an
     event; the step's GPU time between events is reported beside it), first alone, then while two best-effort
-    contexts on other threads keep the GPU busy with 8192^3 FP16 GEMMs. The same runs without the scheduler
+    contexts on other threads keep the GPU busy with 8192^3 FP16 GEMMs. Every GEMM is a gpk_array matmul (cuBLASLt
+    through gpk_array._kernels.blas; a paced best-effort context's GEMMs plan for its share of the SMs while the
+    guaranteed context is busy). The same runs without the scheduler
     (every thread on the default stream, the big GEMM loops bounded to the same queue depth) give the baseline.
     Reported: p50/p99 per case and the p99 ratio contended / alone, with and without the scheduler, plus the
     best-effort throughput in each case.
@@ -50,9 +52,10 @@ def _pct(values, q):
 
 def _latency_loop(cp, stream, steps, warmup):
     """Run the small-GEMM steps on the current stream; returns (host latencies s, gpu times s)."""
+    import gpk_array as gp
     m, k, n = SMALL
-    a = cp.random.standard_normal((m, k), dtype=cp.float32).astype(cp.float16)
-    w = (cp.random.standard_normal((k, n), dtype=cp.float32) / np.sqrt(k)).astype(cp.float16)
+    a = gp.from_dlpack(cp.random.standard_normal((m, k), dtype=cp.float32).astype(cp.float16))
+    w = gp.from_dlpack((cp.random.standard_normal((k, n), dtype=cp.float32) / np.sqrt(k)).astype(cp.float16))
     start = cp.cuda.Event()
     end = cp.cuda.Event(block=True)
     host, gpu = [], []
@@ -78,8 +81,9 @@ def _big_gemm_worker(cp, ctx, stop, counter, errors, ready):
         if ctx is not None:
             ctx.__enter__()
         try:
-            a = cp.ones((BIG, BIG), dtype=cp.float16)
-            b = cp.ones((BIG, BIG), dtype=cp.float16)
+            import gpk_array as gp
+            a = gp.ones((BIG, BIG), dtype=gp.float16, device="cuda:0")
+            b = gp.ones((BIG, BIG), dtype=gp.float16, device="cuda:0")
             stream = cp.cuda.get_current_stream()
             events = []
             ready.release()

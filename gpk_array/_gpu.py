@@ -10,7 +10,9 @@ back to plain CuPy code when a name is absent or returns None.
 - ``matmul`` and ``linear``: cuBLASLt through gpk_array._kernels.blas when that module loads (its calls can be
   recorded in CUDA graphs, CuPy's cuBLAS calls cannot; ``linear`` fuses bias and relu / gelu_tanh as a cuBLASLt
   epilogue), else cuBLAS through CuPy. float32 products use TF32 only after gpk_array.set_float32_matmul_precision
-  ("high") or with GPK_TF32=1 (gpk_array/_precision.py).
+  ("high") or with GPK_TF32=1 (gpk_array/_precision.py). Inside a paced gpk_array.sched context (best effort
+  while a higher tier is busy, or a bandwidth cap) GEMMs plan for the context's share of the SMs
+  (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest of the device to the higher tier.
 """
 
 from ._precision import tf32
@@ -29,11 +31,18 @@ def _get_blas():
     return _blas
 
 
+def _sm_target():
+    """SMs a GEMM may plan for: 0 (all) outside scheduler contexts and at full rate (gpk_array.sched)."""
+    from .sched._cuda import active_context
+    ctx = active_context()
+    return 0 if ctx is None else ctx._sm_target()
+
+
 def matmul(a, b):
     """Matrix product of two CuPy arrays of one dtype (already promoted)."""
     blas = _get_blas()
     if blas and a.ndim >= 2 and b.ndim >= 2:
-        y = blas.matmul(a, b, tf32=tf32())
+        y = blas.matmul(a, b, tf32=tf32(), sm_target=_sm_target())
         if y is not None:
             return y
     import cupy
@@ -45,7 +54,7 @@ def linear(x2d, w, bias, activation):
     blas = _get_blas()
     if not blas or activation not in (None, "relu", "gelu_tanh"):
         return None
-    return blas.linear(x2d, w, bias, activation, tf32=tf32())
+    return blas.linear(x2d, w, bias, activation, tf32=tf32(), sm_target=_sm_target())
 
 
 def layer_norm(x, weight, bias, eps):

@@ -48,6 +48,7 @@ DESC_TRANSA, DESC_TRANSB = 3, 4             # int32_t
 DESC_EPILOGUE = 7                           # uint32_t
 DESC_BIAS_POINTER = 8                       # const void*
 DESC_BIAS_DATA_TYPE = 26                    # int32_t (cudaDataType)
+DESC_SM_COUNT_TARGET = 15                   # int32_t: plan for this many SMs (others run a concurrent stream)
 # cublasLtMatrixLayoutAttribute_t
 LAYOUT_BATCH_COUNT = 5                      # int32_t
 LAYOUT_STRIDED_BATCH_OFFSET = 6             # int64_t
@@ -339,8 +340,9 @@ def _layout(lib, entry, ctype, rows, cols, ld, batch, stride):
     return lay
 
 
-def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns):
-    """Descriptors and the heuristic's first algorithm for a key; None when cuBLASLt has none."""
+def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns, sm_target=0):
+    """Descriptors and the heuristic's first algorithm for a key; None when cuBLASLt has none. sm_target > 0:
+    the heuristic plans for that many SMs (a scheduler context leaving the rest to higher tiers)."""
     ctype, compute, scale = types
     e = _Entry(lib)
     try:
@@ -350,6 +352,8 @@ def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns):
         _set(sd, e.desc, DESC_TRANSA, ctypes.c_int32(plan.opA))
         _set(sd, e.desc, DESC_TRANSB, ctypes.c_int32(plan.opB))
         _set(sd, e.desc, DESC_EPILOGUE, ctypes.c_uint32(epilogue))
+        if sm_target:
+            _set(sd, e.desc, DESC_SM_COUNT_TARGET, ctypes.c_int32(sm_target))
         if bias_ptr:
             _set(sd, e.desc, DESC_BIAS_DATA_TYPE, ctypes.c_int32(ctype))
             _set(sd, e.desc, DESC_BIAS_POINTER, _p(bias_ptr))  # the heuristic reads its alignment
@@ -380,7 +384,7 @@ def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns):
         raise
 
 
-def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32):
+def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
     """Look up (or build) the key's entry and launch; False when cuBLASLt has no algorithm for it."""
     import cupy
     lib = _library()
@@ -394,7 +398,7 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32):
     pa, pb, pc = a.data.ptr, b.data.ptr, out.data.ptr
     pbias = bias.data.ptr if bias is not None else 0
     aligns = (_align(pb), _align(pa), _align(pc), _align(pc))  # cuBLAS A is b, B is a
-    key = (dev, types, plan[1:], epilogue, aligns, _align(pbias) if bias is not None else 0)
+    key = (dev, types, plan[1:], epilogue, aligns, _align(pbias) if bias is not None else 0, sm_target)
     stream = cupy.cuda.get_current_stream().ptr
     with _lock:
         handle = _handle(lib, dev)
@@ -404,7 +408,7 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32):
         else:
             if len(_plans) >= _MAX_CACHE:
                 clear_cache()
-            e = _plans[key] = _build(lib, handle, plan, types, epilogue, pbias, aligns)
+            e = _plans[key] = _build(lib, handle, plan, types, epilogue, pbias, aligns, sm_target)
         if e is None:
             return False
         if bias is not None:
@@ -458,7 +462,7 @@ def _output(out, shape, dtype):
     return out if st is not None and _c_contiguous(out.shape, st) else None
 
 
-def matmul(a, b, out=None, *, tf32=None):
+def matmul(a, b, out=None, *, tf32=None, sm_target=0):
     """``a @ b`` for CuPy arrays (..., M, K) and (..., K, N) of one float dtype, batch dims broadcast (a broadcast
     batch operand needs stride 0). Operands C-contiguous or transposes of C-contiguous (any leading dimension);
     anything else, other dtypes, empty problems: None. ``out``: C-contiguous (..., M, N), written and returned."""
@@ -474,12 +478,12 @@ def matmul(a, b, out=None, *, tf32=None):
     if plan is None:
         return None
     out = _output(out, plan.out_shape, a.dtype)
-    if out is None or not _run(plan, name, a, b, out, None, EPILOGUE_DEFAULT, tf32):
+    if out is None or not _run(plan, name, a, b, out, None, EPILOGUE_DEFAULT, tf32, sm_target):
         return None
     return out
 
 
-def linear(x, w, bias=None, activation=None, out=None, *, tf32=None):
+def linear(x, w, bias=None, activation=None, out=None, *, tf32=None, sm_target=0):
     """``activation(x @ w.T + bias)`` in one cuBLASLt matmul with an epilogue (torch.nn.functional.linear layout):
     x (..., K), w (N, K), bias (N,) or None, activation None | "relu" | "gelu_tanh". x with more than 2 dims must
     be C-contiguous. Returns (..., N), or None for what it cannot do in one call (the caller falls back)."""
@@ -509,7 +513,7 @@ def linear(x, w, bias=None, activation=None, out=None, *, tf32=None):
     if res is None:
         return None
     flat = res.reshape(plan.out_shape) if res.ndim != 2 else res
-    if not _run(plan, name, x, w, flat, bias, _EPILOGUES[(activation, bias is not None)], tf32):
+    if not _run(plan, name, x, w, flat, bias, _EPILOGUES[(activation, bias is not None)], tf32, sm_target):
         return None
     return res
 

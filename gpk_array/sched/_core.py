@@ -683,6 +683,7 @@ class Context:
 
         def allocate(size):
             if not self._destroyed and held() + size + 512 <= self.max_vram:
+                self._last_activity = _monotonic()  # higher-tier activity is what paces lower tiers
                 try:
                     return fast(size)
                 except oom:
@@ -910,6 +911,16 @@ class Context:
         if share is not None and share < rate and self._sched._higher_tier_busy(self):
             rate = share
         return rate
+
+    def _sm_target(self):
+        """SMs this context's GEMMs should plan for (gpk_array's cuBLASLt path): 0 (all) at full rate, else the
+        context's current share of the device's SMs, leaving the others to higher tiers and concurrent streams."""
+        if not self._paced:
+            return 0
+        rate = self._rate()
+        if rate >= 1.0:
+            return 0
+        return max(1, int(_cuda.sm_count(self.device_id) * rate))
 
     def _charge(self, seconds):
         self._bucket.charge(seconds)

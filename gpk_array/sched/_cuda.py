@@ -13,6 +13,7 @@ __all__ = [
     "active_context",
     "device_free_bytes",
     "device_count",
+    "sm_count",
 ]
 
 _cupy = None
@@ -64,6 +65,17 @@ def priority_range(device_id):
             cp.cuda.runtime.setDevice(prev)
         _priority_cache[device_id] = (int(least), int(greatest))
         return _priority_cache[device_id]
+
+
+_sm_counts = {}
+
+
+def sm_count(device_id):
+    """Streaming multiprocessors of a device."""
+    n = _sm_counts.get(device_id)
+    if n is None:
+        n = _sm_counts[device_id] = int(cupy().cuda.runtime.getDeviceProperties(device_id)["multiProcessorCount"])
+    return n
 
 
 def device_free_bytes(device_id):
