@@ -11,6 +11,23 @@ binary_repr = _np.binary_repr
 base_repr = _np.base_repr
 
 
+def _bit_axis(d, axis):
+    """(array with the bit axis last, the axis to move it back to or None for a flattened input)."""
+    if axis is None:
+        return d.reshape(-1), None
+    if not -d.ndim <= axis < d.ndim:
+        raise _np.exceptions.AxisError(axis, d.ndim)
+    axis %= d.ndim
+    return d.swapaxes(axis, -1), axis
+
+
+def _weights(xp, bitorder):
+    if bitorder not in ("big", "little"):
+        raise ValueError("'order' must be either 'little' or 'big'")
+    w = [1 << (7 - i) for i in range(8)] if bitorder == "big" else [1 << i for i in range(8)]
+    return xp.asarray(_np.array(w, dtype=_np.uint8))
+
+
 @oom_guard
 def packbits(a, /, axis=None, bitorder="big"):
     """Bits of a boolean or integer array packed into uint8 (8 per byte, along axis or of the flattened array)."""
@@ -18,9 +35,17 @@ def packbits(a, /, axis=None, bitorder="big"):
     d = data(a, dev)
     if d.dtype.kind not in "biu":
         raise TypeError("Expected an input array of integer or boolean data type")
-    if dev.xp is _np:
+    xp = dev.xp
+    if xp is _np:
         return new(_np.packbits(d, axis=axis, bitorder=bitorder), dev)
-    return new(dev.xp.packbits(d, axis=axis, bitorder=bitorder), dev)
+    w = _weights(xp, bitorder)
+    x, ax = _bit_axis(d, axis)
+    n = x.shape[-1]
+    bits = (x != 0).astype(_np.uint8)
+    if n % 8:
+        bits = xp.concatenate([bits, xp.zeros(x.shape[:-1] + (8 - n % 8,), dtype=_np.uint8)], axis=-1)
+    packed = (bits.reshape(x.shape[:-1] + (-1, 8)) * w).sum(axis=-1, dtype=_np.uint8)
+    return new(packed if ax is None else xp.ascontiguousarray(packed.swapaxes(ax, -1)), dev)
 
 
 @oom_guard
@@ -33,21 +58,19 @@ def unpackbits(a, /, axis=None, count=None, bitorder="big"):
     xp = dev.xp
     if xp is _np:
         return new(_np.unpackbits(d, axis=axis, count=count, bitorder=bitorder), dev)
-    r = xp.unpackbits(d, axis=axis, bitorder=bitorder)
+    w = _weights(xp, bitorder)
+    x, ax = _bit_axis(d, axis)
+    r = ((x[..., None] & w) != 0).astype(_np.uint8).reshape(x.shape[:-1] + (-1,))
     if count is not None:
-        ax = 0 if axis is None else axis
-        n = r.shape[ax]
+        n = r.shape[-1]
+        count = int(count)
         if count < 0:
             count = max(n + count, 0)
-        key = [slice(None)] * r.ndim
         if count <= n:
-            key[ax] = slice(0, count)
-            r = r[tuple(key)]
+            r = r[..., :count]
         else:
-            pad = list(r.shape)
-            pad[ax] = count - n
-            r = xp.concatenate([r, xp.zeros(tuple(pad), dtype=r.dtype)], axis=ax)
-    return new(r, dev)
+            r = xp.concatenate([r, xp.zeros(r.shape[:-1] + (count - n,), dtype=r.dtype)], axis=-1)
+    return new(r if ax is None else xp.ascontiguousarray(r.swapaxes(ax, -1)), dev)
 
 
 @oom_guard
