@@ -150,9 +150,18 @@ def test_device_level_admission_with_total_budget(cp):
         sched.shutdown()
 
 
+def _quiet_free(cp, window=0.05):
+    """Free device memory if it holds still (within 1 MiB) over ``window`` seconds of our own inactivity, else
+    None: another process on the GPU is allocating, and no baseline can be read from cudaMemGetInfo."""
+    first = _settle(cp)
+    time.sleep(window)
+    second = cp.cuda.runtime.memGetInfo()[0]
+    return first if abs(first - second) <= MiB else None
+
+
 def test_free_memory_back_to_baseline_after_destroy(gpu, cp):
-    """The device's free memory is shared with every other process on the GPU (parallel test workers): a leak
-    fails every attempt, another process's allocation only the attempt it overlaps, so three attempts run."""
+    """Checked against the device's free memory, which other processes on the GPU (parallel test workers) move
+    too: an attempt counts only when the free memory held still around it; a leak fails every such attempt."""
     def cycle(name, keep_until_after_destroy=False):
         ctx = sched.create_context(name, 1024 * MiB, qos="burstable")
         with ctx:
@@ -165,22 +174,32 @@ def test_free_memory_back_to_baseline_after_destroy(gpu, cp):
         return total, low, kept
 
     def attempt(i):
-        base = _settle(cp)
+        base = _quiet_free(cp)
         total, low, _ = cycle(f"m{i}")
-        after = _settle(cp)
         assert total == 4 * 64 * MiB // 4
+        after = _quiet_free(cp)
         # an array that outlives its context keeps its block until it is freed, then the memory comes back
         _, _, kept = cycle(f"late{i}", keep_until_after_destroy=True)
-        mid = _settle(cp)
+        mid = _quiet_free(cp)
         del kept
         sched.stats()  # reaps pools of destroyed contexts
-        final = _settle(cp)
-        return (base - low >= 256 * MiB, abs(base - after) <= 4 * MiB, base - mid >= 60 * MiB,
-                abs(base - final) <= 4 * MiB), (base, low, after, mid, final)
+        final = _quiet_free(cp)
+        if None in (base, after, mid, final):
+            return None
+        return (base - low >= 256 * MiB and abs(base - after) <= 4 * MiB and base - mid >= 60 * MiB
+                and abs(base - final) <= 4 * MiB), (base, low, after, mid, final)
 
     cycle("warmup")  # one-time driver allocations (modules, stream resources) happen here
-    tries = [attempt(i) for i in range(3)]
-    assert any(all(ok) for ok, _ in tries), tries
+    tries = []
+    for i in range(20):
+        t = attempt(i)
+        if t is not None:
+            tries.append(t)
+            if len(tries) == 3:
+                break
+    if not tries:
+        pytest.skip("the device's free memory never held still: other processes are allocating on this GPU")
+    assert all(ok for ok, _ in tries), tries
 
 
 def test_destroyed_context_refuses_allocations_and_awaits(gpu, cp):
