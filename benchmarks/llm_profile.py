@@ -4,8 +4,8 @@
 
 Prints: host time per Engine.step() at batch 1 and 32 beside the GPU time of the captured decode graph alone
 (events around graph replays), the host-side pieces of a step (upload of token/position, reading the next token
-back), and the GPU time of each op of one layer (events around 50 back-to-back calls), for decode (T = 1) and
-prefill (T = 1024). Evidence for where the decode and prefill targets of benchmarks/llm_bench.py are lost.
+back), and the GPU time of each op of one layer inside a CUDA graph (24 calls captured, the graph replayed), for decode
+(T = 1) and prefill (T = 1024). Evidence for where the decode and prefill targets of benchmarks/llm_bench.py are lost.
 """
 import argparse
 import json
@@ -13,6 +13,31 @@ import math
 import time
 
 import numpy as np
+
+
+def _graph_us(cp, fn, reps=24):
+    """GPU microseconds of one call of fn inside a CUDA graph (reps calls captured, the graph replayed 5 times):
+    what the op costs in a captured decode step, without the host's launch overhead."""
+    from gpk_array.llm.generate import CudaGraphs
+    graphs = CudaGraphs()
+
+    def many():
+        for _ in range(reps):
+            fn()
+    try:
+        graphs.run("op", many)
+    except Exception as e:  # not capturable: report why
+        return f"not capturable: {type(e).__name__}: {str(e)[:60]}"
+    graph = graphs.graphs["op"]
+    stream = cp.cuda.get_current_stream()
+    start, end = cp.cuda.Event(), cp.cuda.Event()
+    stream.synchronize()
+    start.record(stream)
+    for _ in range(5):
+        graph.launch(stream=stream)
+    end.record(stream)
+    end.synchronize()
+    return cp.cuda.get_elapsed_time(start, end) * 1e3 / (5 * reps)
 
 
 def _gpu_us(cp, fn, reps=50):
@@ -46,31 +71,35 @@ def op_times(gp, cp, model, T, kv_len=None):
     x = gp.astype(x, dt)
     h3 = gp.astype(gp.asarray(rng.standard_normal((1, T, c.inner_dim)).astype(np.float32), device=dev), dt)
     out = {
-        "layer_norm": _gpu_us(cp, lambda: gp.layer_norm(x, blk.ln_1_weight, blk.ln_1_bias)),
-        "add_layer_norm": _gpu_us(cp, lambda: gp.add_layer_norm(x, x, blk.ln_2_weight, blk.ln_2_bias)),
-        "linear qkv": _gpu_us(cp, lambda: gp.linear(x, blk.attn_c_attn_weight, blk.attn_c_attn_bias)),
-        "linear attn proj": _gpu_us(cp, lambda: gp.linear(x, blk.attn_c_proj_weight, blk.attn_c_proj_bias)),
-        "linear fc + gelu": _gpu_us(cp, lambda: gp.linear(x, blk.mlp_c_fc_weight, blk.mlp_c_fc_bias,
+        "layer_norm": _graph_us(cp, lambda: gp.layer_norm(x, blk.ln_1_weight, blk.ln_1_bias)),
+        "add_layer_norm": _graph_us(cp, lambda: gp.add_layer_norm(x, x, blk.ln_2_weight, blk.ln_2_bias)),
+        "linear qkv": _graph_us(cp, lambda: gp.linear(x, blk.attn_c_attn_weight, blk.attn_c_attn_bias)),
+        "linear attn proj": _graph_us(cp, lambda: gp.linear(x, blk.attn_c_proj_weight, blk.attn_c_proj_bias)),
+        "linear fc + gelu": _graph_us(cp, lambda: gp.linear(x, blk.mlp_c_fc_weight, blk.mlp_c_fc_bias,
                                                           activation=c.activation)),
-        "linear mlp proj": _gpu_us(cp, lambda: gp.linear(h3, blk.mlp_c_proj_weight, blk.mlp_c_proj_bias)),
+        "linear mlp proj": _graph_us(cp, lambda: gp.linear(h3, blk.mlp_c_proj_weight, blk.mlp_c_proj_bias)),
     }
     H, D = c.n_head, c.head_dim
     if kv_len is not None:
         cache = model.new_cache(1, kv_len)
         qkv = gp.astype(gp.asarray(rng.standard_normal((1, 3, H, D)).astype(np.float32), device=dev), dt)
         pos = gp.asarray(np.array([kv_len - 1]), device=dev)
-        out["kv_cache_attention"] = _gpu_us(cp, lambda: gp.kv_cache_attention(qkv, cache.layers[0], pos, kv_len,
+        out["kv_cache_attention"] = _graph_us(cp, lambda: gp.kv_cache_attention(qkv, cache.layers[0], pos, kv_len,
                                                                                blk.scale))
         xl = gp.reshape(x, (1, c.n_embd))
-        out["lm head (x @ wte.T)"] = _gpu_us(cp, lambda: gp.linear(xl, model.wte))
+        out["lm head (x @ wte.T)"] = _graph_us(cp, lambda: gp.linear(xl, model.wte))
         logits = gp.linear(xl, model.wte)
-        out["argmax (vocab)"] = _gpu_us(cp, lambda: gp.argmax(logits, axis=-1))
+        out["argmax (vocab)"] = _graph_us(cp, lambda: gp.argmax(logits, axis=-1))
+        tok = gp.asarray(np.array([5]), device=dev)
+        out["embedding (2 takes + add)"] = _graph_us(cp, lambda: gp.take(model.wte, tok, axis=0)
+                                                     + gp.take(model.wpe, tok, axis=0))
+        out["residual x + y"] = _graph_us(cp, lambda: x + x)
     else:
         q = gp.astype(gp.asarray(rng.standard_normal((1, H, T, D)).astype(np.float32), device=dev), dt)
-        out["attention (causal)"] = _gpu_us(cp, lambda: gp.scaled_dot_product_attention(q, q, q, causal=True,
+        out["attention (causal)"] = _graph_us(cp, lambda: gp.scaled_dot_product_attention(q, q, q, causal=True,
                                                                                          scale=1 / math.sqrt(D)))
         xl = gp.reshape(x[:, -1], (1, c.n_embd))
-        out["lm head, last token"] = _gpu_us(cp, lambda: gp.linear(xl, model.wte))
+        out["lm head, last token"] = _graph_us(cp, lambda: gp.linear(xl, model.wte))
     return out
 
 

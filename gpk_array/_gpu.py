@@ -6,7 +6,10 @@ benchmark), and gpk_array/_ops/nn.py looks here for fused ops by name (``linear`
 back to plain CuPy code when a name is absent or returns None.
 
 - ``layer_norm``, ``add_layer_norm``: cuda/nn.cu (one block per row, fp32 statistics), for float32/float16/bfloat16.
+- ``scaled_dot_product_attention`` (no boolean mask): cuBLASLt GEMMs with float32 scores around a fused (causal)
+  softmax kernel from cuda/nn.cu.
 - ``kv_cache_attention``: cuda/nn.cu, the cache write and the attention of a decode step in one kernel.
+- ``linear`` of up to 8 rows (a decode step): the GEMV of cuda/nn.cu with bias and activation fused.
 - ``matmul`` and ``linear``: cuBLASLt through gpk_array._kernels.blas when that module loads (its calls can be
   recorded in CUDA graphs, CuPy's cuBLAS calls cannot; ``linear`` fuses bias and relu / gelu_tanh as a cuBLASLt
   epilogue), else cuBLAS through CuPy. float32 products use TF32 only after gpk_array.set_float32_matmul_precision
@@ -50,7 +53,13 @@ def matmul(a, b):
 
 
 def linear(x2d, w, bias, activation):
-    """activation(x2d @ w.T + bias) in one cuBLASLt call, or None (then gpk_array/_ops/nn.py's plain code runs)."""
+    """activation(x2d @ w.T + bias) in one kernel: our GEMV for a few rows (decode steps), else one cuBLASLt call
+    with the bias/activation epilogue; None when neither covers it (then gpk_array/_ops/nn.py's plain code runs)."""
+    if x2d.shape[0] <= 8 and x2d.dtype.itemsize <= 4:
+        from ._kernels import nn
+        y = nn.gemv(x2d, w, bias, activation)
+        if y is not None:
+            return y
     blas = _get_blas()
     if not blas or activation not in (None, "relu", "gelu_tanh"):
         return None
@@ -70,6 +79,31 @@ def add_layer_norm(x, r, weight, bias, eps):
     s = cupy.empty_like(x)
     y = nn.layer_norm(x, weight, bias, eps, residual=r, sum_out=s)
     return None if y is None else (s, y)
+
+
+def scaled_dot_product_attention(q, k, v, mask, causal, scale):
+    """softmax(q k^T * scale) v for float16/bfloat16/float32 without a boolean mask: the scores in float32 from one
+    cuBLASLt batched GEMM, the (causal) softmax in one kernel writing the input dtype, then the second GEMM."""
+    blas = _get_blas()
+    if not blas or mask is not None or not (q.dtype == k.dtype == v.dtype) or q.dtype.itemsize > 4:
+        return None
+    if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
+        return None
+    from ._kernels import nn
+    import cupy
+    s = blas.matmul(q, k.swapaxes(-1, -2), out_dtype=cupy.float32, tf32=tf32())
+    if s is None:  # batch strides cuBLAS cannot express (permuted views of a packed qkv): compact copies
+        q, k, v = (cupy.ascontiguousarray(a) for a in (q, k, v))
+        s = blas.matmul(q, k.swapaxes(-1, -2), out_dtype=cupy.float32, tf32=tf32())
+        if s is None:
+            return None
+    p = nn.attn_softmax(s, q.dtype, causal, scale)
+    if p is None:
+        return None
+    y = blas.matmul(p, v, tf32=tf32())
+    if y is None:
+        y = blas.matmul(p, cupy.ascontiguousarray(v), tf32=tf32())
+    return y
 
 
 def kv_cache_attention(qkv, cache, positions, kv_len, scale):

@@ -343,7 +343,7 @@ def _layout(lib, entry, ctype, rows, cols, ld, batch, stride):
 def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns, sm_target=0):
     """Descriptors and the heuristic's first algorithm for a key; None when cuBLASLt has none. sm_target > 0:
     the heuristic plans for that many SMs (a scheduler context leaving the rest to higher tiers)."""
-    ctype, compute, scale = types
+    ctype, compute, scale, otype = types
     e = _Entry(lib)
     try:
         e.desc = _p()
@@ -359,7 +359,7 @@ def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns, sm_target=0):
             _set(sd, e.desc, DESC_BIAS_POINTER, _p(bias_ptr))  # the heuristic reads its alignment
         e.a = _layout(lib, e, ctype, plan.rowsA, plan.colsA, plan.ldA, plan.batch, plan.strideA)
         e.b = _layout(lib, e, ctype, plan.rowsB, plan.colsB, plan.ldB, plan.batch, plan.strideB)
-        e.c = _layout(lib, e, ctype, plan.m, plan.n, plan.ldC, plan.batch, plan.strideC)
+        e.c = _layout(lib, e, otype, plan.m, plan.n, plan.ldC, plan.batch, plan.strideC)
         e.pref = _p()
         _check(lib.cublasLtMatmulPreferenceCreate(ctypes.byref(e.pref)), "cublasLtMatmulPreferenceCreate")
         sp = lib.cublasLtMatmulPreferenceSetAttribute
@@ -392,9 +392,9 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
     for arr in (a, b, out, bias):
         if arr is not None and arr.data.device_id != dev:
             raise ValueError(f"operand on device {arr.data.device_id}, current device is {dev}")
-    types = _TYPES[dtype_name]
+    types = _TYPES[dtype_name] + (_TYPES[out.dtype.name][0],)  # C/D may be float32 for 16-bit inputs
     if dtype_name == "float32" and (TF32_DEFAULT if tf32 is None else tf32):
-        types = (types[0], CUBLAS_COMPUTE_32F_FAST_TF32, types[2])
+        types = (types[0], CUBLAS_COMPUTE_32F_FAST_TF32, types[2], types[3])
     pa, pb, pc = a.data.ptr, b.data.ptr, out.data.ptr
     pbias = bias.data.ptr if bias is not None else 0
     aligns = (_align(pb), _align(pa), _align(pc), _align(pc))  # cuBLAS A is b, B is a
@@ -462,9 +462,9 @@ def _output(out, shape, dtype):
     return out if st is not None and _c_contiguous(out.shape, st) else None
 
 
-def matmul(a, b, out=None, *, tf32=None, sm_target=0):
+def matmul(a, b, out=None, *, tf32=None, sm_target=0, out_dtype=None):
     """``a @ b`` for CuPy arrays (..., M, K) and (..., K, N) of one float dtype, batch dims broadcast (a broadcast
-    batch operand needs stride 0). Operands C-contiguous or transposes of C-contiguous (any leading dimension);
+    batch operand needs stride 0); out_dtype float32 for float16/bfloat16 operands keeps the float32 accumulator. Operands C-contiguous or transposes of C-contiguous (any leading dimension);
     anything else, other dtypes, empty problems: None. ``out``: C-contiguous (..., M, N), written and returned."""
     if a.ndim < 2 or b.ndim < 2:
         return None
@@ -477,7 +477,10 @@ def matmul(a, b, out=None, *, tf32=None, sm_target=0):
     plan = _plan(a.shape, sa, b.shape, sb)
     if plan is None:
         return None
-    out = _output(out, plan.out_shape, a.dtype)
+    if out_dtype is not None and np.dtype(out_dtype) != a.dtype and not (
+            np.dtype(out_dtype) == np.float32 and name in ("float16", "bfloat16")):
+        return None
+    out = _output(out, plan.out_shape, a.dtype if out_dtype is None else np.dtype(out_dtype))
     if out is None or not _run(plan, name, a, b, out, None, EPILOGUE_DEFAULT, tf32, sm_target):
         return None
     return out

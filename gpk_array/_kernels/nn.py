@@ -14,9 +14,12 @@ from ._common import dtype_code
 
 NN_FILE = "nn.cu"
 DTYPES = ("f32", "f16", "bf16")
-KERNELS = ("layer_norm", "embed", "decode_attn")
+KERNELS = ("layer_norm", "embed", "decode_attn", "attn_softmax", "gemv")
+GEMV_MAX_ROWS = 8
+ACTIVATION_CODES = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
 _MAX_LN_C = 12 * 1024          # the row is staged in shared memory as float (48 KiB)
-_MAX_KV = 8192                 # decode attention keeps one float score per slot in shared memory
+_MAX_KV = 8192                 # decode attention keeps one float score per slot in shared memory (so does
+                               # attn_softmax per key)
 
 
 def variants() -> list[tuple[str, tuple]]:
@@ -113,4 +116,49 @@ def decode_attention(qkv, cache, positions, kv_len, scale):
     shared = (kv_len + D + 32 + threads) * 4
     loader.launch(fn, (H, B), threads, (qkv, cache, positions, y, np.int32(Bc), np.int32(H), np.int32(L),
                                         np.int32(D), np.int32(kv_len), np.float32(scale)), shared_mem=shared)
+    return y
+
+
+def attn_softmax(scores, dtype, causal, scale):
+    """Probabilities (dtype, same shape) from float32 attention scores (..., Tq, Tk), C-contiguous: softmax over
+    the last axis of scores * scale, keys after i + Tk - Tq masked for query i when causal (a query left with no
+    key gets uniform weights). None when not covered."""
+    import cupy
+    dt = _code(dtype)
+    if dt is None or scores.dtype != np.float32 or scores.ndim < 2 or not scores.flags.c_contiguous:
+        return None
+    Tq, Tk = scores.shape[-2:]
+    if Tk == 0 or Tk > _MAX_KV:
+        return None
+    p = cupy.empty(scores.shape, dtype=dtype)
+    rows = scores.size // Tk
+    if rows:
+        fn = loader.get_function(NN_FILE, f"gpk_nn_attn_softmax_{dt}")
+        threads = 256 if Tk >= 256 else 128
+        loader.launch(fn, rows, threads, (scores, p, np.int32(Tq), np.int32(Tk), np.float32(scale),
+                                          np.int32(1 if causal else 0)), shared_mem=(Tk + 32) * 4)
+    return p
+
+
+def gemv(x, w, bias=None, activation=None):
+    """activation(x @ w.T + bias) for x (M, K) with M <= GEMV_MAX_ROWS (decode steps), w (N, K), bias (N,) or None,
+    one kernel that streams w once with 16-byte loads. None when not covered (then a GEMM library runs)."""
+    import cupy
+    dt = _code(x.dtype)
+    if (dt is None or x.ndim != 2 or w.ndim != 2 or w.dtype != x.dtype or activation not in ACTIVATION_CODES
+            or not 1 <= x.shape[0] <= GEMV_MAX_ROWS or x.shape[1] != w.shape[1]):
+        return None
+    M, K = x.shape
+    N = w.shape[0]
+    vec = 16 // x.dtype.itemsize
+    if K % vec or not (x.flags.c_contiguous and w.flags.c_contiguous) or (x.data.ptr | w.data.ptr) % 16:
+        return None
+    if bias is not None and (bias.dtype != x.dtype or bias.shape != (N,) or not bias.flags.c_contiguous):
+        return None
+    y = cupy.empty((M, N), dtype=x.dtype)
+    if N:
+        warps = 4
+        fn = loader.get_function(NN_FILE, f"gpk_nn_gemv_{dt}")
+        loader.launch(fn, -(-N // warps), 32 * warps, (x, w, bias, y, np.int32(M), np.int32(N), np.int32(K),
+                                                        np.int32(ACTIVATION_CODES[activation])))
     return y

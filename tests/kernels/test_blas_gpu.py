@@ -295,3 +295,17 @@ def test_cupy_matmul_cannot_be_captured():
     except Exception:
         return
     pytest.skip("CuPy captured cupy.matmul: the workaround may no longer be needed")
+
+
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_matmul_float32_out(blas, dtype):
+    """16-bit operands, float32 result (the accumulator kept): attention scores."""
+    import ml_dtypes  # noqa: F401
+    dtype = np.dtype(dtype)
+    rng = np.random.default_rng(11)
+    a, b = _rand(rng, (3, 37, 64), dtype), _rand(rng, (3, 64, 50), dtype)
+    out = blas.matmul(_gpu(a), _gpu(b), out_dtype=np.float32)
+    assert out is not None and out.dtype == np.float32
+    ref = np.matmul(_f64(a), _f64(b))
+    assert np.abs(out.get() - ref).max() <= 1e-5 * np.abs(ref).max()  # no rounding of the result to 16 bits
+    assert blas.matmul(_gpu(a), _gpu(b), out_dtype=np.float64) is None

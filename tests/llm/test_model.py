@@ -90,6 +90,24 @@ def test_linear(device, dtype, activation):
     assert rel_err(host(no_bias), x[0, 0] @ w.T) < 4 * tol
 
 
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("M,K,N", [(1, 768, 2304), (3, 64, 1001), (8, 3072, 768), (2, 40, 7)])
+@pytest.mark.parametrize("activation", [None, "gelu", "gelu_tanh", "silu"])
+def test_linear_decode_rows(device, dtype, M, K, N, activation):
+    """A few rows (a decode step: the GEMV path on CUDA), with and without bias, against float64."""
+    rng = np.random.default_rng(9)
+    dt, tol = DTYPES[dtype]
+    x, w, b = (host(dev_array(a, device, dt)) for a in (rng.standard_normal((M, K)),
+                                                        rng.standard_normal((N, K)) / math.sqrt(K),
+                                                        rng.standard_normal(N)))
+    for bias in (b, None):
+        out = gp.linear(dev_array(x, device, dt), dev_array(w, device, dt),
+                        None if bias is None else dev_array(bias, device, dt), activation=activation)
+        assert out.shape == (M, N) and out.dtype == dt
+        want = NP_ACT[activation](x @ w.T + (0 if bias is None else bias))
+        assert rel_err(host(out), want) < 4 * tol
+
+
 def test_linear_bias_gelu_and_bias_add_inplace(device):
     rng = np.random.default_rng(1)
     x, w, b = rng.standard_normal((7, 16)), rng.standard_normal((8, 16)) / 4, rng.standard_normal(8)

@@ -9,6 +9,12 @@
 //   gpk_nn_decode_attn_<dt>     one new token per sequence attends its KV cache: writes the token's key and
 //                               value into the cache at slot pos[b], then softmax(q . K[0..pos[b]] * scale)
 //                               . V. One block per (sequence, head); scores live in shared memory.
+//   gpk_nn_gemv_<dt>            y = act(x w^T + b) for a few rows of x (decode: M <= 8): w (N, K) row-major, each
+//                               warp streams one row of w with 16-byte loads and keeps M float accumulators;
+//                               act: 0 none, 1 relu, 2 gelu (erf), 3 gelu (tanh), 4 silu.
+//   gpk_nn_attn_softmax_<dt>    the softmax of attention scores: float32 rows of Tk scores (query i of Tq, as
+//                               produced by a GEMM in float32) -> probabilities in dt, scaled, with keys after
+//                               i + Tk - Tq masked when causal. One block per row, the row in shared memory.
 #include "gpk_common.cuh"
 
 namespace gpk {
@@ -147,6 +153,95 @@ __device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, co
   }
 }
 
+__device__ __forceinline__ float activate(float v, int act) {
+  switch (act) {
+    case 1: return fmaxf(v, 0.f);
+    case 2: return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+    case 3: return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    case 4: return v / (1.f + __expf(-v));
+    default: return v;
+  }
+}
+
+// x: (M, K), w: (N, K), b: (N,) or null, y: (M, N); K a multiple of 16 / sizeof(T), x and w 16-byte aligned.
+template <class T, int MAXM>
+__device__ void gemv(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ y,
+                     int M, int N, int K, int act) {
+  constexpr int V = 16 / sizeof(T);
+  const int lane = threadIdx.x & 31;
+  const int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (n >= N) return;
+  float acc[MAXM];
+#pragma unroll
+  for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;
+  const T* wr = w + (long long)n * K;
+  for (int k = lane * V; k < K; k += 32 * V) {
+    T wv[V];
+    vload<T, V>(wr + k, wv);
+    float wf[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) wf[e] = Tr<T>::to_c(wv[e]);
+#pragma unroll
+    for (int m = 0; m < MAXM; ++m) {
+      if (m < M) {
+        T xv[V];
+        vload<T, V>(x + (long long)m * K + k, xv);
+        float a = 0.f;
+#pragma unroll
+        for (int e = 0; e < V; ++e) a += wf[e] * Tr<T>::to_c(xv[e]);
+        acc[m] += a;
+      }
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < MAXM; ++m) {
+    if (m < M) {
+      float v = acc[m];
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+      if (lane == 0) {
+        if (b != nullptr) v += Tr<T>::to_c(b[n]);
+        y[(long long)m * N + n] = Tr<T>::from_c(activate(v, act));
+      }
+    }
+  }
+}
+
+// s: (rows, Tk) float32 scores, rows = batch * Tq; p: (rows, Tk) probabilities. Dynamic shared memory: Tk + 32
+// floats.
+template <class T>
+__device__ void attn_softmax(const float* __restrict__ s, T* __restrict__ p, int Tq, int Tk, float scale,
+                             int causal) {
+  extern __shared__ float sh[];
+  float* row = sh;
+  float* red = sh + Tk;
+  const long long r = blockIdx.x;
+  const int i = (int)(r % Tq);
+  const int n = causal ? min(Tk, i + Tk - Tq + 1) : Tk;  // keys [0, n) may be attended
+  const float* src = s + r * Tk;
+  float m = __int_as_float(0xff800000);
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    float v = src[j] * scale;
+    row[j] = v;
+    m = fmaxf(m, v);
+  }
+  m = block_max(m, red);
+  float sum = 0.f;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    float e = __expf(row[j] - m);
+    row[j] = e;
+    sum += e;
+  }
+  sum = block_sum(sum, red);
+  T* dst = p + r * Tk;
+  if (n <= 0) {  // a query that may attend no key: the mean of the values (as the plain code's masked softmax)
+    for (int j = threadIdx.x; j < Tk; j += blockDim.x) dst[j] = Tr<T>::from_c(1.f / (float)Tk);
+    return;
+  }
+  const float inv = 1.f / sum;
+  for (int j = threadIdx.x; j < Tk; j += blockDim.x) dst[j] = Tr<T>::from_c(j < n ? row[j] * inv : 0.f);
+}
+
 }  // namespace gpk
 
 #define GPK_NN_KERNELS(T, DT)                                                                           \
@@ -162,6 +257,14 @@ __device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, co
                                                      int Bc, int H, int L, int D, int kv_len,            \
                                                      float scale) {                                     \
     gpk::decode_attn<T>(qkv, cache, pos, y, Bc, H, L, D, kv_len, scale);                                \
+  }                                                                                                     \
+  extern "C" __global__ void gpk_nn_gemv_##DT(const T* x, const T* w, const T* b, T* y, int M, int N, int K,  \
+                                              int act) {                                                \
+    gpk::gemv<T, 8>(x, w, b, y, M, N, K, act);                                                          \
+  }                                                                                                     \
+  extern "C" __global__ void gpk_nn_attn_softmax_##DT(const float* s, T* p, int Tq, int Tk, float scale,  \
+                                                      int causal) {                                     \
+    gpk::attn_softmax<T>(s, p, Tq, Tk, scale, causal);                                                  \
   }
 
 GPK_NN_KERNELS(float, f32)
