@@ -8,6 +8,7 @@ back to plain CuPy code when a name is absent or returns None.
 - ``layer_norm``, ``add_layer_norm``: cuda/nn.cu (one block per row, fp32 statistics), for float32/float16/bfloat16.
 - ``scaled_dot_product_attention`` (no boolean mask): cuBLASLt GEMMs with float32 scores around a fused (causal)
   softmax kernel from cuda/nn.cu.
+- ``argmax_last_axis`` (long rows: logits over a vocabulary): cuda/nn.cu, one block per row.
 - ``kv_cache_attention``: cuda/nn.cu, the cache write and the attention of a decode step in one kernel.
 - ``linear`` of up to 8 rows (a decode step): the GEMV of cuda/nn.cu with bias and activation fused.
 - ``matmul`` and ``linear``: cuBLASLt through gpk_array._kernels.blas when that module loads (its calls can be
@@ -104,6 +105,11 @@ def scaled_dot_product_attention(q, k, v, mask, causal, scale):
     if y is None:
         y = blas.matmul(p, cupy.ascontiguousarray(v), tf32=tf32())
     return y
+
+
+def argmax_last_axis(x):
+    from ._kernels import nn
+    return nn.argmax_last_axis(x)
 
 
 def kv_cache_attention(qkv, cache, positions, kv_len, scale):

@@ -285,3 +285,21 @@ def test_float32_matmul_precision_switch(device):
     assert xp.get_float32_matmul_precision() == "highest"
     with pytest.raises(ValueError, match="precision"):
         xp.set_float32_matmul_precision("medium")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_argmax_long_rows(device, dtype):
+    """Rows of a vocabulary's length (the CUDA kernel's case): first index of the max, ties, -inf, first NaN."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 5003)).astype(np.float32)
+    x[1, [17, 4000]] = 9.0                     # a tie: the first wins
+    x[2, :] = -np.inf                          # all -inf: index 0
+    x[3, [10, 2000]] = np.nan                  # NaNs: the first NaN wins
+    x[4, 5002] = 50.0                          # the last element
+    x[5, [0, 7]] = [np.nan, 1e4]
+    dt = getattr(xp, dtype)
+    a = xp.astype(xp.asarray(x, device=device), dt)
+    ref = np.asarray(xp.astype(a, xp.float32).to_device("cpu"))
+    assert np.array_equal(np.asarray(xp.argmax(a, axis=-1).to_device("cpu")), np.argmax(ref, axis=-1))
+    assert np.array_equal(np.asarray(xp.argmax(a, axis=1, keepdims=True).to_device("cpu")),
+                          np.argmax(ref, axis=1, keepdims=True))

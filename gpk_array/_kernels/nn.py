@@ -14,7 +14,7 @@ from ._common import dtype_code
 
 NN_FILE = "nn.cu"
 DTYPES = ("f32", "f16", "bf16")
-KERNELS = ("layer_norm", "embed", "decode_attn", "attn_softmax", "gemv")
+KERNELS = ("layer_norm", "embed", "decode_attn", "attn_softmax", "gemv", "argmax")
 GEMV_MAX_ROWS = 8
 ACTIVATION_CODES = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
 _MAX_LN_C = 12 * 1024          # the row is staged in shared memory as float (48 KiB)
@@ -110,13 +110,30 @@ def decode_attention(qkv, cache, positions, kv_len, scale):
     y = cupy.empty((B, H, D), dtype=qkv.dtype)
     if B == 0:
         return y
-    threads = max(D, min(256, D * 4)) if D >= 32 else 128
-    threads = -(-threads // 32) * 32
+    threads = 256 if D <= 256 else -(-D // 32) * 32
+    vpe = 16 // qkv.dtype.itemsize  # elements per 16-byte load
+    vec = D % vpe == 0 and cache.data.ptr % 16 == 0 and threads % (D // vpe) == 0
     fn = loader.get_function(NN_FILE, f"gpk_nn_decode_attn_{dt}")
-    shared = (kv_len + D + 32 + threads) * 4
+    shared = (kv_len + D + 32 + threads * vpe) * 4
     loader.launch(fn, (H, B), threads, (qkv, cache, positions, y, np.int32(Bc), np.int32(H), np.int32(L),
-                                        np.int32(D), np.int32(kv_len), np.float32(scale)), shared_mem=shared)
+                                        np.int32(D), np.int32(kv_len), np.float32(scale), np.int32(vec)),
+                  shared_mem=shared)
     return y
+
+
+def argmax_last_axis(x):
+    """argmax over the last axis of a C-contiguous float16/bfloat16/float32 array (NumPy's rule: first index of
+    the largest, the first NaN wins): int64 of shape x.shape[:-1]. None when not covered."""
+    import cupy
+    dt = _code(x.dtype)
+    if dt is None or x.ndim < 1 or not x.flags.c_contiguous or x.shape[-1] == 0 or x.shape[-1] >= 2**31:
+        return None
+    rows = x.size // x.shape[-1]
+    out = cupy.empty(x.shape[:-1], dtype=np.int64)
+    if rows:
+        fn = loader.get_function(NN_FILE, f"gpk_nn_argmax_{dt}")
+        loader.launch(fn, rows, 1024, (x, out, np.int32(x.shape[-1])))
+    return out
 
 
 def attn_softmax(scores, dtype, causal, scale):

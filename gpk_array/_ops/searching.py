@@ -4,6 +4,9 @@ from .elementwise import binary_operands
 from ._common import PY_SCALARS, Array, as_array, new, normalize_axes, normalize_axis, oom_guard
 
 
+_LONG_ROW = 4096  # CuPy's argmax gives a long row to few threads: from this length on our kernel runs
+
+
 def _arg(fname):
     @oom_guard
     def fn(x, /, *, axis=None, keepdims=False):
@@ -17,7 +20,14 @@ def _arg(fname):
                 r = r.reshape((1,) * x.ndim)
         else:
             axis = normalize_axis(axis, x.ndim)
-            r = getattr(xp, fname)(x._data, axis=axis, keepdims=keepdims)
+            r = None
+            if fname == "argmax" and axis == x.ndim - 1 and x._device.kind == "cuda" and x.shape[-1] >= _LONG_ROW:
+                from .._gpu import argmax_last_axis
+                r = argmax_last_axis(x._data)  # long rows (a vocabulary of logits): one block per row
+                if r is not None and keepdims:
+                    r = r[..., None]
+            if r is None:
+                r = getattr(xp, fname)(x._data, axis=axis, keepdims=keepdims)
         return new(r.astype(_dt.I64, copy=False), x._device)
     fn.__name__ = fname
     fn.__doc__ = f"Indices of the first {fname[3:]}imum (standard: searching_functions.{fname})."

@@ -12,6 +12,7 @@
 //   gpk_nn_gemv_<dt>            y = act(x w^T + b) for a few rows of x (decode: M <= 8): w (N, K) row-major, each
 //                               warp streams one row of w with 16-byte loads and keeps M float accumulators;
 //                               act: 0 none, 1 relu, 2 gelu (erf), 3 gelu (tanh), 4 silu.
+//   gpk_nn_argmax_<dt>          argmax over rows (first index of the largest; the first NaN wins, as NumPy's).
 //   gpk_nn_attn_softmax_<dt>    the softmax of attention scores: float32 rows of Tk scores (query i of Tq, as
 //                               produced by a GEMM in float32) -> probabilities in dt, scaled, with keys after
 //                               i + Tk - Tq masked when causal. One block per row, the row in shared memory.
@@ -100,23 +101,26 @@ __device__ void embed(const long long* __restrict__ tok, const long long* __rest
 // Slots [0, min(pos[b], kv_len - 1)] are attended. Dynamic shared memory: kv_len + D + 32 + blockDim floats.
 template <class T>
 __device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, const long long* __restrict__ pos,
-                            T* __restrict__ y, int Bc, int H, int L, int D, int kv_len, float scale) {
+                            T* __restrict__ y, int Bc, int H, int L, int D, int kv_len, float scale, int vec) {
+  // vec: D is a multiple of V = 16 / sizeof(T) and the cache is 16-byte aligned, so key and value rows are read
+  // with 16-byte loads (a thread's loads of one key are independent, issued back to back).
+  constexpr int V = 16 / sizeof(T);
   extern __shared__ float sh[];
   const int b = blockIdx.y, h = blockIdx.x;
   const int HD = H * D;
   float* scores = sh;
   float* q = sh + kv_len;
   float* red = q + D;
-  float* part = red + 32;
+  float* part = red + 32;  // blockDim * V floats
   const long long p = pos[b];
   const int n = (int)min((long long)kv_len, p + 1);
   const T* qs = qkv + (long long)b * 3 * HD + h * D;
   T* K = cache + ((long long)b * H + h) * L * D;
-  T* V = cache + (((long long)Bc + b) * H + h) * L * D;
+  T* Vc = cache + (((long long)Bc + b) * H + h) * L * D;
   if (p >= 0 && p < L) {
     for (int d = threadIdx.x; d < D; d += blockDim.x) {
       K[p * D + d] = qs[HD + d];
-      V[p * D + d] = qs[2 * HD + d];
+      Vc[p * D + d] = qs[2 * HD + d];
     }
   }
   for (int d = threadIdx.x; d < D; d += blockDim.x) q[d] = ld(qs + d) * scale;
@@ -125,7 +129,17 @@ __device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, co
   for (int j = threadIdx.x; j < n; j += blockDim.x) {
     const T* k = K + (long long)j * D;
     float a = 0.f;
-    for (int d = 0; d < D; ++d) a += q[d] * ld(k + d);
+    if (vec) {
+#pragma unroll 8
+      for (int d0 = 0; d0 < D; d0 += V) {
+        T kv[V];
+        vload<T, V>(k + d0, kv);
+#pragma unroll
+        for (int e = 0; e < V; ++e) a += q[d0 + e] * Tr<T>::to_c(kv[e]);
+      }
+    } else {
+      for (int d = 0; d < D; ++d) a += q[d] * ld(k + d);
+    }
     scores[j] = a;
     m = fmaxf(m, a);
   }
@@ -137,12 +151,39 @@ __device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, co
     sum += e;
   }
   sum = block_sum(sum, red);  // also orders the scores' writes before the reads below
-  // thread t: component d = t % D of the output over slots j = t / D, t / D + P, ... (P = blockDim / D)
+  if (vec) {
+    // thread t: components [c*V, c*V + V) of the output over slots j = g, g + P, ... (G = D / V threads per row)
+    const int G = D / V, P = blockDim.x / G;
+    const int c = threadIdx.x % G, g = threadIdx.x / G;
+    float acc[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = 0.f;
+    if (g < P) {
+#pragma unroll 4
+      for (int j = g; j < n; j += P) {
+        T vv[V];
+        vload<T, V>(Vc + (long long)j * D + c * V, vv);
+        const float pj = scores[j];
+#pragma unroll
+        for (int e = 0; e < V; ++e) acc[e] += pj * Tr<T>::to_c(vv[e]);
+      }
+#pragma unroll
+      for (int e = 0; e < V; ++e) part[g * D + c * V + e] = acc[e];
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < D; d += blockDim.x) {
+      float t = 0.f;
+      for (int k = 0; k < P; ++k) t += part[k * D + d];
+      y[(long long)b * HD + h * D + d] = Tr<T>::from_c(n > 0 ? t / sum : 0.f);
+    }
+    return;
+  }
+  // scalar: thread t: component d = t % D of the output over slots j = t / D, t / D + P, ... (P = blockDim / D)
   const int P = blockDim.x / D;
   const int d = threadIdx.x % D, g = threadIdx.x / D;
   float acc = 0.f;
   if (g < P) {
-    for (int j = g; j < n; j += P) acc += scores[j] * ld(V + (long long)j * D + d);
+    for (int j = g; j < n; j += P) acc += scores[j] * ld(Vc + (long long)j * D + d);
   }
   part[threadIdx.x] = acc;
   __syncthreads();
@@ -150,6 +191,53 @@ __device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, co
     float t = 0.f;
     for (int k = 0; k < P; ++k) t += part[k * D + threadIdx.x];
     y[(long long)b * HD + h * D + threadIdx.x] = Tr<T>::from_c(n > 0 ? t / sum : 0.f);
+  }
+}
+
+// argmax over rows of C contiguous elements: the first index of the largest value, a NaN counting as larger
+// than everything (NumPy's rule: the first NaN wins). One block per row.
+template <class T>
+__device__ void argmax_rows(const T* __restrict__ x, long long* __restrict__ out, int C) {
+  __shared__ float bv[32];
+  __shared__ int bi[32];
+  const T* row = x + (long long)blockIdx.x * C;
+  float best = __int_as_float(0xff800000);
+  int idx = C;  // none yet
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    const float v = ld(row + c);
+    const bool nan_v = v != v, nan_b = best != best;
+    if (idx == C || (!nan_b && (nan_v || v > best))) {  // strictly better: ties keep the earlier index
+      best = v;
+      idx = c;
+    }
+  }
+  // combine (value, index) pairs: NaN first, then larger, then lower index
+  for (int o = 16; o > 0; o >>= 1) {
+    const float ov = __shfl_down_sync(0xffffffffu, best, o);
+    const int oi = __shfl_down_sync(0xffffffffu, idx, o);
+    const bool on = ov != ov, bn = best != best;
+    if (oi != C && (idx == C || (on && (!bn || oi < idx)) || (!on && !bn && (ov > best || (ov == best && oi < idx))))) {
+      best = ov;
+      idx = oi;
+    }
+  }
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
+  if (lane == 0) {
+    bv[warp] = best;
+    bi[warp] = idx;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < nw; ++w) {
+      const float ov = bv[w];
+      const int oi = bi[w];
+      const bool on = ov != ov, bn = best != best;
+      if (oi != C && (idx == C || (on && (!bn || oi < idx)) || (!on && !bn && (ov > best || (ov == best && oi < idx))))) {
+        best = ov;
+        idx = oi;
+      }
+    }
+    out[blockIdx.x] = idx;
   }
 }
 
@@ -175,6 +263,7 @@ __device__ void gemv(const T* __restrict__ x, const T* __restrict__ w, const T* 
 #pragma unroll
   for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;
   const T* wr = w + (long long)n * K;
+#pragma unroll 4
   for (int k = lane * V; k < K; k += 32 * V) {
     T wv[V];
     vload<T, V>(wr + k, wv);
@@ -255,8 +344,11 @@ __device__ void attn_softmax(const float* __restrict__ s, T* __restrict__ p, int
   }                                                                                                     \
   extern "C" __global__ void gpk_nn_decode_attn_##DT(const T* qkv, T* cache, const long long* pos, T* y, \
                                                      int Bc, int H, int L, int D, int kv_len,            \
-                                                     float scale) {                                     \
-    gpk::decode_attn<T>(qkv, cache, pos, y, Bc, H, L, D, kv_len, scale);                                \
+                                                     float scale, int vec) {                            \
+    gpk::decode_attn<T>(qkv, cache, pos, y, Bc, H, L, D, kv_len, scale, vec);                           \
+  }                                                                                                     \
+  extern "C" __global__ void gpk_nn_argmax_##DT(const T* x, long long* out, int C) {                    \
+    gpk::argmax_rows<T>(x, out, C);                                                                     \
   }                                                                                                     \
   extern "C" __global__ void gpk_nn_gemv_##DT(const T* x, const T* w, const T* b, T* y, int M, int N, int K,  \
                                               int act) {                                                \
