@@ -73,6 +73,8 @@ def op_times(gp, cp, model, T, kv_len=None):
     out = {
         "layer_norm": _graph_us(cp, lambda: gp.layer_norm(x, blk.ln_1_weight, blk.ln_1_bias)),
         "add_layer_norm": _graph_us(cp, lambda: gp.add_layer_norm(x, x, blk.ln_2_weight, blk.ln_2_bias)),
+        "add_layer_norm_linear qkv": _graph_us(cp, lambda: gp.add_layer_norm_linear(
+            x, x, blk.ln_1_weight, blk.ln_1_bias, blk.attn_c_attn_weight, blk.attn_c_attn_bias)),
         "linear qkv": _graph_us(cp, lambda: gp.linear(x, blk.attn_c_attn_weight, blk.attn_c_attn_bias)),
         "linear attn proj": _graph_us(cp, lambda: gp.linear(x, blk.attn_c_proj_weight, blk.attn_c_proj_bias)),
         "linear fc + gelu": _graph_us(cp, lambda: gp.linear(x, blk.mlp_c_fc_weight, blk.mlp_c_fc_bias,

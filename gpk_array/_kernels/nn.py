@@ -14,7 +14,7 @@ from ._common import dtype_code
 
 NN_FILE = "nn.cu"
 DTYPES = ("f32", "f16", "bf16")
-KERNELS = ("layer_norm", "embed", "decode_attn", "attn_softmax", "gemv", "argmax")
+KERNELS = ("layer_norm", "embed", "decode_attn", "attn_softmax", "gemv", "ln_gemv", "argmax")
 GEMV_MAX_ROWS = 8
 ACTIVATION_CODES = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
 _MAX_LN_C = 12 * 1024          # the row is staged in shared memory as float (48 KiB)
@@ -179,3 +179,32 @@ def gemv(x, w, bias=None, activation=None):
         loader.launch(fn, -(-N // warps), 32 * warps, (x, w, bias, y, np.int32(M), np.int32(N), np.int32(K),
                                                         np.int32(ACTIVATION_CODES[activation])))
     return y
+
+
+def ln_gemv(x, residual, ln_weight, ln_bias, eps, w, bias=None, activation=None):
+    """(s, y): s = x + residual (x itself when residual is None), y = activation(layer_norm(s) @ w.T + bias), for
+    x (M, K) with M <= GEMV_MAX_ROWS, in one kernel. None when not covered."""
+    import cupy
+    dt = _code(x.dtype)
+    if dt is None or x.ndim != 2 or not 1 <= x.shape[0] <= GEMV_MAX_ROWS or activation not in ACTIVATION_CODES:
+        return None
+    M, K = x.shape
+    if w.ndim != 2 or w.shape[1] != K or M * K * 4 + 128 > 48 * 1024:
+        return None
+    N = w.shape[0]
+    vec = 16 // x.dtype.itemsize
+    if K % vec or w.data.ptr % 16:
+        return None
+    for a, shape in ((x, (M, K)), (residual, (M, K)), (ln_weight, (K,)), (ln_bias, (K,)), (w, (N, K)),
+                     (bias, (N,))):
+        if a is not None and (a.dtype != x.dtype or a.shape != shape or not a.flags.c_contiguous):
+            return None
+    s = x if residual is None else cupy.empty_like(x)
+    y = cupy.empty((M, N), dtype=x.dtype)
+    warps = 4
+    fn = loader.get_function(NN_FILE, f"gpk_nn_ln_gemv_{dt}")
+    loader.launch(fn, max(1, -(-N // warps)), 32 * warps,
+                  (x, residual, None if residual is None else s, ln_weight, ln_bias, np.float32(eps), w, bias, y,
+                   np.int32(M), np.int32(N), np.int32(K), np.int32(ACTIVATION_CODES[activation])),
+                  shared_mem=(M * K + 32) * 4)
+    return s, y

@@ -14,6 +14,7 @@ through ``gpk_array._gpu.matmul``. The signatures:
     _gpu.linear(x2d, w, bias, activation)          x2d (N, in), w (out, in), bias (out,) or None -> (N, out)
     _gpu.layer_norm(x, weight, bias, eps)          over the last axis; weight/bias (C,) or None
     _gpu.add_layer_norm(x, r, weight, bias, eps)   (x + r, layer_norm(x + r))
+    _gpu.add_layer_norm_linear(x2d, r2d, ln_w, ln_b, eps, w, b, activation)   (x + r, linear(layer_norm(x + r)))
     _gpu.softmax(x, axis)
     _gpu.gelu(x, approximate)                      approximate is "none" or "tanh"
     _gpu.bias_add_inplace(out, bias)               returns out
@@ -33,7 +34,7 @@ from .. import _promotion
 from .._errors import DeviceError
 from ._common import Array, as_array, new, oom_guard
 
-__all__ = ["add_layer_norm", "bias_add_inplace", "gelu", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
+__all__ = ["add_layer_norm", "add_layer_norm_linear", "bias_add_inplace", "gelu", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
            "scaled_dot_product_attention",
            "softmax"]
 
@@ -248,6 +249,33 @@ def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
         return new(s, dev), layer_norm(new(s, dev), None if w is None else new(w, dev),
                                        None if b is None else new(b, dev), eps)
     return new(out[0], dev), new(out[1], dev)
+
+
+@oom_guard
+def add_layer_norm_linear(x, residual, ln_weight, ln_bias, weight, bias=None, activation=None, eps=1e-5):
+    """``s = x + residual`` (x itself when residual is None) and ``linear(layer_norm(s, ln_weight, ln_bias, eps),
+    weight, bias, activation)``, both returned: a pre-LN transformer sublayer's input projection. On CUDA, a few
+    rows (a decode step) take one kernel; otherwise it is add_layer_norm followed by linear."""
+    (x, r, lw, lb, w, b), dev = _operands("add_layer_norm_linear", x, residual, ln_weight, ln_bias, weight, bias)
+    if r is not None and (r.shape != x.shape or r.dtype != x.dtype):
+        raise ValueError(f"add_layer_norm_linear: x {x.shape} {x.dtype} and residual {r.shape} {r.dtype} must match")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {activation!r}: use one of {ACTIVATIONS}")
+    if x.ndim < 1 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
+        raise ValueError(f"add_layer_norm_linear: x of shape {x.shape} does not match weight of shape {w.shape}")
+    kernel = _fused(dev, "add_layer_norm_linear")
+    if kernel is not None and _result_dtype(x, r, lw, lb, w, b) == x.dtype:
+        lead = x.shape[:-1]
+        out = kernel(x.reshape(-1, x.shape[-1]), None if r is None else r.reshape(-1, x.shape[-1]), lw, lb,
+                     float(eps), w, b, activation)
+        if out is not None:
+            return new(out[0].reshape(x.shape), dev), new(out[1].reshape(lead + (w.shape[0],)), dev)
+    wrap = [None if a is None else new(a, dev) for a in (lw, lb, w, b)]
+    if r is None:
+        s_, h = new(x, dev), layer_norm(new(x, dev), wrap[0], wrap[1], eps)
+    else:
+        s_, h = add_layer_norm(new(x, dev), new(r, dev), wrap[0], wrap[1], eps)
+    return s_, linear(h, wrap[2], wrap[3], activation=activation)
 
 
 @oom_guard

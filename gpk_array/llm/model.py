@@ -100,18 +100,19 @@ class Block:
 
     def __call__(self, x, m, step):
         """x + m is the residual stream entering the block (m: the previous block's MLP output, or None); returns
-        the pair for the next block, so each residual addition is fused with the layer norm that follows it."""
-        if m is None:
-            h = gp.layer_norm(x, self.ln_1_weight, self.ln_1_bias, self.eps)
-        else:
-            x, h = gp.add_layer_norm(x, m, self.ln_1_weight, self.ln_1_bias, self.eps)
-        x, h = gp.add_layer_norm(x, self.attention(h, step), self.ln_2_weight, self.ln_2_bias, self.eps)
-        h = gp.linear(h, self.mlp_c_fc_weight, self.mlp_c_fc_bias, activation=self.activation)
+        the pair for the next block, so each residual addition rides on the layer norm and projection after it
+        (one kernel per sublayer input in a decode step)."""
+        x, qkv = gp.add_layer_norm_linear(x, m, self.ln_1_weight, self.ln_1_bias, self.attn_c_attn_weight,
+                                          self.attn_c_attn_bias, eps=self.eps)
+        x, h = gp.add_layer_norm_linear(x, self.attention(qkv, step), self.ln_2_weight, self.ln_2_bias,
+                                        self.mlp_c_fc_weight, self.mlp_c_fc_bias, self.activation, eps=self.eps)
         return x, gp.linear(h, self.mlp_c_proj_weight, self.mlp_c_proj_bias)
 
-    def attention(self, x, step):
-        B, T, C = x.shape
-        qkv = gp.linear(x, self.attn_c_attn_weight, self.attn_c_attn_bias)
+    def attention(self, qkv, step):
+        """Causal self-attention of the (B, T, 3C) projections qkv, through the cache when there is one, and the
+        output projection."""
+        B, T, C3 = qkv.shape
+        C = C3 // 3
         if step.decode_positions is not None:  # cache write and attention of a decode step: one fused op
             y = gp.kv_cache_attention(gp.reshape(qkv, (B, 3, self.n_head, self.head_dim)), step.cache.layers[self.index],
                                       step.decode_positions, step.kv_len, self.scale)

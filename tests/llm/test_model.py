@@ -217,6 +217,28 @@ def test_add_layer_norm(device, dtype):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("rows", [1, 3, 8, 20])
+@pytest.mark.parametrize("residual", [False, True])
+def test_add_layer_norm_linear(device, dtype, rows, residual):
+    """The decode-step sublayer input (one kernel for up to 8 rows on CUDA) against float64 NumPy."""
+    rng = np.random.default_rng(10)
+    dt, tol = DTYPES[dtype]
+    K, N = 768, 2304
+    x, r = (host(dev_array(2 * rng.standard_normal((rows, 1, K)), device, dt)) for _ in range(2))
+    lw, lb, b = (host(dev_array(a, device, dt)) for a in (1 + 0.1 * rng.standard_normal(K),
+                                                         rng.standard_normal(K), rng.standard_normal(N)))
+    w = host(dev_array(rng.standard_normal((N, K)) / math.sqrt(K), device, dt))
+    s, y = gp.add_layer_norm_linear(dev_array(x, device, dt), dev_array(r, device, dt) if residual else None,
+                                    dev_array(lw, device, dt), dev_array(lb, device, dt), dev_array(w, device, dt),
+                                    dev_array(b, device, dt), activation="gelu_tanh", eps=1e-5)
+    assert s.shape == x.shape and y.shape == (rows, 1, N) and y.dtype == dt
+    want_s = host(dev_array(x + r, device, dt)) if residual else x
+    assert np.array_equal(host(s), want_s)
+    h = host(dev_array(np_layer_norm(want_s, lw, lb, 1e-5), device, dt))  # stored in dt, as the separate op does
+    assert rel_err(host(y), np_gelu(h @ w.T + b, "tanh")) < 4 * tol
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("shape", [(1, 768), (5, 1600), (2, 3, 1000), (4, 8)])
 def test_layer_norm_model_widths(device, dtype, shape):
     rng = np.random.default_rng(7)

@@ -161,7 +161,8 @@ def _quiet_free(cp, window=0.05):
 
 def test_free_memory_back_to_baseline_after_destroy(gpu, cp):
     """Checked against the device's free memory, which other processes on the GPU (parallel test workers) move
-    too: an attempt counts only when the free memory held still around it; a leak fails every such attempt."""
+    too: an attempt counts only when the free memory held still around its readings; a leak fails every such
+    attempt, while a neighbour that allocates between two readings fails only that one."""
     def cycle(name, keep_until_after_destroy=False):
         ctx = sched.create_context(name, 1024 * MiB, qos="burstable")
         with ctx:
@@ -199,7 +200,7 @@ def test_free_memory_back_to_baseline_after_destroy(gpu, cp):
                 break
     if not tries:
         pytest.skip("the device's free memory never held still: other processes are allocating on this GPU")
-    assert all(ok for ok, _ in tries), tries
+    assert any(ok for ok, _ in tries), tries  # a leak fails every attempt, a neighbour's allocation one
 
 
 def test_destroyed_context_refuses_allocations_and_awaits(gpu, cp):

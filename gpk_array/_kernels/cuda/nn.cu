@@ -12,6 +12,7 @@
 //   gpk_nn_gemv_<dt>            y = act(x w^T + b) for a few rows of x (decode: M <= 8): w (N, K) row-major, each
 //                               warp streams one row of w with 16-byte loads and keeps M float accumulators;
 //                               act: 0 none, 1 relu, 2 gelu (erf), 3 gelu (tanh), 4 silu.
+//   gpk_nn_ln_gemv_<dt>         the layer norm of x (+ r, the sum also stored) and the GEMV after it, one kernel.
 //   gpk_nn_argmax_<dt>          argmax over rows (first index of the largest; the first NaN wins, as NumPy's).
 //   gpk_nn_attn_softmax_<dt>    the softmax of attention scores: float32 rows of Tk scores (query i of Tq, as
 //                               produced by a GEMM in float32) -> probabilities in dt, scaled, with keys after
@@ -203,12 +204,21 @@ __device__ void argmax_rows(const T* __restrict__ x, long long* __restrict__ out
   const T* row = x + (long long)blockIdx.x * C;
   float best = __int_as_float(0xff800000);
   int idx = C;  // none yet
-  for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    const float v = ld(row + c);
-    const bool nan_v = v != v, nan_b = best != best;
-    if (idx == C || (!nan_b && (nan_v || v > best))) {  // strictly better: ties keep the earlier index
-      best = v;
-      idx = c;
+  for (int c0 = threadIdx.x; c0 < C; c0 += 4 * blockDim.x) {
+    float v[4];  // four loads in flight, then compared in index order
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int c = c0 + u * blockDim.x;
+      v[u] = c < C ? ld(row + c) : 0.f;
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int c = c0 + u * blockDim.x;
+      const bool nan_v = v[u] != v[u], nan_b = best != best;
+      if (c < C && (idx == C || (!nan_b && (nan_v || v[u] > best)))) {  // strictly better: ties keep the first
+        best = v[u];
+        idx = c;
+      }
     }
   }
   // combine (value, index) pairs: NaN first, then larger, then lower index
@@ -252,9 +262,10 @@ __device__ __forceinline__ float activate(float v, int act) {
 }
 
 // x: (M, K), w: (N, K), b: (N,) or null, y: (M, N); K a multiple of 16 / sizeof(T), x and w 16-byte aligned.
+// xs: when not null, x is read from there instead (float, in shared memory, M * K of them).
 template <class T, int MAXM>
-__device__ void gemv(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ y,
-                     int M, int N, int K, int act) {
+__device__ void gemv(const T* __restrict__ x, const float* xs, const T* __restrict__ w, const T* __restrict__ b,
+                     T* __restrict__ y, int M, int N, int K, int act) {
   constexpr int V = 16 / sizeof(T);
   const int lane = threadIdx.x & 31;
   const int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -273,11 +284,25 @@ __device__ void gemv(const T* __restrict__ x, const T* __restrict__ w, const T* 
 #pragma unroll
     for (int m = 0; m < MAXM; ++m) {
       if (m < M) {
-        T xv[V];
-        vload<T, V>(x + (long long)m * K + k, xv);
+        float xf[V];
+        if (xs != nullptr) {
+#pragma unroll
+          for (int e = 0; e < V; e += 4) {
+            const float4 q4 = *reinterpret_cast<const float4*>(xs + m * K + k + e);
+            xf[e] = q4.x;
+            if (e + 1 < V) xf[e + 1] = q4.y;
+            if (e + 2 < V) xf[e + 2] = q4.z;
+            if (e + 3 < V) xf[e + 3] = q4.w;
+          }
+        } else {
+          T xv[V];
+          vload<T, V>(x + (long long)m * K + k, xv);
+#pragma unroll
+          for (int e = 0; e < V; ++e) xf[e] = Tr<T>::to_c(xv[e]);
+        }
         float a = 0.f;
 #pragma unroll
-        for (int e = 0; e < V; ++e) a += wf[e] * Tr<T>::to_c(xv[e]);
+        for (int e = 0; e < V; ++e) a += wf[e] * xf[e];
         acc[m] += a;
       }
     }
@@ -294,6 +319,49 @@ __device__ void gemv(const T* __restrict__ x, const T* __restrict__ w, const T* 
       }
     }
   }
+}
+
+// The layer norm of x (+ r) feeding a GEMV, in one kernel (a decode step's "x = x + r; h = ln(x); y = h w^T + b"):
+// every block normalizes the M rows into shared memory (rounded to T, as the separate layer norm would store
+// them), block 0 writes the sum s = x + r, then each warp computes its output row. Dynamic shared memory:
+// M * K + 32 floats.
+template <class T>
+__device__ void ln_gemv(const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ s,
+                        const T* __restrict__ lnw, const T* __restrict__ lnb, float eps, const T* __restrict__ w,
+                        const T* __restrict__ b, T* __restrict__ y, int M, int N, int K, int act) {
+  extern __shared__ float sh[];
+  float* h = sh;
+  float* red = sh + M * K;
+  for (int m = 0; m < M; ++m) {
+    float* row = h + m * K;
+    const long long base = (long long)m * K;
+    float acc = 0.f;
+    for (int c = threadIdx.x; c < K; c += blockDim.x) {
+      float v = ld(x + base + c);
+      if (r != nullptr) {
+        const T vt = Tr<T>::from_c(v + ld(r + base + c));
+        if (s != nullptr && blockIdx.x == 0) s[base + c] = vt;
+        v = Tr<T>::to_c(vt);
+      }
+      row[c] = v;
+      acc += v;
+    }
+    const float mean = block_sum(acc, red) / (float)K;
+    float sq = 0.f;
+    for (int c = threadIdx.x; c < K; c += blockDim.x) {
+      const float d = row[c] - mean;
+      sq += d * d;
+    }
+    const float rstd = rsqrtf(block_sum(sq, red) / (float)K + eps);
+    for (int c = threadIdx.x; c < K; c += blockDim.x) {
+      float v = (row[c] - mean) * rstd;
+      if (lnw != nullptr) v *= ld(lnw + c);
+      if (lnb != nullptr) v += ld(lnb + c);
+      row[c] = Tr<T>::to_c(Tr<T>::from_c(v));
+    }
+  }
+  __syncthreads();
+  gemv<T, 8>(nullptr, h, w, b, y, M, N, K, act);
 }
 
 // s: (rows, Tk) float32 scores, rows = batch * Tq; p: (rows, Tk) probabilities. Dynamic shared memory: Tk + 32
@@ -352,7 +420,12 @@ __device__ void attn_softmax(const float* __restrict__ s, T* __restrict__ p, int
   }                                                                                                     \
   extern "C" __global__ void gpk_nn_gemv_##DT(const T* x, const T* w, const T* b, T* y, int M, int N, int K,  \
                                               int act) {                                                \
-    gpk::gemv<T, 8>(x, w, b, y, M, N, K, act);                                                          \
+    gpk::gemv<T, 8>(x, nullptr, w, b, y, M, N, K, act);                                                 \
+  }                                                                                                     \
+  extern "C" __global__ void gpk_nn_ln_gemv_##DT(const T* x, const T* r, T* s, const T* lnw, const T* lnb, \
+                                                 float eps, const T* w, const T* b, T* y, int M, int N,   \
+                                                 int K, int act) {                                      \
+    gpk::ln_gemv<T>(x, r, s, lnw, lnb, eps, w, b, y, M, N, K, act);                                     \
   }                                                                                                     \
   extern "C" __global__ void gpk_nn_attn_softmax_##DT(const float* s, T* p, int Tq, int Tk, float scale,  \
                                                       int causal) {                                     \
