@@ -49,6 +49,18 @@ __device__ __forceinline__ float block_max(float v, float* red) {
   return t;
 }
 
+// row[j] = exp(row[j] - m) for j < n, in place; returns the block-wide sum (which also orders the writes before
+// any read after it).
+__device__ __forceinline__ float exp_shift_sum(float* row, int n, float m, float* red) {
+  float sum = 0.f;
+  for (int j = threadIdx.x; j < n; j += blockDim.x) {
+    const float e = __expf(row[j] - m);
+    row[j] = e;
+    sum += e;
+  }
+  return block_sum(sum, red);
+}
+
 // dynamic shared memory: C floats (the row) + 32 floats (reductions)
 template <class T>
 __device__ void layer_norm(const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ s,
@@ -145,13 +157,7 @@ __device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, co
     m = fmaxf(m, a);
   }
   m = block_max(m, red);
-  float sum = 0.f;
-  for (int j = threadIdx.x; j < n; j += blockDim.x) {
-    float e = __expf(scores[j] - m);
-    scores[j] = e;
-    sum += e;
-  }
-  sum = block_sum(sum, red);  // also orders the scores' writes before the reads below
+  const float sum = exp_shift_sum(scores, n, m, red);
   if (vec) {
     // thread t: components [c*V, c*V + V) of the output over slots j = g, g + P, ... (G = D / V threads per row)
     const int G = D / V, P = blockDim.x / G;
@@ -383,13 +389,7 @@ __device__ void attn_softmax(const float* __restrict__ s, T* __restrict__ p, int
     m = fmaxf(m, v);
   }
   m = block_max(m, red);
-  float sum = 0.f;
-  for (int j = threadIdx.x; j < n; j += blockDim.x) {
-    float e = __expf(row[j] - m);
-    row[j] = e;
-    sum += e;
-  }
-  sum = block_sum(sum, red);
+  const float sum = exp_shift_sum(row, n, m, red);
   T* dst = p + r * Tk;
   if (n <= 0) {  // a query that may attend no key: the mean of the values (as the plain code's masked softmax)
     for (int j = threadIdx.x; j < Tk; j += blockDim.x) dst[j] = Tr<T>::from_c(1.f / (float)Tk);
