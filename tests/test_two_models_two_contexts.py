@@ -1,5 +1,6 @@
-"""Issue 5's integration case on the CPU device: two GPT-2 models, each in its own scheduler context, generating
-concurrently in one process; each context's budget is enforced and each model's output is what it gives alone."""
+"""Issue 5's integration case: two GPT-2 models, each in its own scheduler context, generating concurrently in one
+process; each context's budget is enforced and each model's output is what it gives alone. On the CPU device, and
+on cuda:0 (decode steps in CUDA graphs replayed on each context's stream) where a GPU exists."""
 import pathlib
 import threading
 
@@ -8,6 +9,8 @@ import pytest
 import gpk_array as xp
 from gpk_array import sched
 from gpk_array.llm import GPT2, generate
+
+from .conftest import requires_gpu
 
 MODEL = pathlib.Path(__file__).parent / "llm" / "data" / "tiny-gpt2"
 
@@ -19,12 +22,19 @@ def cpu_scheduler():
     sched.shutdown()
 
 
-def test_two_models_generate_concurrently_in_two_contexts(cpu_scheduler):
+@pytest.fixture(params=["cpu", pytest.param("cuda:0", marks=[pytest.mark.gpu, requires_gpu])])
+def scheduler_device(request):
+    sched.initialize(request.param if request.param == "cpu" else 0, total_vram_budget=1 << 30)
+    yield request.param
+    sched.shutdown()
+
+
+def test_two_models_generate_concurrently_in_two_contexts(scheduler_device):
     prompts = {"a": [[5, 17, 300, 2], [9, 9]], "b": [[700, 1, 42]]}
     alone = {}
     models = {}
     for name in prompts:
-        models[name] = GPT2.from_pretrained(MODEL, device="cpu", dtype=xp.float32)
+        models[name] = GPT2.from_pretrained(MODEL, device=scheduler_device, dtype=xp.float32)
         alone[name] = generate(models[name], prompts[name], max_new_tokens=12)
     ctxs = {name: sched.create_context(f"tenant-{name}", 256 << 20, qos="guaranteed") for name in prompts}
     results, errors = {}, []
