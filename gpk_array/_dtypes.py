@@ -113,6 +113,21 @@ def to_dtype(dtype):
                 return d
         except TypeError:
             pass
-    raise TypeError(f"unsupported dtype {dtype!r}: gpk_array supports "
+    raise TypeError(f"unsupported dtype {dtype!r}{_host_only_kind(dtype)}: gpk_array supports "
                     f"{', '.join(name_of(d) for d in ALL)}")
+
+
+_HOST_ONLY_KINDS = {"V": "void", "M": "datetime64", "m": "timedelta64", "U": "string", "S": "bytes", "O": "object"}
+
+
+def _host_only_kind(dtype):
+    """What kind of NumPy dtype an unsupported one is, where NumPy knows it (structured, datetime64, strings...)."""
+    try:
+        d = np.dtype(dtype)
+    except Exception:
+        return ""
+    kind = "structured" if d.names is not None else _HOST_ONLY_KINDS.get(d.kind)
+    if kind is None:
+        return ""
+    return f" ({kind} dtypes are host-only: such arrays live only in NumPy)"
 

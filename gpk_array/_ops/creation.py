@@ -78,6 +78,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if copy and not copied:
             return new(data.copy(), dev)
         return obj
+    if isinstance(obj, Array):  # an instance of a subclass (x.view(Sub)): its data, as a plain Array
+        return asarray(new(obj._data, obj._device), dtype=dtype, device=device, copy=copy)
     dev = as_device(device)
     if copy is not None and copy is not True and copy is not False:
         raise ValueError(f"copy must be True, False or None, got {copy!r}")
