@@ -99,7 +99,13 @@ class Array:
         return int(v)
 
     def __float__(self):
-        v = self._scalar("float")
+        d = self._data
+        if self._device is CPU and d.size == 1:  # fast path: the value, as _scalar reads it
+            v = d.item()
+            if v.__class__ is float:
+                return v
+        else:
+            v = self._scalar("float")
         if isinstance(v, complex):
             raise TypeError("cannot convert a complex array to float")
         return float(v)

@@ -93,6 +93,13 @@ _NAMES.update({"bool_": BOOL, "float": F64, "int": I64, "complex": C128, "double
 
 def to_dtype(dtype):
     """Normalize a dtype-like (our constants, numpy dtypes, Python types, names) to a supported numpy.dtype."""
+    try:  # the common dtype-likes, looked up (the table holds _to_dtype's own answers)
+        return _TO_DTYPE[dtype]
+    except (KeyError, TypeError):  # TypeError: unhashable (a structured dtype's list of fields)
+        return _to_dtype(dtype)
+
+
+def _to_dtype(dtype):
     if dtype.__class__ is np.dtype:
         if dtype in SUPPORTED:
             return dtype
@@ -113,6 +120,27 @@ def to_dtype(dtype):
                 return d
         except TypeError:
             pass
-    raise TypeError(f"unsupported dtype {dtype!r}: gpk_array supports "
+    raise TypeError(f"unsupported dtype {dtype!r}{_host_only_kind(dtype)}: gpk_array supports "
                     f"{', '.join(name_of(d) for d in ALL)}")
+
+
+_TO_DTYPE = {}
+for _k in (*ALL, *(d.type for d in ALL), float, int, complex, builtins.bool, *_NAMES):
+    _TO_DTYPE[_k] = _to_dtype(_k)
+del _k
+
+
+_HOST_ONLY_KINDS = {"V": "void", "M": "datetime64", "m": "timedelta64", "U": "string", "S": "bytes", "O": "object"}
+
+
+def _host_only_kind(dtype):
+    """What kind of NumPy dtype an unsupported one is, where NumPy knows it (structured, datetime64, strings...)."""
+    try:
+        d = np.dtype(dtype)
+    except Exception:
+        return ""
+    kind = "structured" if d.names is not None else _HOST_ONLY_KINDS.get(d.kind)
+    if kind is None:
+        return ""
+    return f" ({kind} dtypes are host-only: such arrays live only in NumPy)"
 

@@ -123,7 +123,7 @@ def dtype_arg(dtype):
 
 def host(x):
     """A NumPy array holding x's values: only for host-only operations (file I/O, printing)."""
-    if x.__class__ is Array:
+    if isinstance(x, Array):  # subclasses of ndarray too (their __array__ refuses device arrays)
         return x._data if x._device is CPU else x._data.get()
     return _np.asarray(x)
 

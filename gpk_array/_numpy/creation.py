@@ -16,6 +16,8 @@ from .. import _version
 from .._ops._common import on_device
 from ._util import PY_SCALARS, data, dev_arg, dtype_arg, new, normalize_axis, oom_guard, shape_arg, to_array
 
+_SUPPORTED = _dt.SUPPORTED
+
 __all__ = ["array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "copy", "zeros", "ones",
            "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "eye", "identity", "arange",
            "linspace", "logspace", "geomspace", "meshgrid", "indices", "tril", "triu", "tri", "diag", "diagflat",
@@ -61,6 +63,16 @@ def _from_object(obj, dt, dev, copy=None):
     """NumPy's array coercion for obj onto device dev, with dtype dt (None: inferred)."""
     c = obj.__class__
     if c is list or c is tuple:
+        if dev is CPU and copy is not False:
+            # fast path: NumPy's conversion where it gives a supported dtype (anything else, errors included, takes
+            # the standard's path, which converts the same way and explains)
+            try:
+                r = _np.asarray(obj, dtype=dt)
+            except Exception:
+                r = None
+            if r is not None and r.dtype in _SUPPORTED:
+                return new(r, dev)
+            return _std.asarray(obj, dtype=dt, device=dev, copy=copy)
         if dev is not CPU and _tree_device(obj) is not None:
             r = _stack_tree(obj, dev)
             if dt is not None and r.dtype != dt:
@@ -137,7 +149,7 @@ def copy(a, order="K", subok=False):
 # --- filled arrays --------------------------------------------------------------------------------------------
 def _filled(fname, shape, dtype, order, device):
     if order == "C" or order is None:
-        return getattr(_std, fname)(shape, dtype=dtype, device=device)
+        return _std._make(fname, shape, dtype, device)
     dev = as_device(device)
     dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
     with on_device(dev):
@@ -146,16 +158,22 @@ def _filled(fname, shape, dtype, order, device):
 
 def zeros(shape, dtype=None, order="C", *, device=None, like=None):
     """NumPy's ``zeros(shape, dtype=float, order='C')`` (and the standard's)."""
+    if order == "C":
+        return _std._make("zeros", shape, dtype, device)
     return _filled("zeros", shape, dtype, order, device)
 
 
 def ones(shape, dtype=None, order="C", *, device=None, like=None):
     """NumPy's ``ones(shape, dtype=float, order='C')`` (and the standard's)."""
+    if order == "C":
+        return _std._make("ones", shape, dtype, device)
     return _filled("ones", shape, dtype, order, device)
 
 
 def empty(shape, dtype=None, order="C", *, device=None, like=None):
     """NumPy's ``empty(shape, dtype=float, order='C')`` (and the standard's)."""
+    if order == "C":
+        return _std._make("empty", shape, dtype, device)
     return _filled("empty", shape, dtype, order, device)
 
 
@@ -266,7 +284,6 @@ def _py(v):
     return v
 
 
-@oom_guard
 def arange(start, /, stop=None, step=None, dtype=None, *, device=None, like=None):
     """NumPy's ``arange([start,] stop[, step], dtype=None)`` (and the standard's)."""
     if start.__class__ is not int:
@@ -274,7 +291,7 @@ def arange(start, /, stop=None, step=None, dtype=None, *, device=None, like=None
     if stop is not None and stop.__class__ is not int:
         stop = _py(stop)
     step = 1 if step is None else (step if step.__class__ is int else _py(step))
-    return _std.arange(start, stop, step, dtype=dtype, device=device)
+    return _std.arange(start, stop, step, dtype=dtype, device=device)  # it translates out-of-memory errors
 
 
 def _is_scalar_like(v):
@@ -286,6 +303,12 @@ def _is_scalar_like(v):
 def linspace(start, stop, /, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
     """NumPy's ``linspace`` (and the standard's): array endpoints, ``retstep=``, ``axis=``; integer dtypes take
     the floor of the samples, as NumPy 2 does."""
+    c0 = start.__class__
+    c1 = stop.__class__
+    if (c0 is float or c0 is int) and (c1 is float or c1 is int) and dtype is None and not retstep and \
+            num.__class__ is int and num >= 0:
+        # fast path: Python numbers, the standard's linspace (as the scalar branch below calls it)
+        return _std._linspace(start, stop, num, None, as_device(device), endpoint)
     num = int(num)
     if num < 0:
         raise ValueError(f"linspace num must be non-negative, got {num}")

@@ -17,7 +17,7 @@ format_float_scientific = _np.format_float_scientific
 
 
 def _h(a):
-    return host(a) if a.__class__ is Array else _np.asarray(a)
+    return host(a) if isinstance(a, Array) else _np.asarray(a)
 
 
 def array2string(a, *args, **kwargs):
@@ -27,7 +27,7 @@ def array2string(a, *args, **kwargs):
 def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
     """NumPy's repr of the array's values; arrays on a CUDA device add ``device='cuda:N'``."""
     r = _np.array_repr(_h(arr), max_line_width, precision, suppress_small)
-    if arr.__class__ is Array and arr._device is not CPU:
+    if isinstance(arr, Array) and arr._device is not CPU:
         r = f"{r[:-1]}, device='{arr._device}')"
     return r
 

@@ -23,7 +23,7 @@ def as_arrays(*xs):
     """Arrays for xs on one device: the device of the Arrays among them (ValueError if they differ)."""
     dev = None
     for x in xs:
-        if x.__class__ is Array:
+        if isinstance(x, Array):
             if dev is None:
                 dev = x._device
             elif x._device is not dev:

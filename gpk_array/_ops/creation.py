@@ -6,8 +6,9 @@ import numpy as np
 
 from .. import _dtypes as _dt
 from .. import _version
+from .. import _device as _devices
 from .._device import CPU, Device, as_device
-from .._errors import DeviceError
+from .._errors import DeviceError, OutOfMemoryError
 from ._common import PY_SCALARS, Array, new, on_device, oom_guard
 
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
@@ -78,6 +79,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if copy and not copied:
             return new(data.copy(), dev)
         return obj
+    if isinstance(obj, Array):  # an instance of a subclass (x.view(Sub)): its data, as a plain Array
+        return asarray(new(obj._data, obj._device), dtype=dtype, device=device, copy=copy)
     dev = as_device(device)
     if copy is not None and copy is not True and copy is not False:
         raise ValueError(f"copy must be True, False or None, got {copy!r}")
@@ -156,6 +159,12 @@ def _shape(shape):
         if shape < 0:
             raise ValueError(f"negative dimensions are not allowed: shape ({shape},)")
         return (shape,)
+    if shape.__class__ is tuple:  # fast path: a tuple of non-negative ints is its own answer
+        for s in shape:
+            if s.__class__ is not int or s < 0:
+                break
+        else:
+            return shape
     if isinstance(shape, (tuple, list)):
         out = tuple(operator.index(s) for s in shape)
     else:
@@ -179,29 +188,38 @@ def _default_for(value):
     raise TypeError(f"fill_value must be a bool, int, float or complex, got {type(value).__name__}")
 
 
-def _make(fname, shape, dtype, device, *extra):
-    dev = as_device(device)
+_NP_MAKERS = {"empty": np.empty, "zeros": np.zeros, "ones": np.ones}
+
+
+def _make(fname, shape, dtype, device):
+    """empty/zeros/ones (fname) on device; a backend's out-of-memory error raises OutOfMemoryError (as oom_guard
+    does: the creation functions here and gpk_array._numpy's call this without another guard)."""
+    dev = _devices._default if device is None else device
+    if dev.__class__ is not Device:
+        dev = as_device(device)
     dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
     shape = _shape(shape)
-    if dev is CPU:
-        return new(getattr(np, fname)(shape, *extra, dtype=dt), dev)
-    with on_device(dev):
-        return new(getattr(dev.xp, fname)(shape, *extra, dtype=dt), dev)
+    try:
+        if dev is CPU:
+            return new(_NP_MAKERS[fname](shape, dtype=dt), dev)
+        with on_device(dev):
+            return new(getattr(dev.xp, fname)(shape, dtype=dt), dev)
+    except MemoryError as e:
+        if isinstance(e, OutOfMemoryError):
+            raise
+        raise OutOfMemoryError(str(e)) from e
 
 
-@oom_guard
 def empty(shape, *, dtype=None, device=None):
     """Uninitialized array (standard: creation_functions.empty)."""
     return _make("empty", shape, dtype, device)
 
 
-@oom_guard
 def zeros(shape, *, dtype=None, device=None):
     """Array of zeros (standard: creation_functions.zeros)."""
     return _make("zeros", shape, dtype, device)
 
 
-@oom_guard
 def ones(shape, *, dtype=None, device=None):
     """Array of ones (standard: creation_functions.ones)."""
     return _make("ones", shape, dtype, device)
@@ -268,9 +286,27 @@ def full_like(x, /, fill_value, *, dtype=None, device=None):
         return new(_full(dev, shape, fill_value, dt), dev)
 
 
-@oom_guard
 def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     """Evenly spaced values in [start, stop) (standard: creation_functions.arange)."""
+    try:
+        if dtype is None and start.__class__ is int and step.__class__ is int and step and \
+                (stop is None or stop.__class__ is int):
+            # fast path: Python ints make int64 values, as in _arange
+            if stop is None:
+                start, stop = 0, start
+            dev = as_device(device)
+            if dev is CPU:
+                return new(np.arange(start, stop, step, dtype=_dt.I64), dev)
+            with on_device(dev):
+                return new(dev.xp.arange(start, stop, step, dtype=_dt.I64), dev)
+        return _arange(start, stop, step, dtype, device)
+    except MemoryError as e:
+        if isinstance(e, OutOfMemoryError):
+            raise
+        raise OutOfMemoryError(str(e)) from e
+
+
+def _arange(start, stop, step, dtype, device):
     if stop is None:
         start, stop = 0, start
     for v in (start, stop, step):
@@ -293,9 +329,53 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
         return new(dev.xp.arange(start, stop, step, dtype=dt), dev)
 
 
-@oom_guard
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     """num evenly spaced samples over [start, stop] (standard: creation_functions.linspace)."""
+    try:
+        return _linspace(start, stop, num, dtype, device, endpoint)
+    except MemoryError as e:
+        if isinstance(e, OutOfMemoryError):
+            raise
+        raise OutOfMemoryError(str(e)) from e
+
+
+def _exact_real(v):
+    """Whether v is a Python float that is finite or a Python int that float64 holds exactly."""
+    c = v.__class__
+    return (c is float and -_F64_MAX <= v <= _F64_MAX) or (c is int and -2**53 <= v <= 2**53)
+
+
+_F64_MAX = float(np.finfo(np.float64).max)
+
+
+def _linspace_f64(start, stop, num, endpoint):
+    """numpy.linspace(start, stop, num, endpoint, dtype=float64) for finite Python float/int endpoints, with
+    NumPy's arithmetic step for step (numpy/_core/function_base.py) minus its generic conversions; None where
+    stop - start overflows (NumPy then warns, as the general path will)."""
+    start = float(start)
+    stop = float(stop)
+    delta = stop - start
+    if not -_F64_MAX <= delta <= _F64_MAX:
+        return None
+    div = (num - 1) if endpoint else num
+    y = np.arange(0, num, dtype=np.float64).reshape(-1)  # a view, as NumPy's (x.base is not None)
+    if div > 0:
+        step = delta / div
+        if step == 0:
+            y /= div
+            y *= delta
+        else:
+            y *= step
+    else:
+        y = y * delta
+    y += start
+    if endpoint and num > 1:
+        y[-1, ...] = stop
+    return y
+
+
+def _linspace(start, stop, num, dtype, device, endpoint):
+    """linspace without the out-of-memory translation (its callers translate)."""
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"linspace num must be non-negative, got {num}")
@@ -304,6 +384,10 @@ def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     else:
         dt = _dt.to_dtype(dtype)
     dev = as_device(device)
+    if dev is CPU and dt.kind != "c" and _exact_real(start) and _exact_real(stop):
+        data = _linspace_f64(start, stop, num, endpoint)
+        if data is not None:
+            return new(data if dt is _dt.F64 else data.astype(dt, copy=False), dev)
     with on_device(dev):
         data = dev.xp.linspace(start, stop, num, endpoint=endpoint, dtype=np.complex128 if dt.kind == "c"
                                else np.float64)

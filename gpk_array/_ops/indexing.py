@@ -80,6 +80,17 @@ def getitem(x, key):
             return r
         if c is Array:
             return new(x._data[_key_part(key, dev)], dev)
+        if c is tuple:
+            # fast path: one in-bounds int per axis (a single element)
+            shape = x._data.shape
+            if len(key) == len(shape):
+                for k, n in zip(key, shape):
+                    if k.__class__ is not int or not -n <= k < n:
+                        break
+                else:
+                    r = new(x._data[key], dev)
+                    r._base = x
+                    return r
         k = _key(key, dev)
         _check_ints(x, k)
         r = new(x._data[k], dev)

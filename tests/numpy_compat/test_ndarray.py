@@ -64,6 +64,31 @@ def test_subclass_via_view(dev):
     assert_match(gp.asarray(symmetric["gpk_array"]), want, dev)
 
 
+def test_subclass_prints_and_enters_functions(dev):
+    """numpy-100 #85: an instance of a subclass prints (str, repr, array2string) and goes into functions beside
+    Python scalars and other arrays; on a device neither path may convert it to NumPy."""
+    out = {}
+    for np in (numpy, gp):
+        _, Symmetric = _subclasses(np)
+        z = np.arange(25).reshape(5, 5)
+        s = np.asarray(z + z.T - np.diag(z.diagonal())).view(Symmetric)
+        s[2, 3] = 42
+        out[np.__name__] = s, str(s), np.array2string(s), np.array_str(s), repr(s)
+    s, *texts = out["gpk_array"]
+    want, *want_texts = out["numpy"]
+    assert texts[:3] == want_texts[:3]
+    want_repr = repr(numpy.asarray(want))
+    assert texts[3] == (want_repr if dev.kind == "cpu" else f"{want_repr[:-1]}, device='{dev}')")
+    want = numpy.asarray(want)
+    assert_match(gp.add(s, 1), want + 1, dev)
+    assert_match(gp.multiply(2, s), 2 * want, dev)
+    assert_match(gp.add(s, gp.asarray(want)), want + want, dev)
+    assert_match(gp.maximum(s, 30), numpy.maximum(want, 30), dev)
+    assert_match(gp.where(s > 20, s, 0), numpy.where(want > 20, want, 0), dev)
+    assert_match(gp.asarray(s, dtype=gp.float32), want.astype(numpy.float32), dev)
+    assert gp.asarray(s).__class__ is gp.Array and gp.asarray(s).device == dev
+
+
 def test_base(dev):
     a = gp.arange(12)
     assert a.base is None
@@ -205,11 +230,19 @@ def test_scalar_type_names(dev):
         assert getattr(gp, name) is getattr(numpy, name)
     today = gp.datetime64("2024-03-01")
     assert str(today - gp.timedelta64(1)) == "2024-02-29"
-    for dt in ("datetime64[D]", gp.str_, gp.object_, [("x", float), ("y", float)]):
-        with pytest.raises(TypeError):
+    # host-only dtypes raise a TypeError naming their kind, on every device (numpy-100 #34, #46, #73, #96)
+    for dt, kind in (("datetime64[D]", "datetime64"), ("m8[s]", "timedelta64"), (gp.str_, "string"),
+                     (gp.bytes_, "bytes"), (gp.object_, "object"), ([("x", float), ("y", float)], "structured"),
+                     (numpy.dtype((numpy.void, 24)), "void")):
+        with pytest.raises(TypeError, match=f"{kind} dtypes are host-only"):
             gp.zeros(3, dtype=dt)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="datetime64 dtypes are host-only"):
         gp.arange("2016-07", "2016-08", dtype="datetime64[D]")
+    z = gp.arange(6, dtype=gp.int64).reshape(3, 2)
+    with pytest.raises(TypeError, match="structured dtypes are host-only"):
+        z.view(dtype=[("p0", z.dtype), ("p1", z.dtype)])
+    with pytest.raises(TypeError, match="void dtypes are host-only"):
+        z.view(numpy.dtype((numpy.void, 16)))
 
 
 def test_reductions_take_any_array_like(dev):
