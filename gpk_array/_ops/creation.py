@@ -349,29 +349,27 @@ _F64_MAX = float(np.finfo(np.float64).max)
 
 
 def _linspace_f64(start, stop, num, endpoint):
-    """numpy.linspace(start, stop, num, endpoint, dtype=float64) for finite Python float/int endpoints, with
-    NumPy's arithmetic step for step (numpy/_core/function_base.py) minus its generic conversions; None where
-    stop - start overflows (NumPy then warns, as the general path will)."""
-    start = float(start)
-    stop = float(stop)
-    delta = stop - start
-    if not -_F64_MAX <= delta <= _F64_MAX:
+    """float64 samples for finite Python real endpoints with the arithmetic NumPy uses, so values match bit for bit:
+    sample i is i * step + start with step = (stop - start) / intervals (or i / intervals * (stop - start) when that
+    step underflows to zero), and the last sample is stop itself when the endpoint is included. None when
+    stop - start overflows (the general path then warns as NumPy does)."""
+    lo, hi = float(start), float(stop)
+    span = hi - lo
+    if not -_F64_MAX <= span <= _F64_MAX:
         return None
-    div = (num - 1) if endpoint else num
-    y = np.arange(0, num, dtype=np.float64).reshape(-1)  # a view, as NumPy's (x.base is not None)
-    if div > 0:
-        step = delta / div
-        if step == 0:
-            y /= div
-            y *= delta
-        else:
-            y *= step
+    intervals = num - 1 if endpoint else num
+    out = np.arange(num, dtype=np.float64).reshape(-1)  # a view, so .base is set as on NumPy's result
+    if intervals <= 0:
+        out = out * span
+    elif span / intervals != 0:
+        out *= span / intervals
     else:
-        y = y * delta
-    y += start
+        out /= intervals
+        out *= span
+    out += lo
     if endpoint and num > 1:
-        y[-1, ...] = stop
-    return y
+        out[-1] = hi
+    return out
 
 
 def _linspace(start, stop, num, dtype, device, endpoint):
