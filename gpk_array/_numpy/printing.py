@@ -1,9 +1,9 @@
-"""Printing as NumPy prints: ``repr`` is ``array([...])`` (with ``device='cuda:N'`` for GPU arrays), ``str`` is
-NumPy's, and NumPy's print options apply (``set_printoptions`` is NumPy's own). Formatting reads a host copy."""
+"""Printing as NumPy prints: ``repr`` and ``str`` are NumPy's on every device (as CuPy's are: a script prints the
+same text on the GPU as with NumPy; ``x.device`` says where an array lives), and NumPy's print options apply
+(``set_printoptions`` is NumPy's own). Formatting reads a host copy."""
 import numpy as _np
 
 from .._array import Array
-from .._device import CPU
 from ._util import host
 
 __all__ = ["set_printoptions", "get_printoptions", "printoptions", "array2string", "array_repr", "array_str",
@@ -25,11 +25,8 @@ def array2string(a, *args, **kwargs):
 
 
 def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
-    """NumPy's repr of the array's values; arrays on a CUDA device add ``device='cuda:N'``."""
-    r = _np.array_repr(_h(arr), max_line_width, precision, suppress_small)
-    if isinstance(arr, Array) and arr._device is not CPU:
-        r = f"{r[:-1]}, device='{arr._device}')"
-    return r
+    """NumPy's repr of the array's values, whatever the device."""
+    return _np.array_repr(_h(arr), max_line_width, precision, suppress_small)
 
 
 def array_str(a, max_line_width=None, precision=None, suppress_small=None):
