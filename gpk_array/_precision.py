@@ -8,6 +8,7 @@ The CPU device always computes float32 products in full precision. The names and
 torch.set_float32_matmul_precision.
 """
 import contextlib
+import contextvars
 import os
 
 PRECISIONS = ("highest", "high")
@@ -15,28 +16,40 @@ _state = {"float32": "high" if os.environ.get("GPK_TF32", "") == "1" and os.envi
           else "highest"}
 
 
+_override = contextvars.ContextVar("gpk_float32_matmul_precision", default=None)
+
+
 def set_float32_matmul_precision(precision):
-    """"high": float32 GEMMs may use TF32 on CUDA; "highest": full FP32."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+    """"high": float32 GEMMs may use TF32 on CUDA; "highest": full FP32. Process-wide (a
+    ``float32_matmul_precision`` block in force in a thread or task still takes precedence there)."""
+    _check(precision)
     _state["float32"] = precision
 
 
 def get_float32_matmul_precision():
-    return _state["float32"]
+    """The setting in force here: the innermost ``float32_matmul_precision`` block of this thread or task, else the
+    process-wide one."""
+    o = _override.get()
+    return _state["float32"] if o is None else o
 
 
 @contextlib.contextmanager
 def float32_matmul_precision(precision):
-    """``with gpk_array.float32_matmul_precision("highest"): ...``: the setting for a block, then the old one."""
-    old = _state["float32"]
-    set_float32_matmul_precision(precision)
+    """``with gpk_array.float32_matmul_precision("highest"): ...``: the setting for a block, in this thread or
+    asyncio task only (a model forcing full FP32 does not change what another thread computes)."""
+    _check(precision)
+    token = _override.set(precision)
     try:
         yield
     finally:
-        _state["float32"] = old
+        _override.reset(token)
+
+
+def _check(precision):
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
 
 
 def tf32():
-    """Whether float32 GEMMs may use TF32 now."""
-    return _state["float32"] == "high"
+    """Whether float32 GEMMs may use TF32 here and now."""
+    return get_float32_matmul_precision() == "high"

@@ -303,3 +303,32 @@ def test_argmax_long_rows(device, dtype):
     assert np.array_equal(np.asarray(xp.argmax(a, axis=-1).to_device("cpu")), np.argmax(ref, axis=-1))
     assert np.array_equal(np.asarray(xp.argmax(a, axis=1, keepdims=True).to_device("cpu")),
                           np.argmax(ref, axis=1, keepdims=True))
+
+
+def test_float32_matmul_precision_block_is_per_thread():
+    """A block forcing a precision holds in its own thread only; the process-wide setting stays as it was."""
+    import threading
+    seen = {}
+    inside, release = threading.Event(), threading.Event()
+
+    def a():
+        with xp.float32_matmul_precision("high"):
+            inside.set()
+            release.wait(10)
+            seen["a"] = xp.get_float32_matmul_precision()
+
+    t = threading.Thread(target=a)
+    t.start()
+    inside.wait(10)
+    seen["b"] = xp.get_float32_matmul_precision()  # while a's block is open
+    release.set()
+    t.join(10)
+    assert seen == {"a": "high", "b": "highest"}
+    old = xp.get_float32_matmul_precision()
+    try:
+        xp.set_float32_matmul_precision("high")
+        with xp.float32_matmul_precision("highest"):
+            assert xp.get_float32_matmul_precision() == "highest"
+        assert xp.get_float32_matmul_precision() == "high"
+    finally:
+        xp.set_float32_matmul_precision(old)

@@ -17,9 +17,9 @@ DTYPES = ("f32", "f16", "bf16")
 KERNELS = ("layer_norm", "embed", "decode_attn", "attn_softmax", "gemv", "ln_gemv", "argmax")
 GEMV_MAX_ROWS = 8
 ACTIVATION_CODES = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
-_MAX_LN_C = 12 * 1024          # the row is staged in shared memory as float (48 KiB)
-_MAX_KV = 8192                 # decode attention keeps one float score per slot in shared memory (so does
-                               # attn_softmax per key)
+_SMEM = 48 * 1024              # dynamic shared memory a launch gets without opting in to more
+_MAX_LN_C = _SMEM // 4 - 32    # the row is staged in shared memory as float, plus 32 floats of reductions
+_MAX_KV = 8192                 # decode attention keeps one float score per slot in shared memory
 
 
 def variants() -> list[tuple[str, tuple]]:
@@ -108,13 +108,17 @@ def decode_attention(qkv, cache, positions, kv_len, scale):
     if not (qkv.flags.c_contiguous and cache.flags.c_contiguous and positions.flags.c_contiguous):
         return None
     y = cupy.empty((B, H, D), dtype=qkv.dtype)
-    if B == 0:
+    if y.size == 0:
         return y
+    if B > 65535:  # the batch is grid dimension y
+        return None
     threads = 256 if D <= 256 else -(-D // 32) * 32
     vpe = 16 // qkv.dtype.itemsize  # elements per 16-byte load
     vec = D % vpe == 0 and cache.data.ptr % 16 == 0 and threads % (D // vpe) == 0
+    shared = (kv_len + D + 32 + threads * (vpe if vec else 1)) * 4
+    if shared > _SMEM:
+        return None
     fn = loader.get_function(NN_FILE, f"gpk_nn_decode_attn_{dt}")
-    shared = (kv_len + D + 32 + threads * vpe) * 4
     loader.launch(fn, (H, B), threads, (qkv, cache, positions, y, np.int32(Bc), np.int32(H), np.int32(L),
                                         np.int32(D), np.int32(kv_len), np.float32(scale), np.int32(vec)),
                   shared_mem=shared)
@@ -126,8 +130,8 @@ def argmax_last_axis(x):
     the largest, the first NaN wins): int64 of shape x.shape[:-1]. None when not covered."""
     import cupy
     dt = _code(x.dtype)
-    if dt is None or x.ndim < 1 or not x.flags.c_contiguous or x.shape[-1] == 0 or x.shape[-1] >= 2**31:
-        return None
+    if dt is None or x.ndim < 1 or not x.flags.c_contiguous or x.shape[-1] == 0 or x.shape[-1] > 2**31 - 8192:
+        return None  # (the kernel's int index runs up to 4 blocks of 1024 past the row's end)
     rows = x.size // x.shape[-1]
     out = cupy.empty(x.shape[:-1], dtype=np.int64)
     if rows:
@@ -145,7 +149,7 @@ def attn_softmax(scores, dtype, causal, scale):
     if dt is None or scores.dtype != np.float32 or scores.ndim < 2 or not scores.flags.c_contiguous:
         return None
     Tq, Tk = scores.shape[-2:]
-    if Tk == 0 or Tk > _MAX_KV:
+    if Tk == 0 or (Tk + 32) * 4 > _SMEM:
         return None
     p = cupy.empty(scores.shape, dtype=dtype)
     rows = scores.size // Tk
@@ -189,7 +193,7 @@ def ln_gemv(x, residual, ln_weight, ln_bias, eps, w, bias=None, activation=None)
     if dt is None or x.ndim != 2 or not 1 <= x.shape[0] <= GEMV_MAX_ROWS or activation not in ACTIVATION_CODES:
         return None
     M, K = x.shape
-    if w.ndim != 2 or w.shape[1] != K or M * K * 4 + 128 > 48 * 1024:
+    if w.ndim != 2 or w.shape[1] != K or (M * K + 32) * 4 > _SMEM:
         return None
     N = w.shape[0]
     vec = 16 // x.dtype.itemsize

@@ -368,7 +368,9 @@ def kv_cache_attention(qkv, cache, positions, kv_len, scale):
     qkv: (B, 3, H, D), each sequence's new query, key and value; cache: (2, Bc, H, L, D) Array with Bc >= B,
     keys then values, sequence b in cache row b; positions: (B,) integer slot of each new token; kv_len: slots
     [0, kv_len) may be attended. The keys and values are written into ``cache`` (in place) at their slots, then
-    each query attends the slots up to its own. Returns (B, H, D).
+    each query attends the slots up to its own. A position outside [0, L) writes nothing (the positions stay on
+    the device, unchecked, so a step can run in a CUDA graph); a negative one attends no slot and gets zeros.
+    Returns (B, H, D).
     """
     (qkv, c), dev = _operands("kv_cache_attention", qkv, cache)
     if cache.__class__ is not Array:
@@ -398,11 +400,15 @@ def kv_cache_attention(qkv, cache, positions, kv_len, scale):
 def _kv_cache_attention(qkv, c, p, kv_len, scale, dev):
     xp, matmul = dev.xp, _matmul(dev)
     B = qkv.shape[0]
-    c[0, xp.arange(B), :, p] = qkv[:, 1]  # (B, H, D) at each row's slot
-    c[1, xp.arange(B), :, p] = qkv[:, 2]
+    valid = (p >= 0) & (p < c.shape[3])
+    rows = xp.arange(B)[valid]
+    c[0, rows, :, p[valid]] = qkv[valid, 1]  # (n, H, D) at each row's slot
+    c[1, rows, :, p[valid]] = qkv[valid, 2]
     q = _wide(qkv[:, 0], xp)[:, :, None, :] * scale                  # (B, H, 1, D)
     k, v = _wide(c[0, :B, :, :kv_len], xp), _wide(c[1, :B, :, :kv_len], xp)   # (B, H, kv_len, D)
     s = matmul(q, xp.swapaxes(k, -1, -2))                            # (B, H, 1, kv_len)
     keep = xp.arange(kv_len)[None, None, None, :] <= p[:, None, None, None]
     s = xp.where(keep, s, float(np.finfo(s.dtype).min))
-    return matmul(_softmax(s, -1, xp), v)[:, :, 0].astype(qkv.dtype, copy=False)
+    y = matmul(_softmax(s, -1, xp), v)[:, :, 0]
+    y = y * (p >= 0)[:, None, None]  # a query without any slot: zeros
+    return y.astype(qkv.dtype, copy=False)

@@ -641,7 +641,11 @@ class Context:
             raise ValueError(
                 f"cannot enter context {self.name!r} ({self.device}) inside context {entry[0].name!r} "
                 f"({entry[0].device}): nested contexts must be on the same device")
-        _cuda.activate(self)
+        try:
+            _cuda.activate(self)
+        except BaseException:  # the enclosing context (if any) keeps its CuPy state
+            _cuda.activate(None if entry is None else entry[0])
+            raise
         _current.set((self, entry))
         with self._lock:
             self._sessions += 1

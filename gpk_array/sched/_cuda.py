@@ -138,14 +138,20 @@ def activate(ctx):
     else:
         prev_dev = None
     stream = ctx.stream
+    entered = False
     try:
         stream.__enter__()
-    except BaseException:
-        if prev_dev is not None:
-            rt.setDevice(prev_dev)
+        entered = True
+        prev_alloc = mem._get_thread_local_allocator()
+        mem._set_thread_local_allocator(ctx._allocator)
+    except BaseException:  # leave the thread as it was: stream popped, device back
+        try:
+            if entered:
+                stream.__exit__(None, None, None)
+        finally:
+            if prev_dev is not None:
+                rt.setDevice(prev_dev)
         raise
-    prev_alloc = mem._get_thread_local_allocator()
-    mem._set_thread_local_allocator(ctx._allocator)
     _tls.active = (ctx, prev_dev, stream, prev_alloc)
 
 

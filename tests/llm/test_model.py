@@ -238,6 +238,30 @@ def test_add_layer_norm_linear(device, dtype, rows, residual):
     assert rel_err(host(y), np_gelu(h @ w.T + b, "tanh")) < 4 * tol
 
 
+def test_kv_cache_attention_positions_outside_the_cache(device):
+    """Positions stay on the device unchecked: outside [0, L) nothing is written; a negative one attends no slot
+    (zeros), one past the end attends all kv_len slots. The same on the CPU and in the CUDA kernel."""
+    rng = np.random.default_rng(12)
+    cache0 = rng.standard_normal((2, 3, 2, 8, 4))
+    qkv = rng.standard_normal((3, 3, 2, 4))
+    cache = dev_array(cache0, device)
+    out = host(gp.kv_cache_attention(dev_array(qkv, device), cache, gp.asarray(np.array([-1, 8, 3]), device=device),
+                                     6, 0.5))
+    want_cache = cache0.copy()
+    want_cache[0, 2, :, 3], want_cache[1, 2, :, 3] = qkv[2, 1], qkv[2, 2]
+    assert np.allclose(host(cache), want_cache.astype(np.float32))
+    assert np.all(out[0] == 0)
+    for h in range(2):
+        k, v = want_cache[0, 1, h, :6], want_cache[1, 1, h, :6]
+        assert np.allclose(out[1, h], np_softmax(k @ qkv[1, 0, h] * 0.5) @ v, rtol=1e-4, atol=1e-5)
+
+
+def test_relu_keeps_nan(device):
+    x = dev_array(np.array([[np.nan, 1.0, -2.0, 3.0]]), device)
+    out = host(gp.linear(x, dev_array(np.eye(4), device), activation="relu"))  # one row: the CUDA GEMV
+    assert np.isnan(out).all()  # NaN in a row's sum stays NaN through relu, as NumPy's maximum(nan, 0)
+
+
 @pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("shape", [(1, 768), (5, 1600), (2, 3, 1000), (4, 8)])
 def test_layer_norm_model_widths(device, dtype, shape):

@@ -304,6 +304,35 @@ def test_enter_switches_stream_and_allocator_and_restores(fake):
     assert g.used_bytes() == be.used_bytes() == 0
 
 
+def test_a_failed_enter_leaves_the_enclosing_context_in_force(fake):
+    sched.initialize(0)
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    memory = fake.cuda.memory
+    get = memory._get_thread_local_allocator
+
+    calls = []
+
+    def broken():  # fails once: be's activation, not g's re-activation after it
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("allocator switch failed")
+        return get()
+    with g:
+        memory._get_thread_local_allocator = broken
+        try:
+            with pytest.raises(RuntimeError, match="allocator switch failed"):
+                with be:
+                    pass
+        finally:
+            memory._get_thread_local_allocator = get
+        assert fake.get_current_stream() == g.stream  # g's stream and pool, not be's half-applied state
+        p = malloc(fake, MiB)
+        assert g.pool.used_bytes() == MiB and be.used_bytes() == 0
+        del p
+    assert getattr(fake.tls, "allocator", None) is None
+
+
 def test_budget_oom_and_recovery(fake):
     sched.initialize(0)
     c = sched.create_context("small", 64 * MiB, qos="burstable")

@@ -259,7 +259,7 @@ __device__ void argmax_rows(const T* __restrict__ x, long long* __restrict__ out
 
 __device__ __forceinline__ float activate(float v, int act) {
   switch (act) {
-    case 1: return fmaxf(v, 0.f);
+    case 1: return v != v ? v : fmaxf(v, 0.f);  // NaN stays NaN, as NumPy's maximum(v, 0)
     case 2: return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
     case 3: return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     case 4: return v / (1.f + __expf(-v));
