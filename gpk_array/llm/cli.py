@@ -46,12 +46,16 @@ def cmd_serve(args):
     device, dtype = _device_dtype(args)
     serve(args.model, host=args.host, port=args.port, device=device, dtype=dtype, max_batch=args.max_batch,
           max_queue=args.max_queue, max_len=args.max_len, model_name=args.model_name,
-          cuda_graphs=False if args.no_cuda_graphs else None)
+          cuda_graphs=False if args.no_cuda_graphs else None, context_vram=args.context_vram)
     return 0
 
 
-def _common(p):
-    p.add_argument("--model", required=True, help="model directory: config.json, model.safetensors, tokenizer")
+def _common(p, many=False):
+    if many:
+        p.add_argument("--model", required=True, action="append",
+                       help="model directory: config.json, model.safetensors, tokenizer (repeat to serve several)")
+    else:
+        p.add_argument("--model", required=True, help="model directory: config.json, model.safetensors, tokenizer")
     p.add_argument("--device", default=None, help="cpu or cuda:N (default: gpk_array's default device)")
     p.add_argument("--dtype", choices=DTYPES, default=None, help="default: float16 on CUDA, float32 on the CPU")
 
@@ -69,14 +73,17 @@ def register(subparsers):
     g.add_argument("--echo", action="store_true", help="print the prompt before the continuation")
     g.set_defaults(func=cmd_generate)
 
-    s = subparsers.add_parser("serve", help="serve a GPT-2 model over an OpenAI-compatible HTTP API")
-    _common(s)
+    s = subparsers.add_parser("serve", help="serve GPT-2 models over an OpenAI-compatible HTTP API")
+    _common(s, many=True)
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--max-batch", type=int, default=8, help="KV-cache slots: sequences decoded together")
     s.add_argument("--max-queue", type=int, default=256, help="sequences waiting for a slot before 429")
     s.add_argument("--max-len", type=int, default=None, help="context length (default: the model's)")
-    s.add_argument("--model-name", default=None, help="name in the API (default: the directory's name)")
+    s.add_argument("--model-name", action="append", default=None,
+                   help="name in the API, one per --model (default: the directory's name)")
+    s.add_argument("--context-vram", default=None,
+                   help="run each model in its own guaranteed gpk_array.sched context of this size (e.g. 4GiB)")
     s.add_argument("--no-cuda-graphs", action="store_true", help="run decode steps without CUDA graphs")
     s.set_defaults(func=cmd_serve)
 

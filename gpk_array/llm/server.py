@@ -65,32 +65,54 @@ class Metrics:
             self.ttft_counts[bisect.bisect_left(TTFT_BUCKETS, seconds)] += 1
             self.ttft_sum += seconds
 
-    def render(self, loop):
-        lines = ["# HELP gpk_requests_total HTTP requests by endpoint and status code.",
-                 "# TYPE gpk_requests_total counter"]
+    def families(self, loop):
+        """[(family, type, help, [(sample name, labels, value)])] of this model's metrics."""
         with self.lock:
-            for (endpoint, status), n in sorted(self.requests.items()):
-                lines.append(f'gpk_requests_total{{endpoint="{endpoint}",status="{status}"}} {n}')
-            counters = [("gpk_prompt_tokens_total", "Prompt tokens prefilled.", self.prompt_tokens),
-                        ("gpk_generation_tokens_total", "Tokens generated.", self.generated_tokens),
-                        ("gpk_decode_steps_total", "Batched decode steps run.", loop.engine.steps)]
-            for name, doc, value in counters:
-                lines += [f"# HELP {name} {doc}", f"# TYPE {name} counter", f"{name} {value}"]
-            gauges = [("gpk_active_sequences", "Sequences holding a KV-cache slot.", len(loop.engine.active)),
-                      ("gpk_waiting_sequences", "Sequences queued for a slot.", len(loop.waiting)),
-                      ("gpk_slots", "KV-cache slots (the largest decode batch).", loop.engine.max_batch),
-                      ("gpk_max_active_sequences", "Most sequences seen in one decode step.", loop.engine.max_active)]
-            for name, doc, value in gauges:
-                lines += [f"# HELP {name} {doc}", f"# TYPE {name} gauge", f"{name} {value}"]
+            fams = [("gpk_requests_total", "counter", "HTTP requests by endpoint and status code.",
+                     [("gpk_requests_total", {"endpoint": e, "status": str(st)}, n)
+                      for (e, st), n in sorted(self.requests.items())])]
+            for name, doc, value in (("gpk_prompt_tokens_total", "Prompt tokens prefilled.", self.prompt_tokens),
+                                     ("gpk_generation_tokens_total", "Tokens generated.", self.generated_tokens),
+                                     ("gpk_decode_steps_total", "Batched decode steps run.", loop.engine.steps)):
+                fams.append((name, "counter", doc, [(name, {}, value)]))
+            for name, doc, value in (
+                    ("gpk_active_sequences", "Sequences holding a KV-cache slot.", len(loop.engine.active)),
+                    ("gpk_waiting_sequences", "Sequences queued for a slot.", len(loop.waiting)),
+                    ("gpk_slots", "KV-cache slots (the largest decode batch).", loop.engine.max_batch),
+                    ("gpk_max_active_sequences", "Most sequences seen in one decode step.", loop.engine.max_active)):
+                fams.append((name, "gauge", doc, [(name, {}, value)]))
             name = "gpk_time_to_first_token_seconds"
-            lines += [f"# HELP {name} Time from a request's arrival to its first generated token.",
-                      f"# TYPE {name} histogram"]
-            total = 0
+            samples, total = [], 0
             for le, n in zip(TTFT_BUCKETS + ("+Inf",), self.ttft_counts):
                 total += n
-                lines.append(f'{name}_bucket{{le="{le}"}} {total}')
-            lines += [f"{name}_sum {self.ttft_sum:.6f}", f"{name}_count {total}"]
-        return "\n".join(lines) + "\n"
+                samples.append((f"{name}_bucket", {"le": str(le)}, total))
+            samples += [(f"{name}_sum", {}, f"{self.ttft_sum:.6f}"), (f"{name}_count", {}, total)]
+            fams.append((name, "histogram", "Time from a request's arrival to its first generated token.", samples))
+        return fams
+
+    def render(self, loop):
+        return render_metrics([(None, self, loop)])
+
+
+def render_metrics(entries):
+    """The Prometheus text of several models' metrics: entries are (model name or None, Metrics, EngineLoop);
+    with a name, each sample carries a ``model`` label. Each family's HELP and TYPE come once."""
+    order, merged = [], {}
+    for model, metrics, loop in entries:
+        for name, kind, doc, samples in metrics.families(loop):
+            if name not in merged:
+                order.append(name)
+                merged[name] = (kind, doc, [])
+            extra = {} if model is None else {"model": model}
+            merged[name][2].extend((sname, {**extra, **labels}, v) for sname, labels, v in samples)
+    lines = []
+    for name in order:
+        kind, doc, samples = merged[name]
+        lines += [f"# HELP {name} {doc}", f"# TYPE {name} {kind}"]
+        for sname, labels, v in samples:
+            lab = ",".join(f'{k}="{x}"' for k, x in labels.items())
+            lines.append(f"{sname}{{{lab}}} {v}" if lab else f"{sname} {v}")
+    return "\n".join(lines) + "\n"
 
 
 # --- the engine thread ---------------------------------------------------------------------------------
@@ -113,8 +135,9 @@ class Job:
 class EngineLoop:
     """The background thread that runs an Engine for every request (continuous batching)."""
 
-    def __init__(self, engine, metrics, max_queue=256):
-        self.engine, self.metrics, self.max_queue = engine, metrics, max_queue
+    def __init__(self, engine, metrics, max_queue=256, context=None):
+        """context: a gpk_array.sched context the thread runs every step in (its stream, pool and budget)."""
+        self.engine, self.metrics, self.max_queue, self.context = engine, metrics, max_queue, context
         self.waiting = collections.deque()
         self.cond = threading.Condition()
         self.stopping = False
@@ -148,6 +171,10 @@ class EngineLoop:
             self.cond.notify()
 
     def _run(self):
+        with self.context if self.context is not None else contextlib.nullcontext():
+            self._steps()
+
+    def _steps(self):
         engine = self.engine
         while True:
             with self.cond:
@@ -234,11 +261,15 @@ def _field(body, name, kind, default=None, *, low=None, high=None, low_open=Fals
 class Server:
     """The request handlers, bound to one model, tokenizer and engine thread."""
 
-    def __init__(self, model, tokenizer, *, model_name, max_batch=8, max_queue=256, max_len=None, cuda_graphs=None):
+    def __init__(self, model, tokenizer, *, model_name, max_batch=8, max_queue=256, max_len=None, cuda_graphs=None,
+                 context=None):
+        """context: a gpk_array.sched context holding this model's KV cache and running its decode steps."""
         self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
+        self.names = [model_name]  # every model the app serves (for the 404 message)
         self.metrics = Metrics()
-        self.engine = Engine(model, max_batch=max_batch, max_len=max_len, cuda_graphs=cuda_graphs)
-        self.loop = EngineLoop(self.engine, self.metrics, max_queue)
+        with context if context is not None else contextlib.nullcontext():
+            self.engine = Engine(model, max_batch=max_batch, max_len=max_len, cuda_graphs=cuda_graphs)
+        self.loop = EngineLoop(self.engine, self.metrics, max_queue, context)
         self.created = int(time.time())
         self.eos = tokenizer.eos_token_id if tokenizer is not None else model.config.eos_token_id
 
@@ -252,7 +283,8 @@ class Server:
             raise APIError(400, f"the request body must be a JSON object, got {_json_type(body)}")
         model = _field(body, "model", str, required=True)
         if model != self.model_name:
-            raise APIError(404, f"the model '{model}' does not exist; this server has '{self.model_name}'",
+            has = ", ".join(f"'{n}'" for n in self.names)
+            raise APIError(404, f"the model '{model}' does not exist; this server has {has}",
                            param="model", code="model_not_found")
         return body
 
@@ -473,16 +505,9 @@ class Server:
             {"index": 0, "message": {"role": "assistant", "content": texts[0]}, "logprobs": None,
              "finish_reason": finish[0]}], "usage": self._usage(job)})
 
-    async def models(self, request):
-        return JSONResponse({"object": "list", "data": [
-            {"id": self.model_name, "object": "model", "created": self.created, "owned_by": "gpk_array"}]})
-
     async def health(self, request):
         return JSONResponse({"status": "ok", "model": self.model_name, "active": len(self.engine.active),
                              "waiting": len(self.loop.waiting), "slots": self.engine.max_batch})
-
-    async def metrics_text(self, request):
-        return Response(self.metrics.render(self.loop), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 def _stream_usage(body):
@@ -562,47 +587,98 @@ class EventStream:
 
 
 def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_queue=256, max_len=None,
-               cuda_graphs=None):
-    """The Starlette application serving ``model``; its engine thread runs while the app is up."""
-    server = Server(model, tokenizer, model_name=model_name, max_batch=max_batch, max_queue=max_queue,
-                    max_len=max_len, cuda_graphs=cuda_graphs)
+               cuda_graphs=None, context=None, more=()):
+    """The Starlette application serving ``model``; its engine thread runs while the app is up.
 
-    def endpoint(fn, name):
+    context: a gpk_array.sched context for the model (its KV cache, pool, stream and budget). more: further
+    ``(model, tokenizer, model_name, context)`` served by the same app in the same process, each with its own
+    engine thread (and context): requests go to the model their body names, ``/v1/models`` lists them all,
+    ``/metrics`` labels every sample with its model.
+    """
+    specs = [(model, tokenizer, model_name, context)] + [tuple(m) for m in more]
+    names = [sp[2] for sp in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"model names must differ, got {names}")
+    servers = {}
+    for m, t, name, ctx in specs:
+        servers[name] = Server(m, t, model_name=name, max_batch=max_batch, max_queue=max_queue, max_len=max_len,
+                               cuda_graphs=cuda_graphs, context=ctx)
+        servers[name].names = names
+    first = servers[names[0]]
+
+    async def pick(request):
+        """The server of the model the JSON body names (the first one when it names none it has: its handler
+        then answers 400 or 404)."""
+        if len(servers) == 1:
+            return first
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return first
+        return servers.get(body.get("model"), first) if isinstance(body, dict) else first
+
+    def endpoint(method, name):
         async def handle(request):
+            server = await pick(request) if name.startswith("/v1/c") else first
             try:
-                response = await fn(request)
+                response = await getattr(server, method)(request)
             except APIError as e:
                 response = e.response()
             server.metrics.request(name, getattr(response, "status_code", 200))
             return response
         return handle
 
+    async def models(request):
+        return JSONResponse({"object": "list", "data": [
+            {"id": n, "object": "model", "created": sv.created, "owned_by": "gpk_array"} for n, sv in servers.items()]})
+
+    async def health(request):
+        if len(servers) == 1:
+            return await first.health(request)
+        return JSONResponse({"status": "ok", "models": {n: {"active": len(sv.engine.active),
+                                                             "waiting": len(sv.loop.waiting),
+                                                             "slots": sv.engine.max_batch}
+                                                         for n, sv in servers.items()}})
+
+    async def metrics(request):
+        entries = [(None if len(servers) == 1 else n, sv.metrics, sv.loop) for n, sv in servers.items()]
+        return Response(render_metrics(entries), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    def counted(fn, name):
+        async def handle(request):
+            response = await fn(request)
+            first.metrics.request(name, getattr(response, "status_code", 200))
+            return response
+        return handle
+
     async def http_error(request, exc):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
-        server.metrics.request("other", exc.status_code)
+        first.metrics.request("other", exc.status_code)
         return APIError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}", code=code).response()
 
     async def server_error(request, exc):
-        server.metrics.request("other", 500)
+        first.metrics.request("other", 500)
         return APIError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error").response()
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        server.loop.start()
+        for sv in servers.values():
+            sv.loop.start()
         try:
             yield
         finally:
-            server.loop.stop()
+            for sv in servers.values():
+                sv.loop.stop()
 
-    routes = [Route("/v1/completions", endpoint(server.completions, "/v1/completions"), methods=["POST"]),
-              Route("/v1/chat/completions", endpoint(server.chat_completions, "/v1/chat/completions"),
-                    methods=["POST"]),
-              Route("/v1/models", endpoint(server.models, "/v1/models"), methods=["GET"]),
-              Route("/health", endpoint(server.health, "/health"), methods=["GET"]),
-              Route("/metrics", endpoint(server.metrics_text, "/metrics"), methods=["GET"])]
+    routes = [Route("/v1/completions", endpoint("completions", "/v1/completions"), methods=["POST"]),
+              Route("/v1/chat/completions", endpoint("chat_completions", "/v1/chat/completions"), methods=["POST"]),
+              Route("/v1/models", counted(models, "/v1/models"), methods=["GET"]),
+              Route("/health", counted(health, "/health"), methods=["GET"]),
+              Route("/metrics", counted(metrics, "/metrics"), methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: http_error, Exception: server_error})
-    app.state.server = server
+    app.state.server = first
+    app.state.servers = servers
     return app
 
 
@@ -639,20 +715,40 @@ class ServerThread:
 
 
 def serve(model_dir, *, host="127.0.0.1", port=8000, device=None, dtype=None, max_batch=8, max_queue=256,
-          max_len=None, model_name=None, cuda_graphs=None, log_level="info"):
-    """Load a model directory and serve it until interrupted."""
+          max_len=None, model_name=None, cuda_graphs=None, log_level="info", context_vram=None):
+    """Load one model directory (or a list of them, served side by side) and serve until interrupted.
+
+    model_name: a name or a list of names (default: each directory's name). context_vram: bytes (or "4GiB") of a
+    guaranteed gpk_array.sched context per model, which then holds its KV cache and runs its decode steps."""
     import pathlib
 
     import uvicorn
 
     from .model import GPT2
     from .tokenizer import Tokenizer
-    model = GPT2.from_pretrained(model_dir, device=device, dtype=dtype)
-    try:
-        tokenizer = Tokenizer.from_dir(model_dir)
-    except FileNotFoundError:
-        tokenizer = None
-    name = model_name or pathlib.Path(model_dir).resolve().name
+    dirs = [model_dir] if isinstance(model_dir, (str, pathlib.Path)) else list(model_dir)
+    names = [model_name] if isinstance(model_name, str) or model_name is None else list(model_name)
+    names += [None] * (len(dirs) - len(names))
+    if len(names) != len(dirs):
+        raise ValueError(f"{len(names)} model names for {len(dirs)} model directories")
+    specs = []
+    for d, name in zip(dirs, names):
+        model = GPT2.from_pretrained(d, device=device, dtype=dtype)
+        try:
+            tokenizer = Tokenizer.from_dir(d)
+        except FileNotFoundError:
+            tokenizer = None
+        name = name or pathlib.Path(d).resolve().name
+        context = None
+        if context_vram is not None:
+            from .. import sched
+            try:
+                sched.get_scheduler(str(model.device))
+            except RuntimeError:  # not initialized for this device yet
+                sched.initialize(str(model.device))
+            context = sched.create_context(f"serve-{name}", context_vram, qos="guaranteed", device=str(model.device))
+        specs.append((model, tokenizer, name, context))
+    (model, tokenizer, name, context), more = specs[0], specs[1:]
     app = create_app(model, tokenizer, model_name=name, max_batch=max_batch, max_queue=max_queue, max_len=max_len,
-                     cuda_graphs=cuda_graphs)
+                     cuda_graphs=cuda_graphs, context=context, more=more)
     uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)

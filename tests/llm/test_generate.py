@@ -193,6 +193,9 @@ def test_cli_register():
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["serve", "--model", "m", "--port", "9000", "--max-batch", "16", "--dtype", "float16"])
     assert args.func is cmd_serve and (args.port, args.max_batch, args.dtype) == (9000, 16, "float16")
+    args = parser.parse_args(["serve", "--model", "m1", "--model", "m2", "--model-name", "a", "--model-name", "b",
+                              "--context-vram", "2GiB"])
+    assert (args.model, args.model_name, args.context_vram) == (["m1", "m2"], ["a", "b"], "2GiB")
     with pytest.raises(SystemExit):
         parser.parse_args(["generate", "--model", "m"])  # --prompt is required
 

@@ -294,3 +294,63 @@ def test_openai_client(server, model, tok):
     assert e.value.body["param"] == "max_tokens"
     with pytest.raises(openai.NotFoundError):
         client.completions.create(model="gpt-4", prompt="Hi")
+
+
+def test_two_models_from_two_scheduler_contexts(model, tok):
+    """Issue 5's case over HTTP: one app, two models, each with its engine thread in its own gpk_array.sched
+    context (KV cache charged to it); concurrent streams to both get what each model gives alone."""
+    from gpk_array import sched
+    from gpk_array.llm import GPT2Config, random_weights
+    cfg = GPT2Config.from_json(TINY / "config.json")
+    other = GPT2.from_weights(cfg, random_weights(cfg, seed=7), device="cpu")
+    sched.initialize("cpu", total_vram_budget=1 << 30)
+    try:
+        ctx_a = sched.create_context("tenant-a", 256 << 20)
+        ctx_b = sched.create_context("tenant-b", 256 << 20)
+        app = create_app(model, tok, model_name="a", max_batch=4, context=ctx_a,
+                         more=[(other, tok, "b", ctx_b)])
+        prompts = [("a", "Hello, world"), ("b", "Hello, world"), ("a", "Once upon a time"), ("b", "Dear Sir")]
+        want = {(n, p): greedy_text(model if n == "a" else other, tok, p, 24) for n, p in prompts}
+        assert want["a", "Hello, world"] != want["b", "Hello, world"]  # two different models
+        with ServerThread(app) as url:
+            def stream(item):
+                n, p = item
+                with httpx.Client(base_url=url, timeout=TIMEOUT) as c:
+                    req = {"model": n, "prompt": p, "max_tokens": 24, "temperature": 0, "stream": True}
+                    with c.stream("POST", "/v1/completions", json=req) as r:
+                        return item, "".join(ch["choices"][0]["text"] for ch in events(r))
+            with concurrent.futures.ThreadPoolExecutor(len(prompts)) as pool:
+                got = dict(pool.map(stream, prompts))
+            with httpx.Client(base_url=url, timeout=TIMEOUT) as c:
+                assert [m["id"] for m in c.get("/v1/models").json()["data"]] == ["a", "b"]
+                r = c.post("/v1/completions", json={"model": "c", "prompt": "x"})
+                assert r.status_code == 404 and "'a', 'b'" in r.json()["error"]["message"]
+                text = c.get("/metrics").text
+                assert text.count("# TYPE gpk_generation_tokens_total counter") == 1
+                assert re.search(r'^gpk_generation_tokens_total\{model="b"\} [1-9]\d*$', text, re.M)
+                assert set(c.get("/health").json()["models"]) == {"a", "b"}
+        assert got == want
+        stats = sched.stats()["contexts"]
+        assert stats["tenant-a"]["peak"] > 0 and stats["tenant-b"]["peak"] > 0  # each model's cache in its own
+    finally:
+        sched.shutdown()
+
+
+def test_serve_builds_one_app_for_several_model_directories(monkeypatch):
+    """`gpk serve --model A --model B --context-vram 64MiB`: one app, a guaranteed scheduler context per model."""
+    import uvicorn
+
+    from gpk_array import sched
+    seen = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(app=app, **kw))
+    from gpk_array.llm.server import serve
+    try:
+        serve([TINY, TINY], model_name=["x", "y"], device="cpu", port=1234, context_vram="64MiB")
+        servers = seen["app"].state.servers
+        assert list(servers) == ["x", "y"] and seen["port"] == 1234
+        assert [sv.loop.context.name for sv in servers.values()] == ["serve-x", "serve-y"]
+        assert {c.name: c.qos for c in sched.list_contexts()} == {"serve-x": "guaranteed", "serve-y": "guaranteed"}
+        with pytest.raises(ValueError, match="names"):
+            serve([TINY], model_name=["x", "y"], device="cpu")
+    finally:
+        sched.shutdown()
