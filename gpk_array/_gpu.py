@@ -20,7 +20,9 @@ back to plain CuPy code when a name is absent or returns None.
   (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest of the device to the higher tier.
 """
 
+from ._kernels import nn as _nn
 from ._precision import tf32
+from .sched._cuda import active_context
 
 _blas = None
 
@@ -38,7 +40,6 @@ def _get_blas():
 
 def _sm_target():
     """SMs a GEMM may plan for: 0 (all) outside scheduler contexts and at full rate (gpk_array.sched)."""
-    from .sched._cuda import active_context
     ctx = active_context()
     return 0 if ctx is None else ctx._sm_target()
 
@@ -70,8 +71,7 @@ def linear(x2d, w, bias, activation):
     """activation(x2d @ w.T + bias) in one kernel: our GEMV for a few rows (decode steps), else one cuBLASLt call
     with the bias/activation epilogue; None when neither covers it (then gpk_array/_ops/nn.py's plain code runs)."""
     if x2d.shape[0] <= 8 and x2d.dtype.itemsize <= 4:
-        from ._kernels import nn
-        y = nn.gemv(x2d, w, bias, activation)
+        y = _nn.gemv(x2d, w, bias, activation)
         if y is not None:
             return y
     blas = _get_blas()
@@ -83,22 +83,19 @@ def linear(x2d, w, bias, activation):
 
 
 def layer_norm(x, weight, bias, eps):
-    from ._kernels import nn
-    return nn.layer_norm(x, weight, bias, eps)
+    return _nn.layer_norm(x, weight, bias, eps)
 
 
 def add_layer_norm_linear(x2d, r2d, ln_w, ln_b, eps, w, bias, activation):
     if x2d.shape[0] > 8:
         return None
-    from ._kernels import nn
-    return nn.ln_gemv(x2d, r2d, ln_w, ln_b, eps, w, bias, activation)
+    return _nn.ln_gemv(x2d, r2d, ln_w, ln_b, eps, w, bias, activation)
 
 
 def add_layer_norm(x, r, weight, bias, eps):
     import cupy
-    from ._kernels import nn
     s = cupy.empty_like(x)
-    y = nn.layer_norm(x, weight, bias, eps, residual=r, sum_out=s)
+    y = _nn.layer_norm(x, weight, bias, eps, residual=r, sum_out=s)
     return None if y is None else (s, y)
 
 
@@ -110,28 +107,20 @@ def scaled_dot_product_attention(q, k, v, mask, causal, scale):
         return None
     if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
         return None
-    from ._kernels import nn
     import cupy
-    s = blas.matmul(q, k.swapaxes(-1, -2), out_dtype=cupy.float32, tf32=tf32())
+    t = tf32()
+    s = blas.matmul(q, k.swapaxes(-1, -2), out_dtype=cupy.float32, tf32=t)
     if s is None:  # batch strides cuBLAS cannot express (permuted views of a packed qkv): compact copies
         q, k, v = (cupy.ascontiguousarray(a) for a in (q, k, v))
-        s = blas.matmul(q, k.swapaxes(-1, -2), out_dtype=cupy.float32, tf32=tf32())
+        s = blas.matmul(q, k.swapaxes(-1, -2), out_dtype=cupy.float32, tf32=t)
         if s is None:
             return None
-    p = nn.attn_softmax(s, q.dtype, causal, scale)
+    p = _nn.attn_softmax(s, q.dtype, causal, scale)
     if p is None:
         return None
-    y = blas.matmul(p, v, tf32=tf32())
-    if y is None:
-        y = blas.matmul(p, cupy.ascontiguousarray(v), tf32=tf32())
-    return y
+    y = blas.matmul(p, v, tf32=t)
+    return y if y is not None else blas.matmul(p, cupy.ascontiguousarray(v), tf32=t)
 
 
-def argmax_last_axis(x):
-    from ._kernels import nn
-    return nn.argmax_last_axis(x)
-
-
-def kv_cache_attention(qkv, cache, positions, kv_len, scale):
-    from ._kernels import nn
-    return nn.decode_attention(qkv, cache, positions, kv_len, scale)
+argmax_last_axis = _nn.argmax_last_axis
+kv_cache_attention = _nn.decode_attention

@@ -13,7 +13,7 @@ from .._array import Array
 from .._device import CPU, as_device, default_device
 from .._ops import creation as _std
 from .. import _version
-from .._ops._common import on_device
+from .._ops._common import on_device, raise_oom
 from ._util import PY_SCALARS, data, dev_arg, dtype_arg, new, normalize_axis, oom_guard, shape_arg, to_array
 
 _SUPPORTED = _dt.SUPPORTED
@@ -147,34 +147,26 @@ def copy(a, order="K", subok=False):
 
 
 # --- filled arrays --------------------------------------------------------------------------------------------
-def _filled(fname, shape, dtype, order, device):
-    if order == "C" or order is None:
-        return _std._make(fname, shape, dtype, device)
-    dev = as_device(device)
-    dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
-    with on_device(dev):
-        return new(getattr(dev.xp, fname)(shape_arg(shape), dtype=dt, order=order), dev)
+def _filled(fname):
+    """NumPy's ``zeros`` / ``ones`` / ``empty``: ``(shape, dtype=float, order='C')`` (and the standard's)."""
+    def fn(shape, dtype=None, order="C", *, device=None, like=None):
+        if order == "C" or order is None:
+            return _std._make(fname, shape, dtype, device)
+        dev = as_device(device)
+        dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
+        try:
+            with on_device(dev):
+                return new(getattr(dev.xp, fname)(shape_arg(shape), dtype=dt, order=order), dev)
+        except MemoryError as e:
+            raise_oom(e)
+    fn.__name__ = fn.__qualname__ = fname
+    fn.__doc__ = f"NumPy's ``{fname}(shape, dtype=float, order='C')`` (and the standard's)."
+    return fn
 
 
-def zeros(shape, dtype=None, order="C", *, device=None, like=None):
-    """NumPy's ``zeros(shape, dtype=float, order='C')`` (and the standard's)."""
-    if order == "C":
-        return _std._make("zeros", shape, dtype, device)
-    return _filled("zeros", shape, dtype, order, device)
-
-
-def ones(shape, dtype=None, order="C", *, device=None, like=None):
-    """NumPy's ``ones(shape, dtype=float, order='C')`` (and the standard's)."""
-    if order == "C":
-        return _std._make("ones", shape, dtype, device)
-    return _filled("ones", shape, dtype, order, device)
-
-
-def empty(shape, dtype=None, order="C", *, device=None, like=None):
-    """NumPy's ``empty(shape, dtype=float, order='C')`` (and the standard's)."""
-    if order == "C":
-        return _std._make("empty", shape, dtype, device)
-    return _filled("empty", shape, dtype, order, device)
+zeros = _filled("zeros")
+ones = _filled("ones")
+empty = _filled("empty")
 
 
 def _scalar_fill(v):

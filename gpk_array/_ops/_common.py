@@ -53,16 +53,22 @@ def normalize_axes(axis, ndim, name="axis"):
     return (normalize_axis(axis, ndim, name),)
 
 
+def raise_oom(e):
+    """Raise a backend's MemoryError e as gpk_array.OutOfMemoryError (e itself when it already is one); for hot
+    functions that catch ``MemoryError`` themselves instead of paying for the ``oom_guard`` wrapper's call."""
+    if isinstance(e, OutOfMemoryError):
+        raise e
+    raise OutOfMemoryError(str(e)) from e
+
+
 def oom_guard(fn):
     """Translate a backend's out-of-memory error into gpk_array.OutOfMemoryError (a MemoryError)."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except OutOfMemoryError:
-            raise
         except MemoryError as e:
-            raise OutOfMemoryError(str(e)) from e
+            raise_oom(e)
     return wrapper
 
 

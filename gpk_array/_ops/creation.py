@@ -8,8 +8,8 @@ from .. import _dtypes as _dt
 from .. import _version
 from .. import _device as _devices
 from .._device import CPU, Device, as_device
-from .._errors import DeviceError, OutOfMemoryError
-from ._common import PY_SCALARS, Array, new, on_device, oom_guard
+from .._errors import DeviceError
+from ._common import PY_SCALARS, Array, new, on_device, oom_guard, raise_oom
 
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 
@@ -205,9 +205,7 @@ def _make(fname, shape, dtype, device):
         with on_device(dev):
             return new(getattr(dev.xp, fname)(shape, dtype=dt), dev)
     except MemoryError as e:
-        if isinstance(e, OutOfMemoryError):
-            raise
-        raise OutOfMemoryError(str(e)) from e
+        raise_oom(e)
 
 
 def empty(shape, *, dtype=None, device=None):
@@ -301,9 +299,7 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
                 return new(dev.xp.arange(start, stop, step, dtype=_dt.I64), dev)
         return _arange(start, stop, step, dtype, device)
     except MemoryError as e:
-        if isinstance(e, OutOfMemoryError):
-            raise
-        raise OutOfMemoryError(str(e)) from e
+        raise_oom(e)
 
 
 def _arange(start, stop, step, dtype, device):
@@ -329,14 +325,10 @@ def _arange(start, stop, step, dtype, device):
         return new(dev.xp.arange(start, stop, step, dtype=dt), dev)
 
 
+@oom_guard
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     """num evenly spaced samples over [start, stop] (standard: creation_functions.linspace)."""
-    try:
-        return _linspace(start, stop, num, dtype, device, endpoint)
-    except MemoryError as e:
-        if isinstance(e, OutOfMemoryError):
-            raise
-        raise OutOfMemoryError(str(e)) from e
+    return _linspace(start, stop, num, dtype, device, endpoint)
 
 
 def _exact_real(v):

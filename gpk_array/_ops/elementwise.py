@@ -8,8 +8,8 @@ import numpy as np
 from .. import _dtypes as _dt
 from .. import _promotion
 from .._array import _array_like
-from .._errors import DeviceError, OutOfMemoryError
-from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new
+from .._errors import DeviceError
+from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, raise_oom
 
 _BF16 = _dt.BF16
 
@@ -92,10 +92,8 @@ def _unary(name, bname=None, doc="", complex_fix=False):
                 return new(getattr(dev.xp, bname)(x._data), dev)
             getattr(dev.xp, bname)(x._data, out=_out_data(out, dev))
             return out
-        except OutOfMemoryError:
-            raise
         except MemoryError as e:
-            raise OutOfMemoryError(str(e)) from e
+            raise_oom(e)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Element-wise {name} (standard: elementwise_functions.{name})."
     return fn
@@ -114,20 +112,16 @@ def _binary(name, bname=None, doc=""):
             if x2._device is dev and a.dtype is b.dtype:
                 try:
                     return new(np_fn(a, b) if dev is CPU else getattr(dev.xp, bname)(a, b), dev)
-                except OutOfMemoryError:
-                    raise
                 except MemoryError as e:
-                    raise OutOfMemoryError(str(e)) from e
+                    raise_oom(e)
         a, b, dev = binary_operands(x1, x2)
         try:
             if out is None:
                 return new(getattr(dev.xp, bname)(a, b), dev)
             getattr(dev.xp, bname)(a, b, out=_out_data(out, dev))
             return out
-        except OutOfMemoryError:
-            raise
         except MemoryError as e:
-            raise OutOfMemoryError(str(e)) from e
+            raise_oom(e)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Element-wise {name} (standard: elementwise_functions.{name})."
 
@@ -151,10 +145,8 @@ def _binary(name, bname=None, doc=""):
             return NotImplemented
         try:
             return new(np_fn(a, b) if dev is CPU else getattr(dev.xp, bname)(a, b), dev)
-        except OutOfMemoryError:
-            raise
         except MemoryError as e:
-            raise OutOfMemoryError(str(e)) from e
+            raise_oom(e)
     operator.__name__ = f"__{name}__"
     fn.operator = operator
     return fn

@@ -17,6 +17,22 @@ def _norm(norm):
     return norm
 
 
+_SINGLE = (_dt.F16, _dt.BF16, _dt.D("float32"), _dt.C64)
+
+
+def _input(x):
+    """x's data as the backend's FFT takes it (16-bit floats widened to float32)."""
+    d = x._data
+    return d.astype(_dt.F32) if d.dtype in (_dt.F16, _dt.BF16) else d
+
+
+def _result(r, x, real_out):
+    """The transform r in x's precision: float32/complex64 for single-precision inputs, else double."""
+    single = x.dtype in _SINGLE
+    out_dt = (_dt.D("float32") if single else _dt.F64) if real_out else (_dt.C64 if single else _dt.C128)
+    return new(r.astype(out_dt, copy=False), x._device)
+
+
 def _one(name, real_in, real_out):
     @oom_guard
     def fn(x, /, n=None, axis=-1, norm="backward"):
@@ -26,14 +42,8 @@ def _one(name, real_in, real_out):
         axis = normalize_axis(axis, x.ndim)
         if n is not None and operator.index(n) < 1:
             raise ValueError(f"{name}: n must be positive, got {n}")
-        dt = x.dtype
-        single = dt in (_dt.F16, _dt.BF16, _dt.D("float32"), _dt.C64)
-        data = x._data
-        if data.dtype in (_dt.F16, _dt.BF16):
-            data = data.astype(_dt.F32)
-        r = getattr(x._device.xp.fft, name)(data, n=n, axis=axis, norm=_norm(norm))
-        out_dt = (_dt.D("float32") if single else _dt.F64) if real_out else (_dt.C64 if single else _dt.C128)
-        return new(r.astype(out_dt, copy=False), x._device)
+        r = getattr(x._device.xp.fft, name)(_input(x), n=n, axis=axis, norm=_norm(norm))
+        return _result(r, x, real_out)
     fn.__name__ = name
     fn.__doc__ = f"(standard: fft.{name})"
     return fn
@@ -50,18 +60,13 @@ def _many(name, real_out):
             if axes is None:
                 axes = tuple(range(x.ndim - len(s), x.ndim))
             s = tuple(x.shape[a] if v == -1 else v for v, a in zip(s, axes))
-        dt = x.dtype
-        single = dt in (_dt.F16, _dt.BF16, _dt.D("float32"), _dt.C64)
-        data = x._data
-        if data.dtype in (_dt.F16, _dt.BF16):
-            data = data.astype(_dt.F32)
+        data = _input(x)
         xfft = x._device.xp.fft
         if name in ("rfftn", "irfftn") and axes is not None and list(axes) != sorted(axes):
             r = _real_nd_by_parts(xfft, name, data, s, axes, _norm(norm))
         else:
             r = getattr(xfft, name)(data, s=s, axes=axes, norm=_norm(norm))
-        out_dt = (_dt.D("float32") if single else _dt.F64) if real_out else (_dt.C64 if single else _dt.C128)
-        return new(r.astype(out_dt, copy=False), x._device)
+        return _result(r, x, real_out)
     fn.__name__ = name
     fn.__doc__ = f"(standard: fft.{name})"
     return fn

@@ -140,16 +140,24 @@ def linear(x, weight, bias=None, activation=None):
     """``activation(x @ weight.T + bias)``, weight laid out (out_features, in_features) as in
     ``torch.nn.functional.linear``. activation: None, "gelu", "gelu_tanh", "relu" or "silu"."""
     (x, w, b), dev = _operands("linear", x, weight, bias)
+    _check_linear("linear", x, w, b, activation)
+    return new(_linear_data(x, w, b, activation, dev), dev)
+
+
+def _check_linear(op, x, w, b, activation):
     if activation not in ACTIVATIONS:
         raise ValueError(f"unknown activation {activation!r}: use one of {ACTIVATIONS}")
     if w.ndim != 2:
-        raise ValueError(f"linear: weight must be 2-dimensional (out_features, in_features), got shape {w.shape}")
+        raise ValueError(f"{op}: weight must be 2-dimensional (out_features, in_features), got shape {w.shape}")
     if x.ndim < 1 or x.shape[-1] != w.shape[1]:
-        raise ValueError(f"linear: x of shape {x.shape} does not match weight of shape {w.shape}")
+        raise ValueError(f"{op}: x of shape {x.shape} does not match weight of shape {w.shape}")
     if b is not None and b.shape != (w.shape[0],):
-        raise ValueError(f"linear: bias must have shape ({w.shape[0]},), got {b.shape}")
+        raise ValueError(f"{op}: bias must have shape ({w.shape[0]},), got {b.shape}")
+
+
+def _linear_data(x, w, b, activation, dev):
+    """linear on checked backing arrays: the device's fused kernel, else the plain code; (..., out_features)."""
     dt = _result_dtype(x, w, b)
-    lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     y = None
     kernel = _fused(dev, "linear")
@@ -158,7 +166,7 @@ def linear(x, weight, bias=None, activation=None):
                    None if b is None else b.astype(dt, copy=False), activation)
     if y is None:
         y = _linear(x2, w, b, activation, dt, dev)
-    return new(y.reshape(lead + (w.shape[0],)), dev)
+    return y.reshape(x.shape[:-1] + (w.shape[0],))
 
 
 def _linear(x2, w, b, activation, dt, dev):
@@ -209,14 +217,21 @@ def bias_add_inplace(out, bias):
 def layer_norm(x, weight=None, bias=None, eps=1e-5):
     """Layer normalization over the last axis, then ``* weight + bias`` (each of shape (C,) or None)."""
     (x, w, b), dev = _operands("layer_norm", x, weight, bias)
+    _check_norm("layer_norm", x, w, b)
+    return new(_layer_norm_data(x, w, b, eps, dev), dev)
+
+
+def _check_norm(op, x, w, b):
     c = x.shape[-1] if x.ndim else 0
     for name, p in (("weight", w), ("bias", b)):
         if p is not None and p.shape != (c,):
-            raise ValueError(f"layer_norm: {name} must have shape ({c},), got {p.shape}")
-    y = None
+            raise ValueError(f"{op}: {name} must have shape ({c},), got {p.shape}")
+
+
+def _layer_norm_data(x, w, b, eps, dev):
+    """layer_norm on checked backing arrays: the device's kernel, else the plain code."""
     kernel = _fused(dev, "layer_norm")
-    if kernel is not None:
-        y = kernel(x, w, b, float(eps))
+    y = kernel(x, w, b, float(eps)) if kernel is not None else None
     if y is None:
         xp = dev.xp
         h = _wide(x, xp)
@@ -228,7 +243,17 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5):
         if b is not None:
             h += b.astype(h.dtype, copy=False)
         y = h.astype(_result_dtype(x, w, b), copy=False)
-    return new(y, dev)
+    return y
+
+
+def _add_layer_norm_data(x, r, w, b, eps, dev):
+    """(x + r, layer_norm(x + r)) on checked backing arrays: the device's kernel, else the sum and layer_norm."""
+    kernel = _fused(dev, "add_layer_norm")
+    out = kernel(x, r, w, b, float(eps)) if kernel is not None else None
+    if out is None:
+        s = x + r
+        out = s, _layer_norm_data(s, w, b, eps, dev)
+    return out
 
 
 @oom_guard
@@ -236,19 +261,15 @@ def add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
     """``s = x + residual`` and ``layer_norm(s, weight, bias, eps)``, both returned: the residual stream of a
     pre-LN transformer block and the next sublayer's input, in one kernel on CUDA."""
     (x, r, w, b), dev = _operands("add_layer_norm", x, residual, weight, bias)
-    if x.shape != r.shape or x.dtype != r.dtype:
-        raise ValueError(f"add_layer_norm: x {x.shape} {x.dtype} and residual {r.shape} {r.dtype} must match")
-    c = x.shape[-1] if x.ndim else 0
-    for name, p in (("weight", w), ("bias", b)):
-        if p is not None and p.shape != (c,):
-            raise ValueError(f"add_layer_norm: {name} must have shape ({c},), got {p.shape}")
-    kernel = _fused(dev, "add_layer_norm")
-    out = kernel(x, r, w, b, float(eps)) if kernel is not None else None
-    if out is None:
-        s = x + r
-        return new(s, dev), layer_norm(new(s, dev), None if w is None else new(w, dev),
-                                       None if b is None else new(b, dev), eps)
-    return new(out[0], dev), new(out[1], dev)
+    _check_residual("add_layer_norm", x, r)
+    _check_norm("add_layer_norm", x, w, b)
+    s, y = _add_layer_norm_data(x, r, w, b, eps, dev)
+    return new(s, dev), new(y, dev)
+
+
+def _check_residual(op, x, r):
+    if r is not None and (x.shape != r.shape or x.dtype != r.dtype):
+        raise ValueError(f"{op}: x {x.shape} {x.dtype} and residual {r.shape} {r.dtype} must match")
 
 
 @oom_guard
@@ -256,26 +277,19 @@ def add_layer_norm_linear(x, residual, ln_weight, ln_bias, weight, bias=None, ac
     """``s = x + residual`` (x itself when residual is None) and ``linear(layer_norm(s, ln_weight, ln_bias, eps),
     weight, bias, activation)``, both returned: a pre-LN transformer sublayer's input projection. On CUDA, a few
     rows (a decode step) take one kernel; otherwise it is add_layer_norm followed by linear."""
-    (x, r, lw, lb, w, b), dev = _operands("add_layer_norm_linear", x, residual, ln_weight, ln_bias, weight, bias)
-    if r is not None and (r.shape != x.shape or r.dtype != x.dtype):
-        raise ValueError(f"add_layer_norm_linear: x {x.shape} {x.dtype} and residual {r.shape} {r.dtype} must match")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"unknown activation {activation!r}: use one of {ACTIVATIONS}")
-    if x.ndim < 1 or w.ndim != 2 or x.shape[-1] != w.shape[1]:
-        raise ValueError(f"add_layer_norm_linear: x of shape {x.shape} does not match weight of shape {w.shape}")
-    kernel = _fused(dev, "add_layer_norm_linear")
+    op = "add_layer_norm_linear"
+    (x, r, lw, lb, w, b), dev = _operands(op, x, residual, ln_weight, ln_bias, weight, bias)
+    _check_residual(op, x, r)
+    _check_norm(op, x, lw, lb)
+    _check_linear(op, x, w, b, activation)
+    kernel = _fused(dev, op)
     if kernel is not None and _result_dtype(x, r, lw, lb, w, b) == x.dtype:
-        lead = x.shape[:-1]
-        out = kernel(x.reshape(-1, x.shape[-1]), None if r is None else r.reshape(-1, x.shape[-1]), lw, lb,
-                     float(eps), w, b, activation)
+        c = x.shape[-1]
+        out = kernel(x.reshape(-1, c), None if r is None else r.reshape(-1, c), lw, lb, float(eps), w, b, activation)
         if out is not None:
-            return new(out[0].reshape(x.shape), dev), new(out[1].reshape(lead + (w.shape[0],)), dev)
-    wrap = [None if a is None else new(a, dev) for a in (lw, lb, w, b)]
-    if r is None:
-        s_, h = new(x, dev), layer_norm(new(x, dev), wrap[0], wrap[1], eps)
-    else:
-        s_, h = add_layer_norm(new(x, dev), new(r, dev), wrap[0], wrap[1], eps)
-    return s_, linear(h, wrap[2], wrap[3], activation=activation)
+            return new(out[0].reshape(x.shape), dev), new(out[1].reshape(x.shape[:-1] + (w.shape[0],)), dev)
+    s, h = (x, _layer_norm_data(x, lw, lb, eps, dev)) if r is None else _add_layer_norm_data(x, r, lw, lb, eps, dev)
+    return new(s, dev), new(_linear_data(h, w, b, activation, dev), dev)
 
 
 @oom_guard

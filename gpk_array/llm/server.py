@@ -617,11 +617,13 @@ def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_que
             return first
         return servers.get(body.get("model"), first) if isinstance(body, dict) else first
 
-    def endpoint(method, name):
+    def endpoint(name, method=None, fn=None):
+        """The route handler of ``name``: the picked model's Server ``method``, or the app-wide ``fn``; its
+        status is counted in that model's metrics (the first model's for app-wide routes)."""
         async def handle(request):
-            server = await pick(request) if name.startswith("/v1/c") else first
+            server = await pick(request) if method else first
             try:
-                response = await getattr(server, method)(request)
+                response = await (getattr(server, method) if method else fn)(request)
             except APIError as e:
                 response = e.response()
             server.metrics.request(name, getattr(response, "status_code", 200))
@@ -644,13 +646,6 @@ def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_que
         entries = [(None if len(servers) == 1 else n, sv.metrics, sv.loop) for n, sv in servers.items()]
         return Response(render_metrics(entries), media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    def counted(fn, name):
-        async def handle(request):
-            response = await fn(request)
-            first.metrics.request(name, getattr(response, "status_code", 200))
-            return response
-        return handle
-
     async def http_error(request, exc):
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
         first.metrics.request("other", exc.status_code)
@@ -670,11 +665,11 @@ def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_que
             for sv in servers.values():
                 sv.loop.stop()
 
-    routes = [Route("/v1/completions", endpoint("completions", "/v1/completions"), methods=["POST"]),
-              Route("/v1/chat/completions", endpoint("chat_completions", "/v1/chat/completions"), methods=["POST"]),
-              Route("/v1/models", counted(models, "/v1/models"), methods=["GET"]),
-              Route("/health", counted(health, "/health"), methods=["GET"]),
-              Route("/metrics", counted(metrics, "/metrics"), methods=["GET"])]
+    routes = [Route("/v1/completions", endpoint("/v1/completions", "completions"), methods=["POST"]),
+              Route("/v1/chat/completions", endpoint("/v1/chat/completions", "chat_completions"), methods=["POST"]),
+              Route("/v1/models", endpoint("/v1/models", fn=models), methods=["GET"]),
+              Route("/health", endpoint("/health", fn=health), methods=["GET"]),
+              Route("/metrics", endpoint("/metrics", fn=metrics), methods=["GET"])]
     app = Starlette(routes=routes, lifespan=lifespan,
                     exception_handlers={HTTPException: http_error, Exception: server_error})
     app.state.server = first

@@ -61,23 +61,21 @@ __device__ __forceinline__ float exp_shift_sum(float* row, int n, float m, float
   return block_sum(sum, red);
 }
 
-// dynamic shared memory: C floats (the row) + 32 floats (reductions)
+// The layer norm of one row of C elements, x (+ r: the sum rounded to T is what gets normalized, and it is
+// stored to s when s is not null), then * w + b. The row is staged in `row` (shared, C floats); the result goes
+// to y (global) when y is not null, else back into `row`, rounded to T as a stored result would be. Every thread
+// of the block takes part (block reductions through red).
 template <class T>
-__device__ void layer_norm(const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ s,
-                           const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ y,
-                           int C, float eps) {
-  extern __shared__ float sh[];
-  float* row = sh;
-  float* red = sh + C;
-  const long long base = (long long)blockIdx.x * C;
+__device__ void norm_row(const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ s,
+                         const T* __restrict__ w, const T* __restrict__ b, float eps, T* __restrict__ y,
+                         float* row, float* red, int C) {
   float acc = 0.f;
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    float v = ld(x + base + c);
+    float v = ld(x + c);
     if (r != nullptr) {
-      v += ld(r + base + c);
-      T vt = Tr<T>::from_c(v);
-      if (s != nullptr) s[base + c] = vt;
-      v = Tr<T>::to_c(vt);  // normalize what the residual stream holds, rounded to T
+      const T vt = Tr<T>::from_c(v + ld(r + c));
+      if (s != nullptr) s[c] = vt;
+      v = Tr<T>::to_c(vt);
     }
     row[c] = v;
     acc += v;
@@ -85,7 +83,7 @@ __device__ void layer_norm(const T* __restrict__ x, const T* __restrict__ r, T* 
   const float mean = block_sum(acc, red) / (float)C;
   float sq = 0.f;
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    float d = row[c] - mean;
+    const float d = row[c] - mean;
     sq += d * d;
   }
   const float rstd = rsqrtf(block_sum(sq, red) / (float)C + eps);
@@ -93,8 +91,23 @@ __device__ void layer_norm(const T* __restrict__ x, const T* __restrict__ r, T* 
     float v = (row[c] - mean) * rstd;
     if (w != nullptr) v *= ld(w + c);
     if (b != nullptr) v += ld(b + c);
-    y[base + c] = Tr<T>::from_c(v);
+    if (y != nullptr) {
+      y[c] = Tr<T>::from_c(v);
+    } else {
+      row[c] = Tr<T>::to_c(Tr<T>::from_c(v));
+    }
   }
+}
+
+// One block per row. Dynamic shared memory: C floats (the row) + 32 floats (reductions).
+template <class T>
+__device__ void layer_norm(const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ s,
+                           const T* __restrict__ w, const T* __restrict__ b, T* __restrict__ y,
+                           int C, float eps) {
+  extern __shared__ float sh[];
+  const long long base = (long long)blockIdx.x * C;
+  norm_row<T>(x + base, r == nullptr ? nullptr : r + base, s == nullptr ? nullptr : s + base, w, b, eps, y + base,
+              sh, sh + C, C);
 }
 
 template <class T>
@@ -111,7 +124,8 @@ __device__ void embed(const long long* __restrict__ tok, const long long* __rest
 
 // qkv: (B, 3, H, D) contiguous (the new token's query, key and value); cache: (2, Bc, H, L, D) contiguous,
 // row b of the batch uses cache row b; pos: (B,) slot of the new token; y: (B, H, D).
-// Slots [0, min(pos[b], kv_len - 1)] are attended. Dynamic shared memory: kv_len + D + 32 + blockDim floats.
+// Slots [0, min(pos[b], kv_len - 1)] are attended. Dynamic shared memory: kv_len + D + 32 floats, then blockDim
+// floats per element of a 16-byte vector (vec) or blockDim floats (scalar path).
 template <class T>
 __device__ void decode_attn(const T* __restrict__ qkv, T* __restrict__ cache, const long long* __restrict__ pos,
                             T* __restrict__ y, int Bc, int H, int L, int D, int kv_len, float scale, int vec) {
@@ -337,34 +351,11 @@ __device__ void ln_gemv(const T* __restrict__ x, const T* __restrict__ r, T* __r
                         const T* __restrict__ b, T* __restrict__ y, int M, int N, int K, int act) {
   extern __shared__ float sh[];
   float* h = sh;
-  float* red = sh + M * K;
   for (int m = 0; m < M; ++m) {
-    float* row = h + m * K;
     const long long base = (long long)m * K;
-    float acc = 0.f;
-    for (int c = threadIdx.x; c < K; c += blockDim.x) {
-      float v = ld(x + base + c);
-      if (r != nullptr) {
-        const T vt = Tr<T>::from_c(v + ld(r + base + c));
-        if (s != nullptr && blockIdx.x == 0) s[base + c] = vt;
-        v = Tr<T>::to_c(vt);
-      }
-      row[c] = v;
-      acc += v;
-    }
-    const float mean = block_sum(acc, red) / (float)K;
-    float sq = 0.f;
-    for (int c = threadIdx.x; c < K; c += blockDim.x) {
-      const float d = row[c] - mean;
-      sq += d * d;
-    }
-    const float rstd = rsqrtf(block_sum(sq, red) / (float)K + eps);
-    for (int c = threadIdx.x; c < K; c += blockDim.x) {
-      float v = (row[c] - mean) * rstd;
-      if (lnw != nullptr) v *= ld(lnw + c);
-      if (lnb != nullptr) v += ld(lnb + c);
-      row[c] = Tr<T>::to_c(Tr<T>::from_c(v));
-    }
+    norm_row<T>(x + base, r == nullptr ? nullptr : r + base,
+                (s == nullptr || blockIdx.x != 0) ? nullptr : s + base,  // block 0 stores the sum
+                lnw, lnb, eps, nullptr, h + m * K, sh + M * K, K);
   }
   __syncthreads();
   gemv<T, 8>(nullptr, h, w, b, y, M, N, K, act);
