@@ -29,6 +29,10 @@ from collections import namedtuple
 import numpy as np
 
 TF32_DEFAULT = os.environ.get("GPK_NO_TF32", "") != "1"
+# Candidate algorithms timed on a problem's first call (outside captures); GPK_BLAS_AUTOTUNE=1: the heuristic's
+# first choice, no timing.
+AUTOTUNE_ALGOS = max(1, int(os.environ.get("GPK_BLAS_AUTOTUNE", "8") or 1))
+_AUTOTUNE_REPS = 3
 WORKSPACE_BYTES = 32 << 20
 _MAX_CACHE = 4096
 _INT32_MAX = 2**31 - 1
@@ -340,9 +344,10 @@ def _layout(lib, entry, ctype, rows, cols, ld, batch, stride):
     return lay
 
 
-def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns, sm_target=0):
-    """Descriptors and the heuristic's first algorithm for a key; None when cuBLASLt has none. sm_target > 0:
-    the heuristic plans for that many SMs (a scheduler context leaving the rest to higher tiers)."""
+def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns, sm_target=0, n_algos=1):
+    """Descriptors and the heuristic's best ``n_algos`` algorithms for a key (``e.candidates``, the first in
+    ``e.result``); None when cuBLASLt has none. sm_target > 0: the heuristic plans for that many SMs (a scheduler
+    context leaving the rest to higher tiers)."""
     ctype, compute, scale, otype = types
     e = _Entry(lib)
     try:
@@ -366,16 +371,18 @@ def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns, sm_target=0):
         _set(sp, e.pref, PREF_MAX_WORKSPACE_BYTES, ctypes.c_uint64(WORKSPACE_BYTES))
         for attr, al in zip(PREF_MIN_ALIGNMENT_BYTES, aligns):
             _set(sp, e.pref, attr, ctypes.c_uint32(al))
-        e.result, count = _HeuristicResult(), ctypes.c_int(0)
-        status = lib.cublasLtMatmulAlgoGetHeuristic(handle, e.desc, e.a, e.b, e.c, e.c, e.pref, 1,
-                                                    ctypes.byref(e.result), ctypes.byref(count))
+        results, count = (_HeuristicResult * n_algos)(), ctypes.c_int(0)
+        status = lib.cublasLtMatmulAlgoGetHeuristic(handle, e.desc, e.a, e.b, e.c, e.c, e.pref, n_algos,
+                                                    results, ctypes.byref(count))
         if status == CUBLAS_STATUS_NOT_SUPPORTED or (status == CUBLAS_STATUS_SUCCESS and count.value < 1):
             e.destroy()
             return None
         _check(status, "cublasLtMatmulAlgoGetHeuristic")
-        _check(e.result.state, "cublasLtMatmulAlgoGetHeuristic (result)")
-        if e.result.workspaceSize > WORKSPACE_BYTES:
-            raise BlasError(f"heuristic asked for {e.result.workspaceSize} bytes of workspace")
+        e.candidates = [r for r in results[:count.value]
+                        if r.state == CUBLAS_STATUS_SUCCESS and r.workspaceSize <= WORKSPACE_BYTES]
+        if not e.candidates:
+            raise BlasError(f"cublasLtMatmulAlgoGetHeuristic: no usable algorithm among {count.value}")
+        e.result = e.candidates[0]
         num = ctypes.c_double if scale == CUDA_R_64F else ctypes.c_float
         e.alpha, e.beta = num(1.0), num(0.0)
         return e
@@ -408,7 +415,11 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
         else:
             if len(_plans) >= _MAX_CACHE:
                 clear_cache()
-            e = _plans[key] = _build(lib, handle, plan, types, epilogue, pbias, aligns, sm_target)
+            tune = AUTOTUNE_ALGOS > 1 and not cupy.cuda.runtime.streamIsCapturing(stream)
+            e = _build(lib, handle, plan, types, epilogue, pbias, aligns, sm_target, AUTOTUNE_ALGOS if tune else 1)
+            if e is not None and len(e.candidates) > 1:
+                _autotune(lib, handle, e, pa, pb, out, pbias, ws.ptr, stream)
+            _plans[key] = e
         if e is None:
             return False
         if bias is not None:
@@ -417,6 +428,35 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
                                   pc, e.c, pc, e.c, ctypes.byref(e.result.algo), ws.ptr, WORKSPACE_BYTES, stream),
                "cublasLtMatmul")
     return True
+
+
+def _autotune(lib, handle, e, pa, pb, out, pbias, ws, stream):
+    """Time each of the heuristic's candidate algorithms on this very problem (into a scratch output, so ``out``
+    may alias an input) and keep the fastest in ``e.result``: the heuristic's first choice is not always the
+    fastest, most visibly with a bias + GELU epilogue. Runs once per problem key, never during a capture."""
+    import cupy
+    scratch = cupy.empty(out.shape, out.dtype)
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    if pbias:
+        _set(lib.cublasLtMatmulDescSetAttribute, e.desc, DESC_BIAS_POINTER, _p(pbias))
+    best, best_t = e.candidates[0], None
+    for cand in e.candidates:
+        def run():
+            return lib.cublasLtMatmul(handle, e.desc, ctypes.byref(e.alpha), pb, e.a, pa, e.b, ctypes.byref(e.beta),
+                                      scratch.data.ptr, e.c, scratch.data.ptr, e.c, ctypes.byref(cand.algo), ws,
+                                      WORKSPACE_BYTES, stream)
+        if run() != CUBLAS_STATUS_SUCCESS:  # an algorithm that refuses this problem is simply not chosen
+            continue
+        start.record()
+        for _ in range(_AUTOTUNE_REPS):
+            run()
+        end.record()
+        end.synchronize()
+        t = cupy.cuda.get_elapsed_time(start, end)
+        if best_t is None or t < best_t * 0.98:  # ties keep the heuristic's order
+            best, best_t = cand, t
+    e.result = best
+    e.candidates = [best]
 
 
 def clear_cache():

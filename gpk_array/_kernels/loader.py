@@ -435,14 +435,123 @@ def occupancy(fn, threads: int, shared_mem: int = 0, device_id: int | None = Non
 _occupancy_keep: list = []
 
 
-def launch(fn, grid, block, args, shared_mem: int = 0) -> None:
-    """Launch ``fn`` on the current CuPy stream."""
+def launch(fn, grid, block, args, shared_mem: int = 0, pdl: bool = False) -> None:
+    """Launch ``fn`` on the current CuPy stream.
+
+    ``pdl=True``: while the stream captures a CUDA graph on SM90 and later, a programmatic dependent
+    launch (cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION): in the graph
+    the kernel may start while the kernel before it is finishing, so it must execute
+    ``griddepcontrol.wait`` (``gpk::pdl_wait()`` in gpk_common.cuh) before it reads anything an earlier
+    kernel writes, and write nothing before that. Eager launches are host-bound (PDL gains nothing
+    there and the ctypes call costs more than CuPy's); older GPUs and ``GPK_PDL=0``: an ordinary
+    launch."""
     import cupy
     if isinstance(grid, int):
         grid = (grid,)
     if isinstance(block, int):
         block = (block,)
-    fn(grid, block, args, shared_mem=shared_mem, stream=cupy.cuda.get_current_stream())
+    stream = cupy.cuda.get_current_stream()
+    if pdl and _pdl_enabled() and cupy.cuda.runtime.streamIsCapturing(stream.ptr):
+        _launch_ex(fn, grid, block, args, shared_mem, stream.ptr)
+        return
+    fn(grid, block, args, shared_mem=shared_mem, stream=stream)
+
+
+# -- programmatic dependent launches (cuLaunchKernelEx through ctypes) ------------------------------
+
+_pdl_state: dict = {}   # device id -> bool; "lib" -> the driver library or False
+
+
+def _pdl_enabled() -> bool:
+    dev = current_device_id()
+    ok = _pdl_state.get(dev)
+    if ok is None:
+        ok = (os.environ.get("GPK_PDL", "1") != "0" and int(device_arch(dev)) >= 90
+              and _driver_lib() is not None)
+        _pdl_state[dev] = ok
+    return ok
+
+
+def _driver_lib():
+    lib = _pdl_state.get("lib")
+    if lib is None:
+        import ctypes
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            fn = lib.cuLaunchKernelEx
+        except (OSError, AttributeError):
+            lib = False
+        else:
+            fn.restype = ctypes.c_int
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+            lib.cuGetErrorName.restype = ctypes.c_int
+            lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        _pdl_state["lib"] = lib
+    return lib or None
+
+
+_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+_ctypes_types: dict = {}
+
+
+def _launch_types():
+    if not _ctypes_types:
+        import ctypes
+
+        class Attr(ctypes.Structure):  # CUlaunchAttribute: id, 4 bytes of padding, a 64-byte value union
+            _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int * 16)]
+
+        class Config(ctypes.Structure):  # CUlaunchConfig
+            _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("shared", ctypes.c_uint),
+                        ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(Attr)), ("num_attrs", ctypes.c_uint)]
+
+        assert ctypes.sizeof(Attr) == 72 and ctypes.sizeof(Config) == 56
+        import numpy as np
+        _ctypes_types.update(Attr=Attr, Config=Config, scalars={
+            np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
+            np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.uint64): ctypes.c_uint64,
+            np.dtype(np.float32): ctypes.c_float, np.dtype(np.float64): ctypes.c_double})
+    return _ctypes_types
+
+
+def pack_args(args):
+    """The kernel-parameter values of ``args`` as ctypes objects (device arrays and None as pointers, NumPy
+    scalars as their C types), in order."""
+    import ctypes
+    scalars = _launch_types()["scalars"]
+    out = []
+    for a in args:
+        if a is None:
+            out.append(ctypes.c_void_p(0))
+        elif hasattr(a, "data") and hasattr(a.data, "ptr"):
+            out.append(ctypes.c_void_p(a.data.ptr))
+        else:
+            ct = scalars.get(getattr(a, "dtype", None))
+            if ct is None:
+                raise TypeError(f"gpk_array: kernel argument of type {type(a).__name__} (use a NumPy scalar "
+                                "or a device array)")
+            out.append(ct(a.item()))
+    return out
+
+
+def _launch_ex(fn, grid, block, args, shared_mem, stream_ptr):
+    import ctypes
+    t = _launch_types()
+    vals = pack_args(args)
+    params = (ctypes.c_void_p * max(1, len(vals)))(*[ctypes.addressof(v) for v in vals])
+    attr = t["Attr"]()
+    attr.id = _LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value[0] = 1
+    g, b = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))
+    cfg = t["Config"]((ctypes.c_uint * 3)(*g), (ctypes.c_uint * 3)(*b), int(shared_mem), stream_ptr,
+                      ctypes.pointer(attr), 1)
+    lib = _driver_lib()
+    rc = lib.cuLaunchKernelEx(ctypes.byref(cfg), fn.kernel.ptr, params, None)
+    if rc:
+        name = ctypes.c_char_p()
+        lib.cuGetErrorName(rc, ctypes.byref(name))
+        raise RuntimeError(f"gpk_array: cuLaunchKernelEx({fn.name if hasattr(fn, 'name') else fn}) failed: "
+                           f"{(name.value or b'?').decode()} ({rc})")
 
 
 def clear_memory_cache() -> None:

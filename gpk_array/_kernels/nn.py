@@ -65,7 +65,7 @@ def layer_norm(x, weight, bias, eps, residual=None, sum_out=None):
     fn = loader.get_function(NN_FILE, f"gpk_nn_layer_norm_{dt}")
     threads = 128 if C <= 1024 else 256
     loader.launch(fn, rows, threads, (x, residual, sum_out if residual is not None else None, weight, bias, y,
-                                      np.int32(C), np.float32(eps)), shared_mem=(C + 32) * 4)
+                                      np.int32(C), np.float32(eps)), shared_mem=(C + 32) * 4, pdl=True)
     return y
 
 
@@ -83,7 +83,7 @@ def embed(tokens, positions, wte, wpe):
     if n:
         fn = loader.get_function(NN_FILE, f"gpk_nn_embed_{dt}")
         blocks = min(-(-n * C // 256), 65535)
-        loader.launch(fn, blocks, 256, (tokens, positions, wte, wpe, x, np.int64(n), np.int32(C)))
+        loader.launch(fn, blocks, 256, (tokens, positions, wte, wpe, x, np.int64(n), np.int32(C)), pdl=True)
     return x
 
 
@@ -121,7 +121,7 @@ def decode_attention(qkv, cache, positions, kv_len, scale):
     fn = loader.get_function(NN_FILE, f"gpk_nn_decode_attn_{dt}")
     loader.launch(fn, (H, B), threads, (qkv, cache, positions, y, np.int32(Bc), np.int32(H), np.int32(L),
                                         np.int32(D), np.int32(kv_len), np.float32(scale), np.int32(vec)),
-                  shared_mem=shared)
+                  shared_mem=shared, pdl=True)
     return y
 
 
@@ -136,7 +136,7 @@ def argmax_last_axis(x):
     out = cupy.empty(x.shape[:-1], dtype=np.int64)
     if rows:
         fn = loader.get_function(NN_FILE, f"gpk_nn_argmax_{dt}")
-        loader.launch(fn, rows, 1024, (x, out, np.int32(x.shape[-1])))
+        loader.launch(fn, rows, 1024, (x, out, np.int32(x.shape[-1])), pdl=True)
     return out
 
 
@@ -157,7 +157,7 @@ def attn_softmax(scores, dtype, causal, scale):
         fn = loader.get_function(NN_FILE, f"gpk_nn_attn_softmax_{dt}")
         threads = 256 if Tk >= 256 else 128
         loader.launch(fn, rows, threads, (scores, p, np.int32(Tq), np.int32(Tk), np.float32(scale),
-                                          np.int32(1 if causal else 0)), shared_mem=(Tk + 32) * 4)
+                                          np.int32(1 if causal else 0)), shared_mem=(Tk + 32) * 4, pdl=True)
     return p
 
 
@@ -178,11 +178,24 @@ def gemv(x, w, bias=None, activation=None):
         return None
     y = cupy.empty((M, N), dtype=x.dtype)
     if N:
-        warps = 4
+        ks = _gemv_split(K, vec)
         fn = loader.get_function(NN_FILE, f"gpk_nn_gemv_{dt}")
-        loader.launch(fn, -(-N // warps), 32 * warps, (x, w, bias, y, np.int32(M), np.int32(N), np.int32(K),
-                                                        np.int32(ACTIVATION_CODES[activation])))
+        loader.launch(fn, -(-N // (4 // ks)), 128, (x, w, bias, y, np.int32(M), np.int32(N), np.int32(K),
+                                                     np.int32(ACTIVATION_CODES[activation]), np.int32(ks)), pdl=True)
     return y
+
+
+_GEMV_PREFETCH = 4  # 16-byte loads of w each lane issues before the kernel waits for its inputs (U in nn.cu)
+
+
+def _gemv_split(K, vec):
+    """Warps per output row (1, 2 or 4) of the GEMV kernels: enough that each lane's share of a row of w is at
+    most the loads it issues up front, so a long K (the MLP's down projection) still has all of w in flight."""
+    loads = -(-K // vec) // 32
+    ks = 1
+    while ks < 4 and -(-loads // ks) > _GEMV_PREFETCH:
+        ks *= 2
+    return ks
 
 
 def ln_gemv(x, residual, ln_weight, ln_bias, eps, w, bias=None, activation=None):
@@ -205,10 +218,10 @@ def ln_gemv(x, residual, ln_weight, ln_bias, eps, w, bias=None, activation=None)
             return None
     s = x if residual is None else cupy.empty_like(x)
     y = cupy.empty((M, N), dtype=x.dtype)
-    warps = 4
+    ks = _gemv_split(K, vec)
     fn = loader.get_function(NN_FILE, f"gpk_nn_ln_gemv_{dt}")
-    loader.launch(fn, max(1, -(-N // warps)), 32 * warps,
+    loader.launch(fn, max(1, -(-N // (4 // ks))), 128,
                   (x, residual, None if residual is None else s, ln_weight, ln_bias, np.float32(eps), w, bias, y,
-                   np.int32(M), np.int32(N), np.int32(K), np.int32(ACTIVATION_CODES[activation])),
-                  shared_mem=(M * K + 32) * 4)
+                   np.int32(M), np.int32(N), np.int32(K), np.int32(ACTIVATION_CODES[activation]), np.int32(ks)),
+                  shared_mem=(M * K + 32) * 4, pdl=True)
     return s, y

@@ -226,7 +226,8 @@ STREAM_PTR = 0x5EED
 
 
 def _fake_cupy():
-    cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0, getDeviceCount=lambda: 1),
+    cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: 0, getDeviceCount=lambda: 1,
+                                                               streamIsCapturing=lambda ptr: 0),
                                  get_current_stream=lambda: types.SimpleNamespace(ptr=STREAM_PTR),
                                  Memory=_FakeMemory)
     return types.SimpleNamespace(cuda=cuda, empty=lambda shape, dtype: _FakeArray.wrap(np.empty(shape, dtype)))

@@ -91,7 +91,8 @@ def test_linear(device, dtype, activation):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("M,K,N", [(1, 768, 2304), (3, 64, 1001), (8, 3072, 768), (2, 40, 7)])
+@pytest.mark.parametrize("M,K,N", [(1, 768, 2304), (3, 64, 1001), (8, 3072, 768), (2, 40, 7), (1, 1536, 129),
+                                   (5, 2048, 333), (2, 4104, 9), (1, 8, 1)])
 @pytest.mark.parametrize("activation", [None, "gelu", "gelu_tanh", "silu"])
 def test_linear_decode_rows(device, dtype, M, K, N, activation):
     """A few rows (a decode step: the GEMV path on CUDA), with and without bias, against float64."""
@@ -217,13 +218,13 @@ def test_add_layer_norm(device, dtype):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
-@pytest.mark.parametrize("rows", [1, 3, 8, 20])
+@pytest.mark.parametrize("rows,K,N", [(1, 768, 2304), (3, 768, 2304), (8, 768, 2304), (20, 768, 2304),
+                                      (1, 3072, 77), (3, 1536, 5)])
 @pytest.mark.parametrize("residual", [False, True])
-def test_add_layer_norm_linear(device, dtype, rows, residual):
+def test_add_layer_norm_linear(device, dtype, rows, K, N, residual):
     """The decode-step sublayer input (one kernel for up to 8 rows on CUDA) against float64 NumPy."""
     rng = np.random.default_rng(10)
     dt, tol = DTYPES[dtype]
-    K, N = 768, 2304
     x, r = (host(dev_array(2 * rng.standard_normal((rows, 1, K)), device, dt)) for _ in range(2))
     lw, lb, b = (host(dev_array(a, device, dt)) for a in (1 + 0.1 * rng.standard_normal(K),
                                                          rng.standard_normal(K), rng.standard_normal(N)))

@@ -150,6 +150,21 @@ __device__ __forceinline__ void vstore(T* __restrict__ p, const T (&v)[N]) {
   }
 }
 
+// Programmatic dependent launch (SM90+; no-ops before): a kernel launched with PDL (loader.launch(pdl=True))
+// calls pdl_wait() before it reads what an earlier kernel wrote and before any global write; until then it may
+// only read data no kernel of the stream writes (weights). pdl_trigger() lets the next PDL kernel start launching.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Shuffle any trivially copyable value down a warp, 32 bits at a time.
 template <class A>
 __device__ __forceinline__ A shfl_down_any(const A& v, int delta) {

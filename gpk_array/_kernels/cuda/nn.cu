@@ -224,7 +224,37 @@ __device__ void argmax_rows(const T* __restrict__ x, long long* __restrict__ out
   const T* row = x + (long long)blockIdx.x * C;
   float best = __int_as_float(0xff800000);
   int idx = C;  // none yet
-  for (int c0 = threadIdx.x; c0 < C; c0 += 4 * blockDim.x) {
+  // each thread visits its indices in increasing order, so "strictly better" keeps the first of equal values
+  auto consider = [&](float v, int c) {
+    const bool nan_v = v != v, nan_b = best != best;
+    if (idx == C || (!nan_b && (nan_v || v > best))) {
+      best = v;
+      idx = c;
+    }
+  };
+  int c_tail = 0;
+  if ((reinterpret_cast<unsigned long long>(row) & 15ull) == 0) {
+    constexpr int V = 16 / sizeof(T);  // 16-byte loads, four in flight per thread
+    const int nv = C / V;
+    for (int v0 = threadIdx.x; v0 < nv; v0 += 4 * blockDim.x) {
+      T buf[4][V];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int v = v0 + u * blockDim.x;
+        if (v < nv) vload<T, V>(row + (long long)v * V, buf[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int v = v0 + u * blockDim.x;
+        if (v < nv) {
+#pragma unroll
+          for (int e = 0; e < V; ++e) consider(Tr<T>::to_c(buf[u][e]), v * V + e);
+        }
+      }
+    }
+    c_tail = nv * V;
+  }
+  for (int c0 = c_tail + threadIdx.x; c0 < C; c0 += 4 * blockDim.x) {
     float v[4];  // four loads in flight, then compared in index order
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
@@ -234,11 +264,7 @@ __device__ void argmax_rows(const T* __restrict__ x, long long* __restrict__ out
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const int c = c0 + u * blockDim.x;
-      const bool nan_v = v[u] != v[u], nan_b = best != best;
-      if (c < C && (idx == C || (!nan_b && (nan_v || v[u] > best)))) {  // strictly better: ties keep the first
-        best = v[u];
-        idx = c;
-      }
+      if (c < C) consider(v[u], c);
     }
   }
   // combine (value, index) pairs: NaN first, then larger, then lower index
@@ -281,23 +307,35 @@ __device__ __forceinline__ float activate(float v, int act) {
   }
 }
 
-// x: (M, K), w: (N, K), b: (N,) or null, y: (M, N); K a multiple of 16 / sizeof(T), x and w 16-byte aligned.
+// x: (M, K), w: (N, K), b: (N,) or null, y: (M, N); K a multiple of V = 16 / sizeof(T), x and w 16-byte aligned.
 // xs: when not null, x is read from there instead (float, in shared memory, M * K of them).
-template <class T, int MAXM>
+// Blocks of 4 warps; KS (1, 2 or 4) warps share an output row, each taking a contiguous part of K (split K keeps
+// enough loads in flight when K is long and N short), so a block computes 4 / KS rows. Each lane first issues
+// its first U 16-byte loads of w, then calls pre() (the PDL wait, and for ln_gemv the layer norm into xs), so
+// the weight reads overlap the previous kernel's tail and the layer norm.
+template <class T, int MAXM, int U, class Pre>
 __device__ void gemv(const T* __restrict__ x, const float* xs, const T* __restrict__ w, const T* __restrict__ b,
-                     T* __restrict__ y, int M, int N, int K, int act) {
+                     T* __restrict__ y, int M, int N, int K, int act, int KS, Pre pre) {
   constexpr int V = 16 / sizeof(T);
-  const int lane = threadIdx.x & 31;
-  const int n = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (n >= N) return;
+  __shared__ float parts[4][MAXM];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int n = blockIdx.x * (4 / KS) + warp / KS, part = warp % KS;
+  const int kv = K / V, per = (kv + KS - 1) / KS;
+  const int v0 = part * per, v1 = min(kv, v0 + per);
+  const bool valid = n < N;
+  const T* wr = w + (long long)(valid ? n : 0) * K;
+  T wp[U][V];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int v = v0 + lane + 32 * u;
+    if (valid && v < v1) vload<T, V>(wr + (long long)v * V, wp[u]);
+  }
+  pre();
   float acc[MAXM];
 #pragma unroll
   for (int m = 0; m < MAXM; ++m) acc[m] = 0.f;
-  const T* wr = w + (long long)n * K;
-#pragma unroll 4
-  for (int k = lane * V; k < K; k += 32 * V) {
-    T wv[V];
-    vload<T, V>(wr + k, wv);
+  auto dot = [&](const T (&wv)[V], int v) {
+    const int k = v * V;
     float wf[V];
 #pragma unroll
     for (int e = 0; e < V; ++e) wf[e] = Tr<T>::to_c(wv[e]);
@@ -326,39 +364,69 @@ __device__ void gemv(const T* __restrict__ x, const float* xs, const T* __restri
         acc[m] += a;
       }
     }
+  };
+  if (valid) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int v = v0 + lane + 32 * u;
+      if (v < v1) dot(wp[u], v);
+    }
+#pragma unroll 4
+    for (int v = v0 + lane + 32 * U; v < v1; v += 32) {
+      T wv[V];
+      vload<T, V>(wr + (long long)v * V, wv);
+      dot(wv, v);
+    }
   }
 #pragma unroll
   for (int m = 0; m < MAXM; ++m) {
     if (m < M) {
-      float v = acc[m];
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
-      if (lane == 0) {
-        if (b != nullptr) v += Tr<T>::to_c(b[n]);
-        y[(long long)m * N + n] = Tr<T>::from_c(activate(v, act));
-      }
+      for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_down_sync(0xffffffffu, acc[m], o);
+    }
+  }
+  if (KS > 1) {
+    if (lane == 0) {
+#pragma unroll
+      for (int m = 0; m < MAXM; ++m) parts[warp][m] = acc[m];
+    }
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int m = 0; m < MAXM; ++m) {
+      for (int p = 1; p < KS; ++p) acc[m] += parts[warp + p][m];
+    }
+  }
+  if (lane == 0 && valid) {
+    const float bn = b != nullptr ? Tr<T>::to_c(b[n]) : 0.f;
+#pragma unroll
+    for (int m = 0; m < MAXM; ++m) {
+      if (m < M) y[(long long)m * N + n] = Tr<T>::from_c(activate(acc[m] + bn, act));
     }
   }
 }
 
 // The layer norm of x (+ r) feeding a GEMV, in one kernel (a decode step's "x = x + r; h = ln(x); y = h w^T + b"):
 // every block normalizes the M rows into shared memory (rounded to T, as the separate layer norm would store
-// them), block 0 writes the sum s = x + r, then each warp computes its output row. Dynamic shared memory:
+// them), block 0 writes the sum s = x + r, then the GEMV reads them from there. Dynamic shared memory:
 // M * K + 32 floats.
 template <class T>
 __device__ void ln_gemv(const T* __restrict__ x, const T* __restrict__ r, T* __restrict__ s,
                         const T* __restrict__ lnw, const T* __restrict__ lnb, float eps, const T* __restrict__ w,
-                        const T* __restrict__ b, T* __restrict__ y, int M, int N, int K, int act) {
+                        const T* __restrict__ b, T* __restrict__ y, int M, int N, int K, int act, int KS) {
   extern __shared__ float sh[];
   float* h = sh;
-  for (int m = 0; m < M; ++m) {
-    const long long base = (long long)m * K;
-    norm_row<T>(x + base, r == nullptr ? nullptr : r + base,
-                (s == nullptr || blockIdx.x != 0) ? nullptr : s + base,  // block 0 stores the sum
-                lnw, lnb, eps, nullptr, h + m * K, sh + M * K, K);
-  }
-  __syncthreads();
-  gemv<T, 8>(nullptr, h, w, b, y, M, N, K, act);
+  gemv<T, 8, 4>(nullptr, h, w, b, y, M, N, K, act, KS, [&]() {
+    pdl_wait();
+    pdl_trigger();
+    for (int m = 0; m < M; ++m) {
+      const long long base = (long long)m * K;
+      norm_row<T>(x + base, r == nullptr ? nullptr : r + base,
+                  (s == nullptr || blockIdx.x != 0) ? nullptr : s + base,  // block 0 stores the sum
+                  lnw, lnb, eps, nullptr, h + m * K, sh + M * K, K);
+    }
+    __syncthreads();
+  });
 }
 
 // s: (rows, Tk) float32 scores, rows = batch * Tq; p: (rows, Tk) probabilities. Dynamic shared memory: Tk + 32
@@ -395,31 +463,41 @@ __device__ void attn_softmax(const float* __restrict__ s, T* __restrict__ p, int
 #define GPK_NN_KERNELS(T, DT)                                                                           \
   extern "C" __global__ void gpk_nn_layer_norm_##DT(const T* x, const T* r, T* s, const T* w, const T* b, \
                                                     T* y, int C, float eps) {                           \
+    gpk::pdl_wait();                                                                                     \
+    gpk::pdl_trigger();                                                                                  \
     gpk::layer_norm<T>(x, r, s, w, b, y, C, eps);                                                       \
   }                                                                                                     \
   extern "C" __global__ void gpk_nn_embed_##DT(const long long* tok, const long long* pos, const T* wte, \
                                                const T* wpe, T* x, long long n, int C) {                \
+    gpk::pdl_wait();                                                                                     \
+    gpk::pdl_trigger();                                                                                  \
     gpk::embed<T>(tok, pos, wte, wpe, x, n, C);                                                         \
   }                                                                                                     \
   extern "C" __global__ void gpk_nn_decode_attn_##DT(const T* qkv, T* cache, const long long* pos, T* y, \
                                                      int Bc, int H, int L, int D, int kv_len,            \
                                                      float scale, int vec) {                            \
+    gpk::pdl_wait();                                                                                     \
+    gpk::pdl_trigger();                                                                                  \
     gpk::decode_attn<T>(qkv, cache, pos, y, Bc, H, L, D, kv_len, scale, vec);                           \
   }                                                                                                     \
   extern "C" __global__ void gpk_nn_argmax_##DT(const T* x, long long* out, int C) {                    \
+    gpk::pdl_wait();                                                                                     \
+    gpk::pdl_trigger();                                                                                  \
     gpk::argmax_rows<T>(x, out, C);                                                                     \
   }                                                                                                     \
-  extern "C" __global__ void gpk_nn_gemv_##DT(const T* x, const T* w, const T* b, T* y, int M, int N, int K,  \
-                                              int act) {                                                \
-    gpk::gemv<T, 8>(x, nullptr, w, b, y, M, N, K, act);                                                 \
+  extern "C" __global__ void gpk_nn_gemv_##DT(const T* x, const T* w, const T* b, T* y,  \
+                                                                    int M, int N, int K, int act, int ks) { \
+    gpk::gemv<T, 8, 4>(x, nullptr, w, b, y, M, N, K, act, ks, []() { gpk::pdl_wait(); gpk::pdl_trigger(); }); \
   }                                                                                                     \
-  extern "C" __global__ void gpk_nn_ln_gemv_##DT(const T* x, const T* r, T* s, const T* lnw, const T* lnb, \
-                                                 float eps, const T* w, const T* b, T* y, int M, int N,   \
-                                                 int K, int act) {                                      \
-    gpk::ln_gemv<T>(x, r, s, lnw, lnb, eps, w, b, y, M, N, K, act);                                     \
+  extern "C" __global__ void gpk_nn_ln_gemv_##DT(                                \
+      const T* x, const T* r, T* s, const T* lnw, const T* lnb, float eps, const T* w, const T* b, T* y,  \
+      int M, int N, int K, int act, int ks) {                                                          \
+    gpk::ln_gemv<T>(x, r, s, lnw, lnb, eps, w, b, y, M, N, K, act, ks);                                 \
   }                                                                                                     \
   extern "C" __global__ void gpk_nn_attn_softmax_##DT(const float* s, T* p, int Tq, int Tk, float scale,  \
                                                       int causal) {                                     \
+    gpk::pdl_wait();                                                                                     \
+    gpk::pdl_trigger();                                                                                  \
     gpk::attn_softmax<T>(s, p, Tq, Tk, scale, causal);                                                  \
   }
 
