@@ -50,8 +50,10 @@ def _pct(values, q):
 # --- (a) isolation --------------------------------------------------------------------------------------------
 
 
-def _latency_loop(cp, stream, steps, warmup):
-    """Run the small-GEMM steps on the current stream; returns (host latencies s, gpu times s)."""
+def _latency_loop(cp, stream, steps, warmup, graph=False):
+    """Run the small-GEMM steps on the current stream; returns (host latencies s, gpu times s). graph=True: the
+    step is recorded once in a CUDA graph (on a side stream, in the current context) and each step replays it on
+    ``stream``, as a latency-critical server runs its steps: then the step's time is the GPU's, not Python's."""
     import gpk_array as gp
     m, k, n = SMALL
     a = gp.from_dlpack(cp.random.standard_normal((m, k), dtype=cp.float32).astype(cp.float16))
@@ -59,18 +61,38 @@ def _latency_loop(cp, stream, steps, warmup):
     start = cp.cuda.Event()
     end = cp.cuda.Event(block=True)
     host, gpu = [], []
-    for i in range(warmup + steps):
-        t0 = time.perf_counter()
-        start.record(stream)
+
+    def step():
         x = a
         for _ in range(SMALL_CHAIN):
             x = x @ w
+        return x
+
+    g = keep = x = None
+    if graph:
+        side = cp.cuda.Stream(non_blocking=True)
+        with side:
+            step()  # plans and pool blocks made outside the capture
+            side.synchronize()
+            side.begin_capture()
+            try:
+                keep = step()
+            finally:
+                g = side.end_capture()
+    for i in range(warmup + steps):
+        t0 = time.perf_counter()
+        start.record(stream)
+        if g is not None:
+            g.launch(stream=stream)
+        else:
+            x = step()
         end.record(stream)
         end.synchronize()
         t1 = time.perf_counter()
         if i >= warmup:
             host.append(t1 - t0)
             gpu.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+    del keep, x
     return host, gpu
 
 
@@ -108,7 +130,7 @@ def _big_gemm_worker(cp, ctx, stop, counter, errors, ready):
         ready.release()
 
 
-def _contended(cp, make_ctx, latency_ctx, steps, warmup):
+def _contended(cp, make_ctx, latency_ctx, steps, warmup, graph=False):
     stop = threading.Event()
     counters = [[0], [0]]
     errors = []
@@ -125,9 +147,9 @@ def _contended(cp, make_ctx, latency_ctx, steps, warmup):
     try:
         if latency_ctx is not None:
             with latency_ctx:
-                host, gpu = _latency_loop(cp, latency_ctx.stream, steps, warmup)
+                host, gpu = _latency_loop(cp, latency_ctx.stream, steps, warmup, graph)
         else:
-            host, gpu = _latency_loop(cp, cp.cuda.get_current_stream(), steps, warmup)
+            host, gpu = _latency_loop(cp, cp.cuda.get_current_stream(), steps, warmup, graph)
     finally:
         wall = time.perf_counter() - t0
         n1 = sum(c[0] for c in counters)
@@ -151,10 +173,19 @@ def _summary(host, gpu):
 
 
 def bench_isolation(cp, steps=1000, warmup=50):
-    from gpk_array import sched
-
+    """Both ways of running the latency-critical step: "graph" (recorded once, replayed: the GPU's isolation) is the
+    headline; "eager" (four Python matmul calls per step) also measures the host threads sharing one interpreter."""
     out = {"small_gemm": f"{SMALL[0]}x{SMALL[1]}x{SMALL[2]} fp16 x{SMALL_CHAIN} per step",
            "big_gemm": f"{BIG}^3 fp16, 2 best-effort threads", "steps": steps}
+    for mode in ("graph", "eager"):
+        out[mode] = _isolation(cp, steps, warmup, mode == "graph")
+    return out
+
+
+def _isolation(cp, steps, warmup, graph):
+    from gpk_array import sched
+
+    out = {}
 
     # with the scheduler
     sched.shutdown()
@@ -163,8 +194,8 @@ def bench_isolation(cp, steps=1000, warmup=50):
         lat = sched.create_context("latency", 1024 * MiB, qos="guaranteed")
         bes = [sched.create_context(f"batch{i}", 4096 * MiB, qos="best_effort") for i in range(2)]
         with lat:
-            alone = _latency_loop(cp, lat.stream, steps, warmup)
-        host, gpu, tflops = _contended(cp, lambda i: bes[i], lat, steps, warmup)
+            alone = _latency_loop(cp, lat.stream, steps, warmup, graph)
+        host, gpu, tflops = _contended(cp, lambda i: bes[i], lat, steps, warmup, graph)
         res = {"alone": _summary(*alone), "contended": _summary(host, gpu), "best_effort_tflops": tflops,
                "best_effort_throttled_s": [b.stats()["throttled_s"] for b in bes]}
         res["p99_ratio"] = res["contended"]["p99_us"] / res["alone"]["p99_us"]
@@ -175,8 +206,8 @@ def bench_isolation(cp, steps=1000, warmup=50):
     cp.get_default_memory_pool().free_all_blocks()
 
     # without: everything on the default stream, no pacing
-    alone = _latency_loop(cp, cp.cuda.get_current_stream(), steps, warmup)
-    host, gpu, tflops = _contended(cp, lambda i: None, None, steps, warmup)
+    alone = _latency_loop(cp, cp.cuda.get_current_stream(), steps, warmup, graph)
+    host, gpu, tflops = _contended(cp, lambda i: None, None, steps, warmup, graph)
     res = {"alone": _summary(*alone), "contended": _summary(host, gpu), "best_effort_tflops": tflops}
     res["p99_ratio"] = res["contended"]["p99_us"] / res["alone"]["p99_us"]
     out["no_sched"] = res
@@ -318,16 +349,18 @@ def _table(res):
     iso = res.get("isolation")
     if iso:
         lines.append(f"(a) isolation: {iso['small_gemm']} latency, contended by {iso['big_gemm']}")
-        lines.append(f"    {'':10} {'case':10} {'p50 us':>9} {'p99 us':>9} {'gpu p50':>9} {'p99/alone':>10} "
+        lines.append(f"    {'step/mode':16} {'case':10} {'p50 us':>9} {'p99 us':>9} {'gpu p50':>9} {'p99/alone':>10} "
                      f"{'BE TFLOP/s':>10}")
-        for mode in ("sched", "no_sched"):
-            r = iso[mode]
-            for case in ("alone", "contended"):
-                s = r[case]
-                ratio = f"{r['p99_ratio']:.2f}" if case == "contended" else ""
-                tf = f"{r['best_effort_tflops']:.0f}" if case == "contended" else ""
-                lines.append(f"    {mode:10} {case:10} {s['p50_us']:9.1f} {s['p99_us']:9.1f} "
-                             f"{s['gpu_p50_us']:9.1f} {ratio:>10} {tf:>10}")
+        for step in ("graph", "eager"):
+            for mode in ("sched", "no_sched"):
+                r = iso[step][mode]
+                for case in ("alone", "contended"):
+                    s = r[case]
+                    ratio = f"{r['p99_ratio']:.2f}" if case == "contended" else ""
+                    tf = f"{r['best_effort_tflops']:.0f}" if case == "contended" else ""
+                    label = f"{step}/{mode}"
+                    lines.append(f"    {label:16} {case:10} {s['p50_us']:9.1f} {s['p99_us']:9.1f} "
+                                 f"{s['gpu_p50_us']:9.1f} {ratio:>10} {tf:>10}")
     ovh = res.get("overhead")
     if ovh:
         lines.append(f"(b) overhead, host us per call ({ovh['op']}):")

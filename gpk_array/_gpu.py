@@ -20,9 +20,43 @@ back to plain CuPy code when a name is absent or returns None.
   (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest of the device to the higher tier.
 """
 
+import os
+
+from ._kernels import elementwise as _ew
 from ._kernels import nn as _nn
+from ._kernels import reduction as _red
 from ._precision import tf32
 from .sched._cuda import active_context
+
+# Arrays of at least this many elements take our elementwise and reduction kernels (gpk_array/_kernels/
+# elementwise.py, reduction.py): from there their GPU time, several times shorter than CuPy's for half precision
+# and about 1.6x for float32 (benchmarks/kernels_bench.py), outweighs their larger host time per call (ours
+# ~22 us, CuPy's ~13 us on the H200's host). GPK_OWN_KERNELS_MIN=0 routes every size (the GPU conformance run
+# does, to check them against the official suite).
+OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
+
+
+def binary(bname, a, b):
+    """CuPy's ``bname`` (add, true_divide, less, ...) of two CuPy arrays of one dtype through our kernel, or None
+    when not covered (then CuPy computes it)."""
+    if a.dtype != b.dtype or not _ew.supports_binary(bname, a.dtype):
+        return None
+    return _ew.binary(bname, a, b)
+
+
+def unary(bname, x):
+    """CuPy's ``bname`` (exp, negative, ...) of a CuPy array through our kernel, or None when not covered."""
+    if not _ew.supports_unary(bname, x.dtype):
+        return None
+    return _ew.unary(bname, x)
+
+
+def reduce(op, x, axes, keepdims, ddof=0):
+    """sum, prod, max, min, mean, var, std of a CuPy array over axes (None: all) through our kernels (float16 and
+    bfloat16 accumulate in float32, as the namespace's rule says), or None when not covered."""
+    if not _red.supports(op, x.dtype):
+        return None
+    return _red.reduce(op, x, axis=axes, keepdims=keepdims, ddof=ddof)
 
 _blas = None
 

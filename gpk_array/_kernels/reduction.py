@@ -325,17 +325,31 @@ def reduce(op: str, x, axis=None, keepdims: bool = False, ddof=0):
     return out.reshape(out_shape)
 
 
+_plans: dict = {}  # (kop, dt, opts, outer, K, inner, device) -> (kernel, launch plan): pick_splits is a search
+
+
+def _plan(kop, dt, opts, outer, K, inner):
+    dev = loader.current_device_id()
+    key = (kop, dt, opts, outer, K, inner, dev)
+    hit = _plans.get(key)
+    if hit is None:
+        sms = loader.sm_count()
+        shape = kernel_shape(outer, K, inner, sms)
+        fn = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_{shape['kind']}", opts)
+        threads = 1
+        for b in shape["block"]:
+            threads *= b
+        if len(_plans) > 4096:
+            _plans.clear()
+        hit = _plans[key] = (fn, plan_launch(outer, K, inner, sms, loader.occupancy(fn, threads)))
+    return hit
+
+
 def _run(kop, dt, opts, x, outer, K, inner, out, center, ddof):
     import cupy
-    sms = loader.sm_count()
     nout = outer * inner
-    shape = kernel_shape(outer, K, inner, sms)
-    kind = shape["kind"]
-    fn = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_{kind}", opts)
-    threads = 1
-    for b in shape["block"]:
-        threads *= b
-    p = plan_launch(outer, K, inner, sms, loader.occupancy(fn, threads))
+    fn, p = _plan(kop, dt, opts, outer, K, inner)
+    kind = p["kind"]
     splits = p["splits"]
     partial = cupy.empty(splits * nout * _ACC_SLOT, dtype=np.uint8) if splits > 1 else None
     n = np.float64(K)
@@ -349,6 +363,6 @@ def _run(kop, dt, opts, x, outer, K, inner, out, center, ddof):
                       (x, np.int64(outer), np.int64(K), np.int64(inner), np.int64(splits),
                        np.int64(p["kchunk"]), partial, out, center, n, ddof))
     if splits > 1:
-        f = plan_fin(nout, splits, sms)
+        f = plan_fin(nout, splits, loader.sm_count())
         fin = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_fin", opts)
         loader.launch(fin, f["grid"], f["block"], (partial, np.int64(nout), np.int64(splits), out, n, ddof))

@@ -74,9 +74,26 @@ def _quantile(fname, a, q, axis, out, method, keepdims, weights, interpolation):
             raise TypeError(f"{fname} with weights= exists only on the host (NumPy)")
         if not isinstance(qq, (int, float)):
             qq = qq.astype(_np.float64, copy=False)
-        r = getattr(xp, fname)(x._data, qq, axis=_axis(axis), method=method)
-        r = _keep(xp.asarray(r), x._data.shape, axis, keepdims)
+        d, ax = x._data, _axis(axis)
+        kept = _kept_shape(d.shape, ax)
+        if ax is not None and kept is not None and all(n == 1 for n in kept):
+            # CuPy gathers from the wrong row (reading past the data) when the kept dimensions all have length 1:
+            # reduce over everything, then give the result the kept dimensions
+            r = xp.asarray(getattr(xp, fname)(d, qq, axis=None, method=method))
+            r = r.reshape(r.shape + kept)
+        else:
+            r = getattr(xp, fname)(d, qq, axis=ax, method=method)
+        r = _keep(xp.asarray(r), d.shape, axis, keepdims)
     return finish(xp.asarray(r), dev, out)
+
+
+def _kept_shape(shape, axis):
+    """The dimensions a reduction over axis keeps (None for an invalid axis: the backend then raises)."""
+    try:
+        axes = {normalize_axis(a, len(shape)) for a in (axis if isinstance(axis, tuple) else (axis,))}
+    except Exception:  # noqa: BLE001 - the backend's own error is the one to show
+        return None
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
 @oom_guard

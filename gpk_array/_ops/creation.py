@@ -340,17 +340,26 @@ def _exact_real(v):
 _F64_MAX = float(np.finfo(np.float64).max)
 
 
-def _linspace_f64(start, stop, num, endpoint):
-    """float64 samples for finite Python real endpoints with the arithmetic NumPy uses, so values match bit for bit:
-    sample i is i * step + start with step = (stop - start) / intervals (or i / intervals * (stop - start) when that
-    step underflows to zero), and the last sample is stop itself when the endpoint is included. None when
-    stop - start overflows (the general path then warns as NumPy does)."""
+def _device_real(v):
+    """Whether v is a Python float (infinities and NaN too) or a Python int of int64's range: NumPy converts such
+    endpoints to float64 first, as _linspace_f64 does (on the host the general path handles the non-finite ones,
+    for NumPy's warnings)."""
+    c = v.__class__
+    return c is float or (c is int and -2**63 <= v < 2**63)
+
+
+def _linspace_f64(start, stop, num, endpoint, xp=np):
+    """float64 samples for Python real endpoints with the arithmetic NumPy uses, so values match bit for bit (on a
+    GPU too: each step is one correctly rounded IEEE operation): sample i is i * step + start with
+    step = (stop - start) / intervals (or i / intervals * (stop - start) when that step underflows to zero; with no
+    interval, i * (stop - start)), and the last sample is stop itself when the endpoint is included. On the host
+    None when stop - start is not finite (the general path then warns as NumPy does)."""
     lo, hi = float(start), float(stop)
     span = hi - lo
-    if not -_F64_MAX <= span <= _F64_MAX:
+    if xp is np and not -_F64_MAX <= span <= _F64_MAX:
         return None
     intervals = num - 1 if endpoint else num
-    out = np.arange(num, dtype=np.float64).reshape(-1)  # a view, so .base is set as on NumPy's result
+    out = xp.arange(num, dtype=np.float64).reshape(-1)  # a view, so .base is set as on NumPy's result
     if intervals <= 0:
         out = out * span
     elif span / intervals != 0:
@@ -374,10 +383,12 @@ def _linspace(start, stop, num, dtype, device, endpoint):
     else:
         dt = _dt.to_dtype(dtype)
     dev = as_device(device)
-    if dev is CPU and dt.kind != "c" and _exact_real(start) and _exact_real(stop):
-        data = _linspace_f64(start, stop, num, endpoint)
-        if data is not None:
-            return new(data if dt is _dt.F64 else data.astype(dt, copy=False), dev)
+    if dt.kind != "c" and ((_exact_real(start) and _exact_real(stop)) or (
+            dev is not CPU and _device_real(start) and _device_real(stop))):
+        with on_device(dev):
+            data = _linspace_f64(start, stop, num, endpoint, dev.xp)
+            if data is not None:
+                return new(data if dt is _dt.F64 else data.astype(dt, copy=False), dev)
     with on_device(dev):
         data = dev.xp.linspace(start, stop, num, endpoint=endpoint, dtype=np.complex128 if dt.kind == "c"
                                else np.float64)

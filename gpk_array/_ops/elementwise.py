@@ -6,7 +6,7 @@ applies the shared promotion (bfloat16 included), and lets the backend compute. 
 import numpy as np
 
 from .. import _dtypes as _dt
-from .. import _promotion
+from .. import _gpu, _promotion
 from .._array import _array_like
 from .._errors import DeviceError
 from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, raise_oom
@@ -89,7 +89,12 @@ def _unary(name, bname=None, doc="", complex_fix=False):
                 r = _complex_special(bname, x._data, getattr(dev.xp, bname)(x._data))
                 return _finish(r, dev, out)
             if out is None:
-                return new(getattr(dev.xp, bname)(x._data), dev)
+                d = x._data
+                if dev is not CPU and d.size >= _gpu.OWN_KERNELS_MIN:
+                    r = _gpu.unary(bname, d)
+                    if r is not None:
+                        return new(r, dev)
+                return new(getattr(dev.xp, bname)(d), dev)
             getattr(dev.xp, bname)(x._data, out=_out_data(out, dev))
             return out
         except MemoryError as e:
@@ -111,19 +116,29 @@ def _binary(name, bname=None, doc=""):
             dev = x1._device
             if x2._device is dev and a.dtype is b.dtype:
                 try:
-                    return new(np_fn(a, b) if dev is CPU else getattr(dev.xp, bname)(a, b), dev)
+                    if dev is CPU:
+                        return new(np_fn(a, b), dev)
+                    return new(_on_device(a, b, dev.xp), dev)
                 except MemoryError as e:
                     raise_oom(e)
         a, b, dev = binary_operands(x1, x2)
         try:
             if out is None:
-                return new(getattr(dev.xp, bname)(a, b), dev)
+                return new(np_fn(a, b) if dev is CPU else _on_device(a, b, dev.xp), dev)
             getattr(dev.xp, bname)(a, b, out=_out_data(out, dev))
             return out
         except MemoryError as e:
             raise_oom(e)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Element-wise {name} (standard: elementwise_functions.{name})."
+
+    def _on_device(a, b, xp):
+        """CuPy's function, or our kernel for large array operands of one dtype (gpk_array/_gpu.py)."""
+        if a.__class__ is b.__class__ and (a.size >= _gpu.OWN_KERNELS_MIN or b.size >= _gpu.OWN_KERNELS_MIN):
+            r = _gpu.binary(bname, a, b)
+            if r is not None:
+                return r
+        return getattr(xp, bname)(a, b)
 
     def operator(self, other):
         """The forward operator (x.__add__ and friends): the same fast path without a second call; an operand
@@ -144,7 +159,7 @@ def _binary(name, bname=None, doc=""):
         else:
             return NotImplemented
         try:
-            return new(np_fn(a, b) if dev is CPU else getattr(dev.xp, bname)(a, b), dev)
+            return new(np_fn(a, b) if dev is CPU else _on_device(a, b, dev.xp), dev)
         except MemoryError as e:
             raise_oom(e)
     operator.__name__ = f"__{name}__"

@@ -2,7 +2,16 @@
 import builtins
 
 from .. import _dtypes as _dt
-from ._common import as_array, new, normalize_axes, normalize_axis, oom_guard
+from .. import _gpu
+from ._common import CPU, as_array, new, normalize_axes, normalize_axis, oom_guard
+
+
+def _own(op, x, data, axes, keepdims, ddof=0):
+    """Our reduction kernel's result as an Array for large CUDA arrays (gpk_array/_gpu.py), else None."""
+    if x._device is CPU or data.size < _gpu.OWN_KERNELS_MIN:
+        return None
+    r = _gpu.reduce(op, data, axes, keepdims, ddof)
+    return None if r is None else new(r, x._device)
 
 
 def _sum_dtype(dt, dtype):
@@ -25,6 +34,10 @@ def _accumulating(name):
         axes = None if axis is None else normalize_axes(axis, x.ndim)
         data = x._data
         dt = _sum_dtype(data.dtype, dtype)
+        if dt == _sum_dtype(data.dtype, None):  # our kernels give the default accumulator's result
+            r = _own(name, x, data, axes, keepdims)
+            if r is not None:
+                return r
         if dt == _dt.BF16 or data.dtype == _dt.BF16 or dt == _dt.F16:
             r = getattr(data.astype(_dt.F32), name)(axis=axes, keepdims=keepdims).astype(dt)
         else:
@@ -44,6 +57,9 @@ def _extremum(name):
         axes = None if axis is None else normalize_axes(axis, data.ndim)
         if data.size == 0 and (axes is None or builtins.any(data.shape[a] == 0 for a in axes)):
             raise ValueError(f"{name} of an empty array (or along an axis of size zero) is undefined")
+        r = _own(name, x, data, axes, keepdims)
+        if r is not None:
+            return r
         return new(getattr(data, name)(axis=axes, keepdims=keepdims), x._device)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"(standard: statistical_functions.{name})"
@@ -62,6 +78,9 @@ def mean(x, /, *, axis=None, keepdims=False):
     x = as_array(x)
     axes = None if axis is None else normalize_axes(axis, x.ndim)
     data = x._data
+    r = _own("mean", x, data, axes, keepdims)
+    if r is not None:
+        return r
     if data.dtype in (_dt.F16, _dt.BF16):
         return new(data.astype(_dt.F32).mean(axis=axes, keepdims=keepdims).astype(data.dtype), x._device)
     return new(data.mean(axis=axes, keepdims=keepdims), x._device)
@@ -73,6 +92,9 @@ def _moment(bname):
         x = as_array(x)
         axes = None if axis is None else normalize_axes(axis, x.ndim)
         data = x._data
+        r = _own(bname, x, data, axes, keepdims, correction)
+        if r is not None:
+            return r
         low = data.dtype in (_dt.F16, _dt.BF16)
         r = getattr(data.astype(_dt.F32) if low else data, bname)(axis=axes, ddof=correction, keepdims=keepdims)
         return new(r.astype(data.dtype) if low else r, x._device)

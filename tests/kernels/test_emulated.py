@@ -23,7 +23,7 @@ SKIP = {"test_more_than_2_31_elements", "test_large_full_sum"}
 
 @pytest.fixture(autouse=True)
 def emulated_gpu(monkeypatch):
-    from gpk_array._kernels import loader
+    from gpk_array._kernels import loader, reduction
     emu = _emu.Emulator()
     monkeypatch.setitem(sys.modules, "cupy", FAKE)
     monkeypatch.setattr(loader, "get_function", emu.get_function)
@@ -31,6 +31,7 @@ def emulated_gpu(monkeypatch):
     monkeypatch.setattr(loader, "current_device_id", lambda: 0)
     monkeypatch.setattr(loader, "sm_count", lambda device_id=None: 3)
     monkeypatch.setattr(loader, "occupancy", lambda fn, threads, shared_mem=0, device_id=None: 2)
+    monkeypatch.setattr(reduction, "_plans", {})  # launch plans hold kernels: the emulator's stay here
     yield emu
 
 

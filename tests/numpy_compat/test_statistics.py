@@ -1,5 +1,6 @@
 """Order statistics, averages, correlations, histograms and signal helpers against NumPy."""
 import numpy
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -148,3 +149,12 @@ def test_interp_convolve_gradient(device):
     compare("trapezoid", f, dx=0.5, device=device)
     compare("trapezoid", f, numpy.arange(6.0) ** 2, device=device)
     compare("trapezoid", numpy.arange(12.0).reshape(3, 4), axis=0, device=device)
+
+
+@pytest.mark.parametrize("shape,axis", [((1, 1), 0), ((1, 3, 1), (0, 1)), ((1, 4), 1), ((2, 1, 3), 2)])
+def test_quantile_when_kept_dims_are_one(shape, axis, device):
+    """Reductions whose kept dimensions all have length 1 (CuPy's quantile reads past its data there)."""
+    x = numpy.arange(numpy.prod(shape), dtype=float).reshape(shape) * 1.5 - 2
+    compare("quantile", x, numpy.array([0.0, 0.3, 1.0]), axis, device=device)
+    compare("percentile", x, [0.0, 30.0, 100.0], axis, keepdims=True, device=device)
+    compare("quantile", x, 0.75, axis, device=device)
