@@ -76,9 +76,14 @@ def _close(got, want, dt, exact):
     if exact:
         assert got.shape == want.shape
         assert np.array_equal(got, want, equal_nan=True), (got, want)
-    else:
-        tol = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-6}.get(dt, 1e-12)
-        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol)
+    else:  # relative to the largest value: sums near zero carry the rounding of their large terms
+        tol = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 1e-5}.get(dt, 1e-12)
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        assert g.shape == w.shape
+        assert np.array_equal(np.isnan(g), np.isnan(w)) and np.array_equal(np.isinf(g), np.isinf(w))
+        fin = np.isfinite(w)
+        scale = max(1.0, float(np.abs(w[fin]).max())) if fin.any() else 1.0
+        assert float(np.abs(g[fin] - w[fin]).max(initial=0.0)) <= tol * scale, (g, w)
 
 
 SHAPES = [((1001,), (1001,)), ((37, 65), (65,)), ((5, 1, 7), (1, 3, 7)), ((3, 4), ())]
@@ -100,7 +105,7 @@ def test_binary(routed, dt):
             try:
                 with np.errstate(all="ignore"):
                     want = np_fn(a, b)
-            except TypeError:
+            except (TypeError, ValueError):  # e.g. integers to negative integer powers
                 continue
             if op == "divide" and d.kind != "f" or op == "pow" and d.kind != "f":
                 continue  # integer divide/pow promote or differ by design: not our kernels' business
@@ -130,20 +135,24 @@ def test_reductions(routed, dt):
     rng = np.random.default_rng(3)
     a = _data(rng, (17, 33, 9), dt)
     d = _np_dtype(dt)
+    real = dt.startswith(("float", "bfloat"))
     x = _dev(a)
-    wide = a.astype(np.float64) if d.kind == "f" else a
+    # the oracle: float64 sums of floats (ours accumulate half precision in float32), the standard's default
+    # accumulators for integers (int64, uint64 for unsigned: wrapping)
+    wide = a.astype(np.float64) if real else a.astype(np.uint64 if d.kind == "u" else np.int64)
     for axis in (None, 0, 1, 2, (0, 2), (1, 2)):
         for keepdims in (False, True):
             for op in ("sum", "prod", "max", "min", "mean", "var", "std"):
-                if op in ("mean", "var", "std") and d.kind != "f" or op == "prod" and d.kind == "b":
+                if op in ("mean", "var", "std") and not real or op == "prod" and d.kind == "b":
                     continue
                 kw = {"correction": 1} if op in ("var", "std") else {}
                 got = getattr(gp, op)(x, axis=axis, keepdims=keepdims, **kw)
                 np_kw = {"ddof": 1} if kw else {}
-                want = getattr(np, op)(wide if op != "prod" else (wide if d.kind == "f" else a.astype(np.int64)),
-                                       axis=axis, keepdims=keepdims, **np_kw)
-                if d.kind == "f":
+                with np.errstate(over="ignore"):
+                    want = getattr(np, op)(a if op in ("max", "min") else wide, axis=axis, keepdims=keepdims,
+                                           **np_kw)
+                if real:
                     want = np.asarray(want).astype(d)
                     assert got.dtype == getattr(gp, dt)
-                _close(_host(got), want, dt, exact=d.kind != "f" or op in ("max", "min"))
+                _close(_host(got), want, dt, exact=not real or op in ("max", "min"))
     assert routed["reduce"] > 0

@@ -340,6 +340,16 @@ def _exact_real(v):
 _F64_MAX = float(np.finfo(np.float64).max)
 
 
+def _overflow(op):
+    """NumPy's floating-point overflow report for a computation done here in Python: by np.seterr's 'over'."""
+    mode = np.geterr()["over"]
+    if mode == "raise":
+        raise FloatingPointError(f"overflow encountered in {op}")
+    if mode in ("warn", "print", "log"):
+        import warnings
+        warnings.warn(f"overflow encountered in {op}", RuntimeWarning, stacklevel=4)
+
+
 def _device_real(v):
     """Whether v is a Python float (infinities and NaN too) or a Python int of int64's range: NumPy converts such
     endpoints to float64 first, as _linspace_f64 does (on the host the general path handles the non-finite ones,
@@ -356,8 +366,11 @@ def _linspace_f64(start, stop, num, endpoint, xp=np):
     None when stop - start is not finite (the general path then warns as NumPy does)."""
     lo, hi = float(start), float(stop)
     span = hi - lo
-    if xp is np and not -_F64_MAX <= span <= _F64_MAX:
-        return None
+    if not -_F64_MAX <= span <= _F64_MAX:
+        if xp is np:
+            return None
+        if -_F64_MAX <= lo <= _F64_MAX and -_F64_MAX <= hi <= _F64_MAX:
+            _overflow("subtract")  # as NumPy's stop - start reports it
     intervals = num - 1 if endpoint else num
     out = xp.arange(num, dtype=np.float64).reshape(-1)  # a view, so .base is set as on NumPy's result
     if intervals <= 0:

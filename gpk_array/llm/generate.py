@@ -123,6 +123,9 @@ class Engine:
         if self.graphs is not None:  # the static buffers a captured step reads and writes
             self._logits = gp.zeros((max_batch, c.vocab_size), dtype=model.dtype, device=dev)
             self._next = gp.zeros((max_batch,), dtype=gp.int64, device=dev)
+            self._io_next = gp.zeros((2, max_batch, 1), dtype=gp.int64, device=dev)  # the next step's inputs
+            self._ahead = None  # (active set, fetch): a decode step launched before its inputs reached the host
+            self._pinned = None
             self._p_io = gp.zeros((self.max_len + 2,), dtype=gp.int64, device=dev)  # prefill: tokens, row, last
             self._p_logits = gp.zeros((1, c.vocab_size), dtype=model.dtype, device=dev)
             self._p_next = gp.zeros((1,), dtype=gp.int64, device=dev)
@@ -173,10 +176,20 @@ class Engine:
         return seqs
 
     def step(self):
-        """One decode step for every active sequence; returns the sequences that advanced (or finished)."""
+        """One decode step for every active sequence; returns the sequences that advanced (or finished).
+
+        With CUDA graphs and greedy sequences the step after this one is launched before this one's tokens are
+        read back (its inputs come from this step's argmax on the device), so the GPU never waits for the host;
+        it is used when the next call finds the same sequences, and simply recomputed otherwise (a sequence that
+        stopped, one that joined), which rewrites the same cache entries with the same values."""
         active = self.active
         if not active:
             return []
+        if self.graphs is not None:
+            sig = tuple((s.slot, id(s)) for s in active)
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None and ahead[0] == sig:
+                return self._finish_step(active, ahead[1], sig)
         io = self._io_host
         io[:] = 0  # free slots decode token 0 at position 0 of their own row: harmless, fixed shapes
         for s in active:
@@ -186,11 +199,9 @@ class Engine:
         _upload(self._io, io)
         tok, pos = self._io[0], self._io[1]
         if self.graphs is not None:
-            def fn():
-                logits = self.model(tok, pos, cache=self.cache, kv_len=kv_len)[:, 0]
-                self._logits[...] = logits
-                self._next[...] = gp.argmax(logits, axis=-1)
-            if self._graph(("decode", kv_len), fn):
+            if self._graph(("decode", kv_len), self._decode_fn(kv_len)):
+                if all(s.params.greedy for s in active):
+                    return self._finish_step(active, self._fetch(), sig)
                 logits, nxt = self._logits, self._next
             else:
                 logits, nxt = self.model(tok, pos, cache=self.cache, kv_len=kv_len)[:, 0], None
@@ -211,6 +222,63 @@ class Engine:
         seq.slot = None
 
     # --- internals -------------------------------------------------------------------------------------
+    def _decode_fn(self, kv_len):
+        """The captured decode step: logits and argmax of the tokens and positions in self._io, and the next
+        step's inputs (the argmax, the positions + 1) in self._io_next (not in self._io: a step must stay
+        idempotent, as CudaGraphs runs it once before capturing it)."""
+        tok, pos = self._io[0], self._io[1]
+
+        def fn():
+            logits = self.model(tok, pos, cache=self.cache, kv_len=kv_len)[:, 0]
+            self._logits[...] = logits
+            nxt = gp.argmax(logits, axis=-1)
+            self._next[...] = nxt
+            self._io_next[0, :, 0] = nxt
+            self._io_next[1] = gp.minimum(pos + 1, self.max_len - 1)
+        return fn
+
+    def _finish_step(self, active, fetch, sig):
+        """The greedy step whose tokens ``fetch`` brings: launch the one after it first when every sequence will
+        still be running then, then read the tokens and push them."""
+        if all(len(s.tokens) + 1 < s.max_new_tokens for s in active):
+            top = max(s.next_position for s in active) + 1  # the next step feeds this position
+            if top < self.max_len:
+                kv_len = min(self.max_len, -(-(top + 1) // self.kv_block) * self.kv_block)
+                self._io[...] = self._io_next
+                if self._graph(("decode", kv_len), self._decode_fn(kv_len)):
+                    self._ahead = (sig, self._fetch())
+        self.steps += 1
+        self.max_active = max(self.max_active, len(active))
+        ids = fetch()
+        for s in active:
+            s._push(int(ids[s.slot]))
+        for s in active:
+            if s.done:
+                self.release(s)
+        return active
+
+    def _fetch(self):
+        """Start copying the step's argmax to the host; returns a function that waits for it (CUDA: into one of
+        two pinned buffers, the copy ordered on the stream before anything launched later)."""
+        if self.device.kind != "cuda":
+            ids = _host(self._next).copy()
+            return lambda: ids
+        import cupy
+        if self._pinned is None:
+            n = self.max_batch
+            mem = [cupy.cuda.alloc_pinned_memory(8 * n) for _ in range(2)]
+            self._pinned = [mem, [np.frombuffer(m, dtype=np.int64, count=n) for m in mem], 0]
+        k = self._pinned[2] = 1 - self._pinned[2]
+        buf = self._pinned[1][k]
+        self._next._data.get(out=buf, blocking=False)
+        ev = cupy.cuda.Event()
+        ev.record()
+
+        def wait():
+            ev.synchronize()
+            return buf.copy()
+        return wait
+
     def _choose(self, seqs, logits, nxt, rows=None):
         """Choose each sequence's next token from its row of logits (rows: their rows, default 0..n-1)."""
         rows = list(range(len(seqs))) if rows is None else rows
