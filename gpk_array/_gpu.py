@@ -5,6 +5,8 @@ gpk_array._kernels enter only with evidence from a GPU run (correct on a shape s
 benchmark), and gpk_array/_ops/nn.py looks here for fused ops by name (``linear``, ``layer_norm``, ...), falling
 back to plain CuPy code when a name is absent or returns None.
 
+- ``binary``, ``unary``, ``reduce``: the namespace's elementwise functions and sum/prod/max/min/mean/var/std of
+  arrays of at least OWN_KERNELS_MIN elements, through gpk_array._kernels.elementwise / reduction.
 - ``layer_norm``, ``add_layer_norm``: cuda/nn.cu (one block per row, fp32 statistics), for float32/float16/bfloat16.
 - ``scaled_dot_product_attention`` (no boolean mask): cuBLASLt GEMMs with float32 scores around a fused (causal)
   softmax kernel from cuda/nn.cu.

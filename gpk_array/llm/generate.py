@@ -65,19 +65,38 @@ class Sequence:
     ("stop": a stop token came (it is not kept), "length": max_new_tokens reached, "cancelled")."""
 
     def __init__(self, prompt, *, max_new_tokens=64, params=None, stop_tokens=(), tag=None):
-        self.prompt = [int(t) for t in prompt]
+        if isinstance(prompt, np.ndarray) and prompt.dtype.kind in "iu":  # one C conversion, not one per token
+            self._prompt_array = prompt.astype(np.int64).reshape(-1)
+            self.prompt = self._prompt_array.tolist()
+        else:
+            self.prompt = [int(t) for t in prompt]
+            self._prompt_array = None
         if not self.prompt:
             raise ValueError("a prompt needs at least one token")
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         self.max_new_tokens = max_new_tokens
         self.params = params or SamplingParams()
-        self.rng = np.random.default_rng(self.params.seed)
+        self._rng = None
         self.stop_tokens = frozenset(int(t) for t in stop_tokens)
         self.tokens = []
         self.finish_reason = None
         self.slot = None
         self.tag = tag  # anything the caller wants to find again
+
+    @property
+    def rng(self):
+        """The sampling generator, seeded from params.seed (made when first sampled from: greedy never does)."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(self.params.seed)
+        return self._rng
+
+    @property
+    def prompt_array(self):
+        """The prompt as an int64 NumPy array (made once)."""
+        if self._prompt_array is None:
+            self._prompt_array = np.array(self.prompt, dtype=np.int64)
+        return self._prompt_array
 
     @property
     def done(self):
@@ -147,7 +166,8 @@ class Engine:
             raise ValueError(f"prompt ({len(seq.prompt)} tokens) + max_new_tokens ({seq.max_new_tokens}) - 1 = {n} "
                              f"exceeds the context length {self.max_len}")
         v = self.model.config.vocab_size
-        if min(seq.prompt) < 0 or max(seq.prompt) >= v:
+        a = seq.prompt_array
+        if int(a.min()) < 0 or int(a.max()) >= v:
             raise ValueError(f"prompt token ids must be in [0, {v})")
 
     def add(self, seqs):
@@ -303,7 +323,7 @@ class Engine:
             T *= 2
         T = min(T, self.max_len)
         host = np.zeros(self.max_len + 2, dtype=np.int64)
-        host[:n] = seq.prompt
+        host[:n] = seq.prompt_array
         host[-2:] = seq.slot, n - 1
         _upload(self._p_io, host)
         tok = gp.reshape(self._p_io[:T], (1, T))
