@@ -46,7 +46,8 @@ def cmd_serve(args):
     device, dtype = _device_dtype(args)
     serve(args.model, host=args.host, port=args.port, device=device, dtype=dtype, max_batch=args.max_batch,
           max_queue=args.max_queue, max_len=args.max_len, model_name=args.model_name,
-          cuda_graphs=False if args.no_cuda_graphs else None, context_vram=args.context_vram)
+          cuda_graphs=False if args.no_cuda_graphs else None, context_vram=args.context_vram,
+          stream_interval=None if args.stream_interval_ms is None else args.stream_interval_ms / 1e3)
     return 0
 
 
@@ -85,6 +86,9 @@ def register(subparsers):
     s.add_argument("--context-vram", default=None,
                    help="run each model in its own guaranteed gpk_array.sched context of this size (e.g. 4GiB)")
     s.add_argument("--no-cuda-graphs", action="store_true", help="run decode steps without CUDA graphs")
+    s.add_argument("--stream-interval-ms", type=float, default=None,
+                   help="least time between two events of a stream after its first; tokens arriving in between "
+                        "go out together (default 5; 0: every step's tokens at once)")
     s.set_defaults(func=cmd_serve)
 
 

@@ -354,3 +354,24 @@ def test_serve_builds_one_app_for_several_model_directories(monkeypatch):
             serve([TINY], model_name=["x", "y"], device="cpu")
     finally:
         sched.shutdown()
+
+
+@pytest.mark.parametrize("interval", [0.0, 0.25])
+def test_stream_interval_gathers_tokens(model, tok, interval):
+    """After the first event, a stream sends at most one event per interval: the same text, in fewer events when
+    tokens come faster than that (each greedy step of the tiny model takes milliseconds)."""
+    app = create_app(model, tok, model_name=NAME, max_batch=2, max_queue=4, stream_interval=interval)
+    req = {"model": NAME, "prompt": "Hello, world", "max_tokens": 24, "temperature": 0, "stream": True,
+           "ignore_eos": True}
+    with ServerThread(app) as url, httpx.Client(base_url=url, timeout=TIMEOUT) as c:
+        t0 = time.perf_counter()
+        with c.stream("POST", "/v1/completions", json=req) as r:
+            chunks = events(r)
+        elapsed = time.perf_counter() - t0
+    text = "".join(ch["choices"][0]["text"] for ch in chunks)
+    assert text == tok.decode(generate(model, tok.encode("Hello, world"), max_new_tokens=24))
+    if interval:
+        assert len(chunks) <= 2 + elapsed / interval  # the first event, then at most one per interval
+        assert len(chunks) < 24 or elapsed > 20 * interval
+    else:
+        assert len(chunks) >= 8  # one event per step, but for what the tokenizer holds back (partial characters)
