@@ -25,6 +25,7 @@ back to plain CuPy code when a name is absent or returns None.
 import os
 
 from ._kernels import elementwise as _ew
+from ._kernels._common import dtype_code as _dtype_code
 from ._kernels import nn as _nn
 from ._kernels import reduction as _red
 from ._precision import tf32
@@ -33,9 +34,13 @@ from .sched._cuda import active_context
 # Arrays of at least this many elements take our elementwise and reduction kernels (gpk_array/_kernels/
 # elementwise.py, reduction.py): from there their GPU time, several times shorter than CuPy's for half precision
 # and about 1.6x for float32 (benchmarks/kernels_bench.py), outweighs their larger host time per call (ours
-# ~22 us, CuPy's ~13 us on the H200's host). GPK_OWN_KERNELS_MIN=0 routes every size (the GPU conformance run
-# does, to check them against the official suite).
+# ~22 us, CuPy's ~13 us on the H200's host). Reductions go there only where the H200 runs showed them faster than
+# what the namespace did before: var/std (CuPy's take several passes: 1.5x to 30x) and float16/bfloat16 (the
+# namespace converted them to float32 first); float32/float64/integer sum, max, min, mean stay on CuPy (ours:
+# 0.96x to 1.00x at 2^28 elements, slower below). GPK_OWN_KERNELS_MIN=0 routes every size and every op our kernels
+# cover, a checking mode (the GPU conformance run uses it to test them against the official suite).
 OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
+_REDUCE_ALWAYS = ("var", "std")
 
 
 def binary(bname, a, b):
@@ -55,8 +60,10 @@ def unary(bname, x):
 
 def reduce(op, x, axes, keepdims, ddof=0):
     """sum, prod, max, min, mean, var, std of a CuPy array over axes (None: all) through our kernels (float16 and
-    bfloat16 accumulate in float32, as the namespace's rule says), or None when not covered."""
+    bfloat16 accumulate in float32, as the namespace's rule says), or None where CuPy serves (see OWN_KERNELS_MIN)."""
     if not _red.supports(op, x.dtype):
+        return None
+    if OWN_KERNELS_MIN and op not in _REDUCE_ALWAYS and _dtype_code(x.dtype) not in ("f16", "bf16"):
         return None
     return _red.reduce(op, x, axis=axes, keepdims=keepdims, ddof=ddof)
 
