@@ -139,11 +139,11 @@ class Engine:
             cuda_graphs = CudaGraphs() if dev.kind == "cuda" else None
         self.graphs = cuda_graphs or None
         self.graph_error = None  # why capture was given up, if it was
+        self._ahead = None  # (active set, fetch): a decode step launched before its inputs reached the host
         if self.graphs is not None:  # the static buffers a captured step reads and writes
             self._logits = gp.zeros((max_batch, c.vocab_size), dtype=model.dtype, device=dev)
             self._next = gp.zeros((max_batch,), dtype=gp.int64, device=dev)
             self._io_next = gp.zeros((2, max_batch, 1), dtype=gp.int64, device=dev)  # the next step's inputs
-            self._ahead = None  # (active set, fetch): a decode step launched before its inputs reached the host
             self._pinned = None
             self._p_io = gp.zeros((self.max_len + 2,), dtype=gp.int64, device=dev)  # prefill: tokens, row, last
             self._p_logits = gp.zeros((1, c.vocab_size), dtype=model.dtype, device=dev)
@@ -179,6 +179,7 @@ class Engine:
             raise RuntimeError(f"{len(seqs)} sequences for {self.free} free slots")
         for s in seqs:
             self.check(s)
+        self._ahead = None  # the set of sequences changes (ids of gone sequences may be reused by new ones)
         free = [i for i, s in enumerate(self.slots) if s is None]
         for s, i in zip(seqs, free):
             s.slot, self.slots[i] = i, s
@@ -239,6 +240,7 @@ class Engine:
             seq.finish_reason = reason
         if seq.slot is not None and self.slots[seq.slot] is seq:
             self.slots[seq.slot] = None
+            self._ahead = None  # a step launched ahead was for the old set of sequences
         seq.slot = None
 
     # --- internals -------------------------------------------------------------------------------------

@@ -236,3 +236,27 @@ def test_graph_steps_replay_on_static_buffers(ref):
     assert all(r is None for r in reads)  # the cache is never gathered (decode attends it in kv_cache_attention)
     keys = set(engine.graphs.graphs)
     assert {("prefill", 16), ("prefill", 32), ("decode", 16), ("decode", 32), ("decode", 48)} <= keys
+
+
+def test_step_launched_ahead_is_dropped_when_the_set_changes(ref):
+    """A greedy step is launched before the tokens of the one before it are read; when a sequence stops (on a stop
+    token the host only sees afterwards) or another joins in its slot, that step is discarded, never reused for the
+    new set (whose sequences may even reuse the old ones' ids): the joiner gets its own tokens."""
+    m = model("cpu")
+    p0, p1 = ref["batch_prompt_0"].tolist(), ref["batch_prompt_1"].tolist()
+    want0 = generate(m, p0, max_new_tokens=20, cuda_graphs=False)
+    want1 = generate(m, p1, max_new_tokens=12, cuda_graphs=False)
+    engine = Engine(m, max_batch=2, max_len=64, cuda_graphs=ReplayGraphs(), kv_block=16)
+    a = Sequence(p0, max_new_tokens=20)
+    b = Sequence(p1, max_new_tokens=20, stop_tokens=[want1[5]])  # stops at its 6th token
+    engine.add([a, b])
+    while not b.done:
+        engine.step()
+        if not b.done:
+            assert engine._ahead is not None  # the next step is already on its way
+    assert engine._ahead is None and b.tokens == want1[:want1.index(want1[5])]
+    c = Sequence(p1, max_new_tokens=12)  # joins in b's slot
+    engine.add([c])
+    while engine.active:
+        engine.step()
+    assert a.tokens == want0 and c.tokens == want1
