@@ -7,6 +7,9 @@ can be recorded in a CUDA graph.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 import numpy as np
 
 from . import loader
@@ -20,6 +23,23 @@ ACTIVATION_CODES = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
 _SMEM = 48 * 1024              # dynamic shared memory a launch gets without opting in to more
 _MAX_LN_C = _SMEM // 4 - 32    # the row is staged in shared memory as float, plus 32 floats of reductions
 _MAX_KV = 8192                 # decode attention keeps one float score per slot in shared memory
+
+
+_CONSTANT_WEIGHTS = contextvars.ContextVar("gpk_constant_weights", default=False)
+
+
+@contextlib.contextmanager
+def constant_weights():
+    """Within this block the caller vouches that the weights handed to the GEMV kernels are written by no kernel
+    of the stream (a model's parameters): inside a CUDA graph a GEMV is then a programmatic dependent launch that
+    reads its weights before it waits for the kernel in front of it, overlapping that kernel's tail. Elsewhere the
+    GEMVs are ordinary launches (they start when the kernel before them has finished), since a weight might be
+    that kernel's output. (The other kernels here wait before their first read, so they are always PDL-safe.)"""
+    token = _CONSTANT_WEIGHTS.set(True)
+    try:
+        yield
+    finally:
+        _CONSTANT_WEIGHTS.reset(token)
 
 
 def variants() -> list[tuple[str, tuple]]:
@@ -181,7 +201,8 @@ def gemv(x, w, bias=None, activation=None):
         ks = _gemv_split(K, vec)
         fn = loader.get_function(NN_FILE, f"gpk_nn_gemv_{dt}")
         loader.launch(fn, -(-N // (4 // ks)), 128, (x, w, bias, y, np.int32(M), np.int32(N), np.int32(K),
-                                                     np.int32(ACTIVATION_CODES[activation]), np.int32(ks)), pdl=True)
+                                                     np.int32(ACTIVATION_CODES[activation]), np.int32(ks)),
+                      pdl=_CONSTANT_WEIGHTS.get())
     return y
 
 
@@ -223,5 +244,5 @@ def ln_gemv(x, residual, ln_weight, ln_bias, eps, w, bias=None, activation=None)
     loader.launch(fn, max(1, -(-N // (4 // ks))), 128,
                   (x, residual, None if residual is None else s, ln_weight, ln_bias, np.float32(eps), w, bias, y,
                    np.int32(M), np.int32(N), np.int32(K), np.int32(ACTIVATION_CODES[activation]), np.int32(ks)),
-                  shared_mem=(M * K + 32) * 4, pdl=True)
+                  shared_mem=(M * K + 32) * 4, pdl=_CONSTANT_WEIGHTS.get())
     return s, y

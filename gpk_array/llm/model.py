@@ -18,6 +18,7 @@ import numpy as np
 
 import gpk_array as gp
 
+from .._kernels.nn import constant_weights
 from .config import GPT2Config
 from .safetensors import SafeTensorsFile, save_file
 
@@ -232,10 +233,11 @@ class GPT2:
     def forward(self, tokens, positions=None, *, cache=None, rows=None, kv_len=None, last=None):
         """Logits for token ids ``tokens`` (B, T); see ``_forward``. A float32 model multiplies in full FP32
         (no TF32), as the reference implementation does, so its logits match it to float32 accuracy."""
-        if self.dtype == np.float32 and gp.get_float32_matmul_precision() != "highest":
-            with gp.float32_matmul_precision("highest"):
-                return self._forward(tokens, positions, cache=cache, rows=rows, kv_len=kv_len, last=last)
-        return self._forward(tokens, positions, cache=cache, rows=rows, kv_len=kv_len, last=last)
+        with constant_weights():  # its parameters are written by no kernel of a step (CUDA GEMVs may read ahead)
+            if self.dtype == np.float32 and gp.get_float32_matmul_precision() != "highest":
+                with gp.float32_matmul_precision("highest"):
+                    return self._forward(tokens, positions, cache=cache, rows=rows, kv_len=kv_len, last=last)
+            return self._forward(tokens, positions, cache=cache, rows=rows, kv_len=kv_len, last=last)
 
     def _forward(self, tokens, positions=None, *, cache=None, rows=None, kv_len=None, last=None):
         """Logits for token ids ``tokens`` (B, T).

@@ -59,7 +59,7 @@ def test_decode_chain_in_a_graph(dtype):
         assert int(cupy.asnumpy(out["idx"])[0]) == int(np.argmax(cupy.asnumpy(out["z"])[0]))
 
     s = cupy.cuda.Stream(non_blocking=True)
-    with s:
+    with s, nn.constant_weights():  # the weights are constant: the GEMVs may read them ahead (PDL)
         step()  # eager: ordinary launches (compiles, loads)
         s.synchronize()
         eager = {k: cupy.asnumpy(v) for k, v in out.items()}
@@ -86,3 +86,34 @@ def test_decode_chain_in_a_graph(dtype):
         s.synchronize()
         check(x, r)
     assert loader._pdl_enabled() == (int(loader.device_arch()) >= 90)
+
+
+def test_gemv_of_weights_made_in_the_graph():
+    """Outside nn.constant_weights() a GEMV's weights may be the output of the kernel just before it, in the same
+    graph: it must not read them before that kernel is done (new scales each replay, checked against NumPy)."""
+    import cupy
+    from gpk_array._kernels import nn
+    rng = np.random.default_rng(5)
+    w0 = cupy.asarray(rng.standard_normal((333, 768)).astype(np.float32))
+    x = cupy.asarray(rng.standard_normal((2, 768)).astype(np.float32))
+    scale = cupy.ones((333, 1), dtype=np.float32)
+    out = {}
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        w = w0 * scale
+        nn.gemv(x, w)
+        s.synchronize()
+        s.begin_capture()
+        try:
+            w = w0 * scale  # a CuPy kernel writing the weights ...
+            out["y"] = nn.gemv(x, w)  # ... that the GEMV right after it reads
+        finally:
+            graph = s.end_capture()
+    for k in (2.0, -3.0, 0.5):
+        scale.fill(k)
+        cupy.cuda.Device().synchronize()
+        graph.launch(stream=s)
+        s.synchronize()
+        want = cupy.asnumpy(x).astype(np.float64) @ (k * cupy.asnumpy(w0).astype(np.float64)).T
+        got = cupy.asnumpy(out["y"]).astype(np.float64)
+        assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
