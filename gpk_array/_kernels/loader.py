@@ -451,7 +451,7 @@ def launch(fn, grid, block, args, shared_mem: int = 0, pdl: bool = False) -> Non
     if isinstance(block, int):
         block = (block,)
     stream = cupy.cuda.get_current_stream()
-    if pdl and _pdl_enabled() and cupy.cuda.runtime.streamIsCapturing(stream.ptr):
+    if pdl and cupy.cuda.runtime.streamIsCapturing(stream.ptr) and _pdl_enabled():  # eager: one cheap query
         _launch_ex(fn, grid, block, args, shared_mem, stream.ptr)
         return
     fn(grid, block, args, shared_mem=shared_mem, stream=stream)

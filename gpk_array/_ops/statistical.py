@@ -34,8 +34,8 @@ def _accumulating(name):
         axes = None if axis is None else normalize_axes(axis, x.ndim)
         data = x._data
         dt = _sum_dtype(data.dtype, dtype)
-        if dt == _sum_dtype(data.dtype, None):  # our kernels give the default accumulator's result
-            r = _own(name, x, data, axes, keepdims)
+        if x._device is not CPU and (dtype is None or dt == _sum_dtype(data.dtype, None)):
+            r = _own(name, x, data, axes, keepdims)  # our kernels give the default accumulator's result
             if r is not None:
                 return r
         if dt == _dt.BF16 or data.dtype == _dt.BF16 or dt == _dt.F16:

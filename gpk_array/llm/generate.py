@@ -216,7 +216,7 @@ class Engine:
         for s in active:
             io[0, s.slot, 0] = s.tokens[-1]
             io[1, s.slot, 0] = s.next_position
-        kv_len = min(self.max_len, -(-(max(s.next_position for s in active) + 1) // self.kv_block) * self.kv_block)
+        kv_len = self._kv_len(max(s.next_position for s in active))
         _upload(self._io, io)
         tok, pos = self._io[0], self._io[1]
         if self.graphs is not None:
@@ -265,19 +265,27 @@ class Engine:
         if all(len(s.tokens) + 1 < s.max_new_tokens for s in active):
             top = max(s.next_position for s in active) + 1  # the next step feeds this position
             if top < self.max_len:
-                kv_len = min(self.max_len, -(-(top + 1) // self.kv_block) * self.kv_block)
+                kv_len = self._kv_len(top)
                 self._io[...] = self._io_next
                 if self._graph(("decode", kv_len), self._decode_fn(kv_len)):
                     self._ahead = (sig, self._fetch())
         self.steps += 1
         self.max_active = max(self.max_active, len(active))
         ids = fetch()
-        for s in active:
-            s._push(int(ids[s.slot]))
-        for s in active:
+        self._push_tokens(active, [ids[s.slot] for s in active])
+        return active
+
+    def _kv_len(self, top):
+        """Cache slots a decode step attends when the highest position it feeds is top: whole kv_blocks."""
+        return min(self.max_len, -(-(top + 1) // self.kv_block) * self.kv_block)
+
+    def _push_tokens(self, seqs, tokens):
+        """Append each sequence's chosen token, then free the slots of those that finished."""
+        for s, t in zip(seqs, tokens):
+            s._push(int(t))
+        for s in seqs:
             if s.done:
                 self.release(s)
-        return active
 
     def _fetch(self):
         """Start copying the step's argmax to the host; returns a function that waits for it (CUDA: into one of
@@ -305,18 +313,13 @@ class Engine:
         """Choose each sequence's next token from its row of logits (rows: their rows, default 0..n-1)."""
         rows = list(range(len(seqs))) if rows is None else rows
         if all(s.params.greedy for s in seqs):
-            ids = _host(nxt if nxt is not None else gp.argmax(logits, axis=-1))[rows]
-            for s, t in zip(seqs, ids):
-                s._push(int(t))
+            tokens = _host(nxt if nxt is not None else gp.argmax(logits, axis=-1))[rows]
         else:
             picked = logits if rows == list(range(logits.shape[0])) else gp.take(logits, gp.asarray(
                 np.array(rows), device=self.device), axis=0)
             host = _host(gp.astype(picked, gp.float32))
-            for s, row in zip(seqs, host):
-                s._push(sample(row, s.params, s.rng))
-        for s in seqs:
-            if s.done:
-                self.release(s)
+            tokens = [sample(row, s.params, s.rng) for s, row in zip(seqs, host)]
+        self._push_tokens(seqs, tokens)
 
     def _prefill_graph(self, seq):
         n = len(seq.prompt)
