@@ -575,7 +575,7 @@ class Context:
         self._destroyed = False
         self._lock = threading.Lock()
         self._alloc_lock = threading.RLock()
-        self._sessions = 0
+        self._entered = []  # one item per active ``with`` session (list append/pop: atomic, no lock)
         self._cpu_used = 0
         self._records = set()
         self._peak = 0
@@ -635,7 +635,10 @@ class Context:
     # entering ------------------------------------------------------------------------------------------------
 
     def __enter__(self):
-        self._check_alive()
+        # The hot path of every ``with ctx:`` (measured per call against a bare op: see benchmarks/sched_bench.py);
+        # no lock: the session count is a list whose append/pop are atomic.
+        if self._destroyed:
+            raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed")
         entry = _current.get()
         if entry is not None and entry[0].device != self.device:
             raise ValueError(
@@ -647,8 +650,7 @@ class Context:
             _cuda.activate(None if entry is None else entry[0])
             raise
         _current.set((self, entry))
-        with self._lock:
-            self._sessions += 1
+        self._entered.append(None)
         self._last_activity = _monotonic()
         return self
 
@@ -658,8 +660,7 @@ class Context:
             raise RuntimeError(f"scheduler context {self.name!r} exited out of order (not the current context)")
         parent = entry[1]
         _current.set(parent)
-        with self._lock:
-            self._sessions -= 1
+        self._entered.pop()
         _cuda.activate(None if parent is None else parent[0])
         return False
 
@@ -1157,7 +1158,7 @@ class Context:
                 "steps": self._steps,
                 "queued": self._queued,
                 "throttled_s": self._throttled_s,
-                "sessions": self._sessions,
+                "sessions": len(self._entered),
             }
         if self._cuda:
             used = self._pool.used_bytes()

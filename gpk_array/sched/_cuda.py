@@ -114,12 +114,26 @@ def active_context():
     return None if st is None else st[0]
 
 
+_api = None  # (getDevice, setDevice, get thread allocator, set thread allocator): CuPy's, looked up once
+_api_of = None  # the module _api was taken from (tests swap in a fake CuPy)
+
+
+def _cupy_api():
+    global _api, _api_of
+    cp = cupy()
+    if _api is None or _api_of is not cp:
+        rt, mem = cp.cuda.runtime, cp.cuda.memory
+        _api = (rt.getDevice, rt.setDevice, mem._get_thread_local_allocator, mem._set_thread_local_allocator)
+        _api_of = cp
+    return _api
+
+
 def activate(ctx):
     """Make ``ctx`` (a CUDA context or None) the one whose stream and pool this thread's CuPy calls use.
 
     The state saved on the way in is (previous device or None, the stream entered, the previous thread-local
-    allocator); CuPy's own calls are used directly (no context-manager objects), since this runs on every
-    ``with ctx:``.
+    allocator); CuPy's own calls are used directly (no context-manager objects, CuPy's functions looked up once),
+    since this runs on every ``with ctx:``.
     """
     st = _tls.active
     if ctx is not None and not ctx._cuda:
@@ -134,12 +148,10 @@ def activate(ctx):
         _restore(st)
     if ctx is None:
         return
-    cp = cupy()
-    rt = cp.cuda.runtime
-    mem = cp.cuda.memory
-    prev_dev = rt.getDevice()
+    get_device, set_device, get_alloc, set_alloc = _api if _api_of is _cupy else _cupy_api()
+    prev_dev = get_device()
     if prev_dev != ctx.device_id:
-        rt.setDevice(ctx.device_id)
+        set_device(ctx.device_id)
     else:
         prev_dev = None
     stream = ctx.stream
@@ -147,15 +159,15 @@ def activate(ctx):
     try:
         stream.__enter__()
         entered = True
-        prev_alloc = mem._get_thread_local_allocator()
-        mem._set_thread_local_allocator(ctx._allocator)
+        prev_alloc = get_alloc()
+        set_alloc(ctx._allocator)
     except BaseException:  # leave the thread as it was: stream popped, device back
         try:
             if entered:
                 stream.__exit__(None, None, None)
         finally:
             if prev_dev is not None:
-                rt.setDevice(prev_dev)
+                set_device(prev_dev)
         raise
     _tls.active = (ctx, prev_dev, stream, prev_alloc)
 
@@ -163,10 +175,10 @@ def activate(ctx):
 def _restore(st):
     """Undo what ``activate`` did for the state ``st`` (allocator, stream, device: the reverse order)."""
     _, prev_dev, stream, prev_alloc = st
-    cp = cupy()
-    cp.cuda.memory._set_thread_local_allocator(prev_alloc)
+    _, set_device, _, set_alloc = _api if _api_of is _cupy else _cupy_api()
+    set_alloc(prev_alloc)
     try:
         stream.__exit__(None, None, None)
     finally:
         if prev_dev is not None:
-            cp.cuda.runtime.setDevice(prev_dev)
+            set_device(prev_dev)

@@ -320,12 +320,14 @@ def test_a_failed_enter_leaves_the_enclosing_context_in_force(fake):
         return get()
     with g:
         memory._get_thread_local_allocator = broken
+        _cuda._api_of = None  # activate() looks CuPy's functions up once: make it see the broken one
         try:
             with pytest.raises(RuntimeError, match="allocator switch failed"):
                 with be:
                     pass
         finally:
             memory._get_thread_local_allocator = get
+            _cuda._api_of = None
         assert fake.get_current_stream() == g.stream  # g's stream and pool, not be's half-applied state
         p = malloc(fake, MiB)
         assert g.pool.used_bytes() == MiB and be.used_bytes() == 0
