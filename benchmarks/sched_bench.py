@@ -50,10 +50,12 @@ def _pct(values, q):
 # --- (a) isolation --------------------------------------------------------------------------------------------
 
 
-def _latency_loop(cp, stream, steps, warmup, graph=False):
+def _latency_loop(cp, stream, steps, warmup, graph=False, ctx=None):
     """Run the small-GEMM steps on the current stream; returns (host latencies s, gpu times s). graph=True: the
     step is recorded once in a CUDA graph (on a side stream, in the current context) and each step replays it on
-    ``stream``, as a latency-critical server runs its steps: then the step's time is the GPU's, not Python's."""
+    ``stream``, as a latency-critical server runs its steps: then the step's time is the GPU's, not Python's.
+    ``ctx``: the scheduler context the loop runs in; each step ends with ``ctx.pace()`` (outside the timed span),
+    the API by which a loop tells the scheduler it is busy (for a guaranteed context it records activity only)."""
     import gpk_array as gp
     m, k, n = SMALL
     a = gp.from_dlpack(cp.random.standard_normal((m, k), dtype=cp.float32).astype(cp.float16))
@@ -92,6 +94,8 @@ def _latency_loop(cp, stream, steps, warmup, graph=False):
         if i >= warmup:
             host.append(t1 - t0)
             gpu.append(cp.cuda.get_elapsed_time(start, end) / 1e3)
+        if ctx is not None:
+            ctx.pace()
     del keep, x
     return host, gpu
 
@@ -147,7 +151,7 @@ def _contended(cp, make_ctx, latency_ctx, steps, warmup, graph=False):
     try:
         if latency_ctx is not None:
             with latency_ctx:
-                host, gpu = _latency_loop(cp, latency_ctx.stream, steps, warmup, graph)
+                host, gpu = _latency_loop(cp, latency_ctx.stream, steps, warmup, graph, latency_ctx)
         else:
             host, gpu = _latency_loop(cp, cp.cuda.get_current_stream(), steps, warmup, graph)
     finally:
@@ -182,28 +186,44 @@ def bench_isolation(cp, steps=1000, warmup=50):
     return out
 
 
+# The scheduler's settings compared: the defaults (a best-effort context's kernels confined to a green context of
+# contention_sms SMs while the guaranteed one is busy, and paced to its contention share of the time), each
+# mechanism alone, and no scheduler at all.
+VARIANTS = {
+    "sched": {},
+    "sched_confined_only": {"contention_share": {"best_effort": 1.0}},
+    "sched_paced_only": {"contention_sms": 0},
+}
+
+
 def _isolation(cp, steps, warmup, graph):
     from gpk_array import sched
 
     out = {}
-
-    # with the scheduler
-    sched.shutdown()
-    sched.initialize(0)
-    try:
-        lat = sched.create_context("latency", 1024 * MiB, qos="guaranteed")
-        bes = [sched.create_context(f"batch{i}", 4096 * MiB, qos="best_effort") for i in range(2)]
-        with lat:
-            alone = _latency_loop(cp, lat.stream, steps, warmup, graph)
-        host, gpu, tflops = _contended(cp, lambda i: bes[i], lat, steps, warmup, graph)
-        res = {"alone": _summary(*alone), "contended": _summary(host, gpu), "best_effort_tflops": tflops,
-               "best_effort_throttled_s": [b.stats()["throttled_s"] for b in bes]}
-        res["p99_ratio"] = res["contended"]["p99_us"] / res["alone"]["p99_us"]
-        out["sched"] = res
-    finally:
+    alone = None
+    for variant, config in VARIANTS.items():
         sched.shutdown()
-    gc.collect()
-    cp.get_default_memory_pool().free_all_blocks()
+        sched.initialize(0, **config)
+        try:
+            lat = sched.create_context("latency", 1024 * MiB, qos="guaranteed")
+            bes = [sched.create_context(f"batch{i}", 4096 * MiB, qos="best_effort") for i in range(2)]
+            if alone is None:  # the guaranteed loop alone does not depend on the best-effort settings
+                with lat:
+                    alone = _summary(*_latency_loop(cp, lat.stream, steps, warmup, graph, lat))
+            host, gpu, tflops = _contended(cp, lambda i: bes[i], lat, steps, warmup, graph)
+            stats = [b.stats() for b in bes]
+            res = {"config": {k: v for k, v in config.items()}, "alone": alone, "contended": _summary(host, gpu),
+                   "best_effort_tflops": tflops,
+                   "best_effort_throttled_s": [st["throttled_s"] for st in stats],
+                   "best_effort_confined_steps": [st["confined_steps"] for st in stats],
+                   "best_effort_steps": [st["steps"] for st in stats],
+                   "confined_sms": max(st["confined_sms"] for st in stats)}
+            res["p99_ratio"] = res["contended"]["p99_us"] / alone["p99_us"]
+            out[variant] = res
+        finally:
+            sched.shutdown()
+        gc.collect()
+        cp.get_default_memory_pool().free_all_blocks()
 
     # without: everything on the default stream, no pacing
     alone = _latency_loop(cp, cp.cuda.get_current_stream(), steps, warmup, graph)
@@ -349,18 +369,23 @@ def _table(res):
     iso = res.get("isolation")
     if iso:
         lines.append(f"(a) isolation: {iso['small_gemm']} latency, contended by {iso['big_gemm']}")
-        lines.append(f"    {'step/mode':16} {'case':10} {'p50 us':>9} {'p99 us':>9} {'gpu p50':>9} {'p99/alone':>10} "
-                     f"{'BE TFLOP/s':>10}")
+        lines.append(f"    {'step/mode':32} {'case':10} {'p50 us':>9} {'p99 us':>9} {'gpu p50':>9} {'gpu p99':>9} "
+                     f"{'p99/alone':>10} {'BE TFLOP/s':>10} {'BE confined':>11}")
         for step in ("graph", "eager"):
-            for mode in ("sched", "no_sched"):
-                r = iso[step][mode]
+            for mode in (*VARIANTS, "no_sched"):
+                r = iso[step].get(mode)
+                if r is None:
+                    continue
                 for case in ("alone", "contended"):
                     s = r[case]
                     ratio = f"{r['p99_ratio']:.2f}" if case == "contended" else ""
                     tf = f"{r['best_effort_tflops']:.0f}" if case == "contended" else ""
+                    conf = ""
+                    if case == "contended" and "best_effort_steps" in r:
+                        conf = f"{sum(r['best_effort_confined_steps'])}/{sum(r['best_effort_steps'])}"
                     label = f"{step}/{mode}"
-                    lines.append(f"    {label:16} {case:10} {s['p50_us']:9.1f} {s['p99_us']:9.1f} "
-                                 f"{s['gpu_p50_us']:9.1f} {ratio:>10} {tf:>10}")
+                    lines.append(f"    {label:32} {case:10} {s['p50_us']:9.1f} {s['p99_us']:9.1f} "
+                                 f"{s['gpu_p50_us']:9.1f} {s['gpu_p99_us']:9.1f} {ratio:>10} {tf:>10} {conf:>11}")
     ovh = res.get("overhead")
     if ovh:
         lines.append(f"(b) overhead, host us per call ({ovh['op']}):")

@@ -196,6 +196,7 @@ class Scheduler:
         overcommit=1.5,
         wait_timeout=10.0,
         contention_share=None,
+        contention_sms=16,
         max_inflight=2,
         burst_s=0.02,
         activity_window_s=0.005,
@@ -220,6 +221,9 @@ class Scheduler:
         self.overcommit = float(overcommit)
         self.wait_timeout = wait_timeout
         self.contention_share = shares
+        if contention_sms is not None and int(contention_sms) < 0:
+            raise ValueError(f"contention_sms must be >= 0 or None, got {contention_sms!r}")
+        self.contention_sms = int(contention_sms or 0)
         self.max_inflight = int(max_inflight)
         self.burst_s = float(burst_s)
         self.activity_window_s = float(activity_window_s)
@@ -598,6 +602,9 @@ class Context:
         self.stream = None
         self.priority = None
         self._pool = None
+        self._full_stream = None  # CUDA: the context's own stream (every SM)
+        self._confined = None  # CUDA, paced: (green-context stream, its SMs, raw handle), made on first need
+        self._confined_steps = 0
         if self._cuda:
             cp = _cuda.cupy()
             least, greatest = _cuda.priority_range(self.device_id)
@@ -608,6 +615,7 @@ class Context:
             rt.setDevice(self.device_id)
             try:
                 self.stream = cp.cuda.Stream(non_blocking=True, priority=self.priority)
+                self._full_stream = self.stream
                 self._pool = cp.cuda.memory.SingleDeviceMemoryPool(self._device_alloc)
                 self._pool.set_limit(size=budget)
             finally:
@@ -918,14 +926,57 @@ class Context:
         return rate
 
     def _sm_target(self):
-        """SMs this context's GEMMs should plan for (gpk_array's cuBLASLt path): 0 (all) at full rate, else the
-        context's current share of the device's SMs, leaving the others to higher tiers and concurrent streams."""
+        """SMs this context's GEMMs should plan for (gpk_array's cuBLASLt path): 0 (all) at full rate, the SMs of
+        its confined stream while on it, else the context's current share of the device's SMs, leaving the others
+        to higher tiers and concurrent streams."""
         if not self._paced:
             return 0
+        conf = self._confined
+        if conf and self.stream is conf[0]:
+            return conf[1]
         rate = self._rate()
         if rate >= 1.0:
             return 0
         return max(1, int(_cuda.sm_count(self.device_id) * rate))
+
+    def _place(self):
+        """CUDA, paced: the next step runs on the confined stream (a green context of ``contention_sms`` SMs) while
+        a higher tier is busy, on the context's own stream otherwise. Called at step boundaries (pace, launch)."""
+        sms = self._sched.contention_sms
+        if not (sms and self._cuda and self._paced):
+            return
+        if self._sched._higher_tier_busy(self):
+            conf = self._confined
+            if conf is None:
+                try:
+                    conf = self._confined = _cuda.green_stream(self.device_id, sms, self.priority)
+                except _cuda.GreenContextError:
+                    conf = self._confined = False  # not supported here: stay on the own stream, stop asking
+            if not conf:
+                return
+            target = conf[0]
+            self._confined_steps += 1
+        else:
+            target = self._full_stream
+        if target is not self.stream:
+            self._move_to(target)
+
+    def _move_to(self, new):
+        """Make ``new`` the context's stream, ordered after everything queued on the old one. Only while the context
+        is entered by at most this thread (or not at all): sessions elsewhere keep one stream order."""
+        entered = len(self._entered)
+        here = _cuda.active_context() is self
+        if entered > 1 or (entered == 1 and not here):
+            return
+        old = self.stream
+        cp = _cuda.cupy()
+        with _on_device(self.device_id):
+            ev = cp.cuda.Event(disable_timing=True)
+            ev.record(old)
+            new.wait_event(ev)
+        if here and not _cuda.swap_stream(self, old, new):
+            return  # the thread runs a stream of its own inside the context (``with cupy.cuda.Stream():``)
+        self.stream = new
 
     def _charge(self, seconds):
         self._bucket.charge(seconds)
@@ -1051,6 +1102,7 @@ class Context:
         self._step_boundary()
         self._throttle()
         if self._paced:
+            self._place()
             self._open_step()
 
     async def pace_async(self):
@@ -1059,6 +1111,7 @@ class Context:
         self._step_boundary()
         await self._throttle_async()
         if self._paced:
+            self._place()
             self._open_step()
 
     def _launch_now(self, fn, args, kwargs):
@@ -1087,6 +1140,7 @@ class Context:
         """Wait for pacing, then call ``fn(*args, **kwargs)`` inside the context; returns its result."""
         self._check_alive()
         self._throttle()
+        self._place()
         return self._launch_now(fn, args, kwargs)
 
     async def run(self, fn, *args, **kwargs):
@@ -1095,6 +1149,7 @@ class Context:
         _aio.install_task_factory()
         await self._throttle_async()
         self._check_alive()
+        self._place()
         return self._launch_now(fn, args, kwargs)
 
     # synchronization ----------------------------------------------------------------------------------------
@@ -1159,6 +1214,8 @@ class Context:
                 "queued": self._queued,
                 "throttled_s": self._throttled_s,
                 "sessions": len(self._entered),
+                "confined_steps": self._confined_steps,
+                "confined_sms": self._confined[1] if self._confined else 0,
             }
         if self._cuda:
             used = self._pool.used_bytes()
@@ -1257,7 +1314,9 @@ def initialize(device=0, total_vram_budget=None, **config):
     ``device``: 0, "cuda:N", "cpu". ``total_vram_budget``: bytes (or "40GiB") the scheduler may hand out on that
     device (default: CUDA: whatever the driver reports free at each decision; CPU: available physical memory).
     Keyword settings: ``overcommit`` (1.5), ``wait_timeout`` (10 s, best-effort memory waits), ``contention_share``
-    (``{"burstable": 0.5, "best_effort": 0.25}``), ``max_inflight`` (2), ``burst_s`` (0.02),
+    (``{"burstable": 0.5, "best_effort": 0.25}``), ``contention_sms`` (16: CUDA SMs a paced context's kernels are
+    confined to, through a green-context stream, while a higher tier is busy; 0 or None: no confinement),
+    ``max_inflight`` (2), ``burst_s`` (0.02),
     ``activity_window_s`` (0.005). Calling it again for the same device reconfigures it if it has no live
     contexts or partitions, and raises RuntimeError otherwise. The device becomes the default for
     :func:`create_context`.
@@ -1460,7 +1519,14 @@ def destroy_context(name_or_ctx):
             pass
     if ctx._cuda:
         with _on_device(ctx.device_id):
-            ctx.stream.synchronize()
+            conf = ctx._confined
+            for stream in (ctx._full_stream, conf[0] if conf else None):
+                if stream is not None:
+                    stream.synchronize()
+            if conf:
+                ctx.stream = ctx._full_stream
+                ctx._confined = None
+                _cuda.destroy_stream(conf[2])
             ctx._note_peak()
             ctx._pool.free_all_blocks()
             ctx._pending.clear()

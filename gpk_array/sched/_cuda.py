@@ -141,7 +141,7 @@ def activate(ctx):
     if st is None:
         if ctx is None:
             return
-    elif st[0] is ctx:
+    elif st[0] is ctx and st[2] is ctx.stream:
         return
     if st is not None:
         _tls.active = None
@@ -182,3 +182,116 @@ def _restore(st):
     finally:
         if prev_dev is not None:
             set_device(prev_dev)
+
+def swap_stream(ctx, old, new):
+    """Point this thread's CuPy current stream from ``old`` to ``new`` for ``ctx`` (entered here, its stream on top
+    of CuPy's stack); False, changing nothing, when the thread's state is not exactly that."""
+    st = _tls.active
+    if st is None or st[0] is not ctx or st[2] is not old or cupy().cuda.get_current_stream() != old:
+        return False
+    old.__exit__(None, None, None)
+    new.__enter__()
+    _tls.active = (ctx, st[1], new, st[3])
+    return True
+
+
+# --- green contexts: streams confined to a subset of the SMs ------------------------------------------------------
+#
+# A green context (CUDA 12.4+ driver) owns a partition of the device's SMs; kernels launched into one of its
+# streams run only on those SMs, whoever launches them (CuPy, cuBLAS, gpk_array's kernels: all load their code in
+# the primary context, which green-context streams share, as measured on the H200). The scheduler gives a paced
+# context such a stream while a higher tier is busy, so its kernels cannot occupy the SMs the higher tier needs.
+
+_CU_DEV_RESOURCE_TYPE_SM = 1
+_CU_GREEN_CTX_DEFAULT_STREAM = 0x1
+_CU_STREAM_NON_BLOCKING = 0x1
+_green_lock = threading.Lock()
+_green = {}  # (device_id, requested SMs) -> (green context handle, SMs it got)
+_driver = None
+
+
+class GreenContextError(RuntimeError):
+    """The driver cannot make green contexts (too old, or the call failed)."""
+
+
+def _cuda_driver():
+    import ctypes  # noqa: PLC0415
+
+    global _driver
+    if _driver is None:
+        class Resource(ctypes.Structure):  # CUdevResource (RESOURCE_ABI_VERSION 1): type, padding, SM union
+            _fields_ = [("type", ctypes.c_int), ("_pad", ctypes.c_ubyte * 92), ("sm_count", ctypes.c_uint),
+                        ("min_partition", ctypes.c_uint), ("coscheduled_alignment", ctypes.c_uint),
+                        ("_rest", ctypes.c_ubyte * 36)]
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            for name in ("cuDeviceGet", "cuDeviceGetDevResource", "cuDevSmResourceSplitByCount",
+                         "cuDevResourceGenerateDesc", "cuGreenCtxCreate", "cuGreenCtxStreamCreate",
+                         "cuStreamDestroy_v2"):
+                getattr(lib, name).restype = ctypes.c_int
+        except (OSError, AttributeError) as e:
+            raise GreenContextError(f"the CUDA driver has no green-context API: {e}") from None
+        _driver = (lib, Resource, ctypes)
+    return _driver
+
+
+def _check(rc, what):
+    if rc != 0:
+        raise GreenContextError(f"{what} failed: CUresult {rc}")
+
+
+def _green_context(device_id, n_sms):
+    """The (cached) green context of ``n_sms`` SMs (rounded up by the driver to its partition granularity)."""
+    key = (device_id, n_sms)
+    with _green_lock:
+        hit = _green.get(key)
+        if hit is not None:
+            return hit
+        lib, Resource, ct = _cuda_driver()  # (the caller's CuPy stream already made the primary context)
+        dev = ct.c_int()
+        _check(lib.cuDeviceGet(ct.byref(dev), device_id), "cuDeviceGet")
+        whole, group, rest = Resource(), Resource(), Resource()
+        _check(lib.cuDeviceGetDevResource(dev, ct.byref(whole), _CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource")
+        if n_sms >= whole.sm_count:
+            raise GreenContextError(f"cannot confine to {n_sms} of the device's {whole.sm_count} SMs")
+        groups = ct.c_uint(1)
+        _check(lib.cuDevSmResourceSplitByCount(ct.byref(group), ct.byref(groups), ct.byref(whole), ct.byref(rest), 0,
+                                               max(1, n_sms)), "cuDevSmResourceSplitByCount")
+        desc = ct.c_void_p()
+        _check(lib.cuDevResourceGenerateDesc(ct.byref(desc), ct.byref(group), 1), "cuDevResourceGenerateDesc")
+        handle = ct.c_void_p()
+        _check(lib.cuGreenCtxCreate(ct.byref(handle), desc, dev, _CU_GREEN_CTX_DEFAULT_STREAM), "cuGreenCtxCreate")
+        _green[key] = (handle.value, int(group.sm_count))
+        return _green[key]
+
+
+def green_stream(device_id, n_sms, priority):
+    """A new non-blocking stream on ``n_sms`` SMs of the device: ``(cupy ExternalStream, SMs, raw handle)``.
+
+    Raises GreenContextError when the driver cannot make one (the caller then keeps its ordinary stream)."""
+    lib, _, ct = _cuda_driver()
+    handle, sms = _green_context(device_id, n_sms)
+    raw = ct.c_void_p()
+    _check(lib.cuGreenCtxStreamCreate(ct.byref(raw), ct.c_void_p(handle), _CU_STREAM_NON_BLOCKING, int(priority)),
+           "cuGreenCtxStreamCreate")
+    return cupy().cuda.ExternalStream(raw.value, device_id), sms, raw.value
+
+
+def destroy_stream(raw):
+    """Destroy a stream made by :func:`green_stream` (after its work is done)."""
+    lib, _, ct = _cuda_driver()
+    lib.cuStreamDestroy_v2(ct.c_void_p(raw))
+
+
+def stream_sm_count(stream_ptr):
+    """SMs of the green context a stream belongs to, as the driver reports them; None for an ordinary stream."""
+    lib, Resource, ct = _cuda_driver()
+    green = ct.c_void_p()
+    lib.cuStreamGetGreenCtx.restype = ct.c_int
+    lib.cuGreenCtxGetDevResource.restype = ct.c_int
+    _check(lib.cuStreamGetGreenCtx(ct.c_void_p(stream_ptr), ct.byref(green)), "cuStreamGetGreenCtx")
+    if not green.value:
+        return None
+    res = Resource()
+    _check(lib.cuGreenCtxGetDevResource(green, ct.byref(res), _CU_DEV_RESOURCE_TYPE_SM), "cuGreenCtxGetDevResource")
+    return int(res.sm_count)

@@ -87,6 +87,10 @@ class FakeCupy:
             def synchronize(self):
                 time.sleep(max(0.0, self.busy_until - time.monotonic()))
 
+            def wait_event(self, event):
+                self.waited = getattr(self, "waited", []) + [event]
+                self.busy_until = max(self.busy_until, event.t or 0.0)
+
         self.null = Stream(null=True)
 
         class Event:
@@ -619,3 +623,91 @@ def test_threads_sharing_one_context_never_exceed_its_budget(fake):
     assert not any(t.is_alive() for t in threads)
     assert not errors, errors
     assert over == []
+
+
+@pytest.fixture
+def green(fake, monkeypatch):
+    """Green-context streams faked: ordinary fake streams, recorded; their destruction recorded."""
+    made, destroyed = [], []
+
+    def green_stream(device_id, n_sms, priority):
+        st = fake.cuda.Stream(non_blocking=True, priority=priority)
+        made.append((st, n_sms, priority))
+        return st, n_sms, 1000 + len(made)
+
+    monkeypatch.setattr(_cuda, "green_stream", green_stream)
+    monkeypatch.setattr(_cuda, "destroy_stream", destroyed.append)
+    return made, destroyed
+
+
+def test_paced_context_runs_confined_while_a_higher_tier_is_busy(fake, green):
+    made, destroyed = green
+    sched.initialize(0, contention_sms=24, activity_window_s=0.002)
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    own = be.stream
+    with be:
+        be.pace()  # nothing above it is busy: its own stream
+        assert be.stream is own and fake.get_current_stream() is own and not made
+        with g:  # a guaranteed step in flight (another thread's, in a real program)
+            pass
+        be.pace()
+        confined, sms, prio = made[0]
+        assert (sms, prio) == (24, be.priority)
+        assert be.stream is confined and fake.get_current_stream() is confined  # CuPy launches go there now
+        assert len(confined.waited) == 1  # ordered after what the own stream had queued
+        assert be._sm_target() == 24  # its GEMMs plan for the SMs it has
+        assert be.stats()["confined_sms"] == 24 and be.stats()["confined_steps"] == 1
+        time.sleep(0.01)  # the guaranteed context went quiet
+        be.pace()
+        assert be.stream is own and fake.get_current_stream() is own
+        assert len(made) == 1  # the confined stream is kept for the next busy period
+    assert fake.get_current_stream() is fake.null
+    g2 = sched.create_context("g2", 64 * MiB)
+    with g2:
+        be.launch(lambda: None)  # launch() places too
+    assert be.stream is made[0][0]
+    sched.destroy_context(be)
+    assert destroyed == [1001]
+
+
+def test_confinement_keeps_one_stream_order_for_shared_sessions(fake, green):
+    made, _ = green
+    sched.initialize(0, contention_sms=16)
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    own = be.stream
+    with g:
+        with be:
+            with be:  # entered twice (two sessions share its stream): no move
+                be.pace()
+                assert be.stream is own
+            with fake.cuda.Stream(non_blocking=True) as mine:  # the user's own stream inside the context
+                be.pace()
+                assert be.stream is own and fake.get_current_stream() is mine
+            be.pace()
+            assert be.stream is made[-1][0]
+
+
+def test_no_confinement_when_disabled_or_unsupported(fake, monkeypatch):
+    sched.initialize(0, contention_sms=0)
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    with g:
+        be.pace()
+    assert be.stream is be._full_stream
+    sched.shutdown()
+
+    def unsupported(*a):
+        raise _cuda.GreenContextError("no green contexts here")
+
+    monkeypatch.setattr(_cuda, "green_stream", unsupported)
+    sched.initialize(0)
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    with g:
+        be.pace()
+        be.pace()
+    assert be.stream is be._full_stream and be._confined is False
+    with pytest.raises(ValueError):
+        sched.initialize(0, contention_sms=-1)

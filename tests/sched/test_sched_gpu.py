@@ -314,3 +314,56 @@ def test_best_effort_bandwidth_caps_device_time(gpu, cp):
     assert charged > 0
     assert charged <= 0.25 * wall + 0.05, (charged, wall)
     assert be.stats()["throttled_s"] > 0
+
+
+def test_paced_context_is_confined_to_a_green_context_while_a_higher_tier_is_busy(cp):
+    """A best-effort context's steps move to a stream of a green context (its SMs only) while a guaranteed context
+    is busy, in stream order with what came before, and back once it is quiet; every kind of kernel (CuPy's, cuBLAS
+    via CuPy, gpk_array's own and its cuBLASLt GEMM) gives the same values there."""
+    import gpk_array as gp
+    from gpk_array.sched import _cuda
+
+    sched.shutdown()
+    sched.initialize(0, contention_sms=16, activity_window_s=0.05)
+    try:
+        g = sched.create_context("g", 256 * MiB)
+        be = sched.create_context("be", 1024 * MiB, qos="best_effort")
+        own = be.stream
+        assert _cuda.stream_sm_count(own.ptr) is None
+        rng = np.random.default_rng(0)
+        a_host = rng.standard_normal((1024, 768)).astype(np.float16)
+        w_host = (rng.standard_normal((768, 512)) / 28).astype(np.float16)
+        with be:
+            x = cp.ones(1 << 24, dtype=cp.float32)
+            for _ in range(20):  # queue work on the own stream that the confined one must wait for
+                x = x * 1.0001
+            with g:
+                pass
+            be.pace()
+            confined = be.stream
+            assert confined is not own and cp.cuda.get_current_stream() == confined
+            sms = _cuda.stream_sm_count(confined.ptr)
+            assert sms is not None and 16 <= sms < _cuda.sm_count(0)
+            assert be.stats()["confined_sms"] == sms and be._sm_target() == sms
+            y = float(x[12345].get(stream=confined))  # read on the confined stream: the own stream's work is done
+            assert y == pytest.approx(1.0001 ** 20, rel=1e-6)
+            a = gp.asarray(a_host, device="cuda:0")
+            w = gp.asarray(w_host, device="cuda:0")
+            got = gp.matmul(a, w)
+            e = gp.exp(gp.asarray(np.linspace(-3, 3, 1 << 20, dtype=np.float32), device="cuda:0"))
+            c = cp.asarray(a_host) @ cp.asarray(w_host)
+            confined.synchronize()
+            want = a_host.astype(np.float64) @ w_host.astype(np.float64)
+            np.testing.assert_allclose(np.asarray(got.to_device("cpu")).astype(np.float64), want, rtol=0, atol=5e-2)
+            np.testing.assert_allclose(cp.asnumpy(c).astype(np.float64), want, rtol=0, atol=5e-2)
+            np.testing.assert_allclose(np.asarray(e.to_device("cpu")),
+                                       np.exp(np.linspace(-3, 3, 1 << 20, dtype=np.float32)), rtol=2e-6)
+            g.wait_idle()
+            time.sleep(0.2)  # the guaranteed context is quiet
+            be.pace()
+            assert be.stream is own and cp.cuda.get_current_stream() == own
+        sched.destroy_context(be)
+    finally:
+        sched.shutdown()
+        gc.collect()
+        cp.get_default_memory_pool().free_all_blocks()
