@@ -193,6 +193,7 @@ VARIANTS = {
     "sched": {},
     "sched_confined_only": {"contention_share": {"best_effort": 1.0}},
     "sched_paced_only": {"contention_sms": 0},
+    "sched_confined8_only": {"contention_sms": 8, "contention_share": {"best_effort": 1.0}},
 }
 
 
@@ -252,15 +253,21 @@ def bench_overhead(cp, n=20000):
         def add1():
             return x + 1
 
-        def timed(fn):
-            fn()  # warm up (kernel compile, pool)
+        def timed(fn, rounds=7, calls=n):
+            """Best of several rounds, the cases interleaved (see below): host time per call drifts by tens of
+            percent between moments on a shared machine, so one long round per case is not comparable."""
+            for _ in range(200):
+                fn()  # warm up (kernel compile, pool)
             cp.cuda.runtime.deviceSynchronize()
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            t = (time.perf_counter() - t0) / n
-            cp.cuda.runtime.deviceSynchronize()
-            return t * 1e6
+            best = float("inf")
+            per = max(1, calls // rounds)
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                for _ in range(per):
+                    fn()
+                best = min(best, (time.perf_counter() - t0) / per)
+                cp.cuda.runtime.deviceSynchronize()
+            return best * 1e6
 
         def outside():
             x + 1
@@ -273,14 +280,28 @@ def bench_overhead(cp, n=20000):
             with g:
                 x + 1
 
+        def inside():
+            with g:
+                for _ in range(50):
+                    x + 1
+
         res = {"op": "x + 1 on 1024 float32", "calls": n}
-        res["outside_us"] = timed(outside)
-        with g:
-            res["inside_entered_us"] = timed(outside)
-        res["enter_exit_only_us"] = timed(enter_only)
-        res["enter_and_op_us"] = timed(enter_each)
+        samples = {k: [] for k in ("outside_us", "inside_entered_us", "enter_exit_only_us", "enter_and_op_us")}
+        for _ in range(3):  # interleaved: each case measured in the same stretches of time as the others
+            samples["outside_us"].append(timed(outside))
+            samples["inside_entered_us"].append(timed(inside, calls=n // 50) / 50)
+            samples["enter_exit_only_us"].append(timed(enter_only))
+            samples["enter_and_op_us"].append(timed(enter_each))
+        res.update({k: min(v) for k, v in samples.items()})
         res["launch_guaranteed_us"] = timed(lambda: g.launch(add1))
         res["launch_best_effort_paced_us"] = timed(lambda: be.launch(add1))
+        own = cp.cuda.Stream(non_blocking=True)
+
+        def cupy_stream_and_op():  # CuPy's own floor: switching to a stream of one's own for one op
+            with own:
+                x + 1
+        res["cupy_stream_enter_and_op_us"] = min(timed(cupy_stream_and_op) for _ in range(3))
+        res["cupy_stream_overhead_us"] = res["cupy_stream_enter_and_op_us"] - res["outside_us"]
         res["enter_overhead_us"] = res["enter_and_op_us"] - res["outside_us"]
         res["inside_overhead_us"] = res["inside_entered_us"] - res["outside_us"]
         return res
@@ -390,6 +411,7 @@ def _table(res):
     if ovh:
         lines.append(f"(b) overhead, host us per call ({ovh['op']}):")
         for key in ("outside_us", "inside_entered_us", "enter_exit_only_us", "enter_and_op_us",
+                    "enter_overhead_us", "cupy_stream_enter_and_op_us", "cupy_stream_overhead_us",
                     "launch_guaranteed_us", "launch_best_effort_paced_us"):
             lines.append(f"    {key:32} {ovh[key]:8.2f}")
     st = res.get("stress")
@@ -412,7 +434,7 @@ def run(quick=False):
     props = cp.cuda.runtime.getDeviceProperties(0)
     name = props["name"]
     res = {"device": name.decode() if isinstance(name, bytes) else str(name)}
-    res["isolation"] = bench_isolation(cp, steps=200 if quick else 1000, warmup=20 if quick else 50)
+    res["isolation"] = bench_isolation(cp, steps=200 if quick else 4000, warmup=20 if quick else 50)
     res["overhead"] = bench_overhead(cp, n=3000 if quick else 20000)
     res["stress"] = bench_stress(cp, sequences=1000)
     print(_table(res))
