@@ -415,7 +415,10 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
         else:
             if len(_plans) >= _MAX_CACHE:
                 clear_cache()
-            tune = AUTOTUNE_ALGOS > 1 and not cupy.cuda.runtime.streamIsCapturing(stream)
+            # Not for a plan made for a scheduler's SM share (sm_target): a paced context plans while a higher tier
+            # runs, where timings are noise, and timing 8 candidates of a large GEMM on a few SMs would stall its
+            # step (and this lock) for up to a second, as measured on the H200.
+            tune = AUTOTUNE_ALGOS > 1 and not sm_target and not cupy.cuda.runtime.streamIsCapturing(stream)
             e = _build(lib, handle, plan, types, epilogue, pbias, aligns, sm_target, AUTOTUNE_ALGOS if tune else 1)
             if e is not None and len(e.candidates) > 1:
                 _autotune(lib, handle, e, pa, pb, out, pbias, ws.ptr, stream)
