@@ -3,7 +3,10 @@
 A context owns a budget, and on CUDA a stream (its priority from the QoS tier) and a memory pool; code inside
 ``with ctx:`` / ``async with ctx:`` allocates from that pool and launches on that stream. Admission control runs
 when contexts and partitions are created and at each request, against the device's real free memory and the
-reservations already made. Awaiting GPU work polls CUDA events without blocking the event loop.
+reservations already made. Awaiting GPU work polls CUDA events without blocking the event loop. While a higher
+tier is busy, a paced (burstable / best-effort) context is slowed to its contention share of device time and, on
+CUDA, its steps run on a stream of a green context: a partition of ``contention_sms`` SMs (default 16) that its
+kernels, CuPy's and cuBLAS's included, cannot leave (``sched.initialize(..., contention_sms=0)`` turns that off).
 
     from gpk_array import sched
     sched.initialize("cuda:0")
