@@ -117,3 +117,68 @@ def test_gemv_of_weights_made_in_the_graph():
         want = cupy.asnumpy(x).astype(np.float64) @ (k * cupy.asnumpy(w0).astype(np.float64)).T
         got = cupy.asnumpy(out["y"]).astype(np.float64)
         assert np.abs(got - want).max() <= 1e-4 * np.abs(want).max()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_gemv_kn_against_float64(dtype):
+    """x (M <= 8, K) @ w (K, N), w row-major or a column slice of a wider matrix: the split-K GEMV against NumPy in
+    float64 of the same rounded inputs; odd sizes, tails narrower than a 16-byte load, one chunk and many."""
+    import cupy
+
+    import gpk_array  # noqa: F401 (registers bfloat16 with NumPy)
+    from gpk_array._kernels import nn
+
+    rng = np.random.default_rng(1)
+    tol = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
+    cases = [(1, 768, 3072), (8, 768, 3072), (3, 3072, 768), (2, 7, 5), (1, 1, 1), (5, 1000, 1000),
+             (8, 64, 2304), (1, 4096, 8), (4, 33, 129)]
+    for m, k, n in cases:
+        for slice_cols in (False, True):
+            wide = n + 24 if slice_cols else n  # keeps rows 16-byte aligned for every dtype (24 * 2 = 48 bytes)
+            xh = rng.standard_normal((m, k)).astype(np.float32)
+            wh = (rng.standard_normal((k, wide)) / np.sqrt(k)).astype(np.float32)
+            xg = cupy.asarray(xh).astype(dtype)
+            wg = cupy.asarray(wh).astype(dtype)[:, :n]
+            if (wg.strides[0] % 16) or wg.data.ptr % 16:
+                continue
+            y = nn.gemv_kn(xg, wg)
+            assert y is not None, (m, k, n, slice_cols)
+            assert y.dtype == xg.dtype and y.shape == (m, n)
+            want = cupy.asnumpy(xg).astype(np.float64) @ cupy.asnumpy(wg).astype(np.float64)
+            got = cupy.asnumpy(y).astype(np.float64)
+            scale = max(1.0, float(np.abs(want).max()))
+            assert np.abs(got - want).max() <= tol * scale * max(1.0, np.sqrt(k) / 8), (dtype, m, k, n, slice_cols)
+
+
+def test_gemv_kn_declines_what_it_does_not_cover():
+    import cupy
+
+    from gpk_array._kernels import nn
+
+    x = cupy.ones((9, 16), cupy.float16)
+    w = cupy.ones((16, 32), cupy.float16)
+    assert nn.gemv_kn(x, w) is None  # more than 8 rows
+    assert nn.gemv_kn(x[:2], w.astype(cupy.float32)) is None  # dtypes differ
+    assert nn.gemv_kn(x[:2], cupy.asfortranarray(w)) is None  # columns not contiguous
+    assert nn.gemv_kn(x[:2, ::2], w[:8]) is None  # x not contiguous
+    assert nn.gemv_kn(cupy.ones((2, 16), cupy.float64), cupy.ones((16, 32), cupy.float64)) is None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_namespace_matmul_of_a_few_rows(dtype):
+    """gpk_array.matmul with up to 8 rows (and vector @ matrix) takes the GEMV; equal to NumPy within tolerance."""
+    import gpk_array as gp
+
+    rng = np.random.default_rng(2)
+    tol = {"float32": 1e-5, "float16": 3e-3, "bfloat16": 2e-2}[dtype]
+    for shape_a, shape_b in [((1, 768), (768, 3072)), ((8, 768), (768, 2304)), ((768,), (768, 768)),
+                             ((3, 100), (100, 37))]:
+        ah = rng.standard_normal(shape_a).astype(np.float32)
+        bh = (rng.standard_normal(shape_b) / np.sqrt(shape_b[0])).astype(np.float32)
+        a = gp.astype(gp.asarray(ah, device="cuda:0"), getattr(gp, dtype))
+        b = gp.astype(gp.asarray(bh, device="cuda:0"), getattr(gp, dtype))
+        y = a @ b
+        want = np.asarray(gp.astype(a, gp.float64).to_device("cpu")) @ np.asarray(gp.astype(b, gp.float64).to_device("cpu"))
+        assert y.shape == want.shape and y.dtype == a.dtype
+        got = np.asarray(gp.astype(y, gp.float64).to_device("cpu"))
+        np.testing.assert_allclose(got, want, rtol=0, atol=tol * max(1.0, float(np.abs(want).max())))
