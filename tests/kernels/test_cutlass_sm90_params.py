@@ -89,9 +89,9 @@ def test_params_bytes_match_cutlass_to_underlying_arguments(entry):
         la, enc = _build(entry, g["case"])
         gold = bytes.fromhex(g["hex"])
         assert len(la.params) == len(gold)
-        diff = [i for i in range(len(gold)) if i not in pad and gold[i] != la.params[i]]
-        assert not diff, (g["case"], diff[:16])
-        assert all(la.params[i] == 0 for i in pad)      # padding left zero
+        diff = [i for i in range(len(gold)) if gold[i] != la.params[i]]
+        assert not diff, (g["case"], diff[:16])         # every byte (padding: zero in both)
+        assert all(la.params[i] == 0 for i in pad)
         assert enc.calls == g["encodes"], g["case"]      # exactly CUTLASS's encode arguments, in order
         assert list(la.grid) == g["grid"], g["case"]
         assert la.block == (384, 1, 1) and la.cluster == (1, 1, 1)
@@ -275,3 +275,51 @@ def kernel_params(cubin: bytes, kernel: str):
         else:                      # EIFMT_NVAL / HVAL: 2-byte value only
             i += 4
     return sorted(out), cbank
+
+
+class _FakeArray:
+    """Just what launch_sm90.prepare reads from a CuPy array."""
+
+    def __init__(self, shape, strides, ptr, dtype="float16"):
+        import numpy as np
+        self.shape, self.strides, self.ndim = shape, strides, len(shape)
+        self.dtype = np.dtype(dtype)
+        self.itemsize = self.dtype.itemsize
+        self.data = type("Mem", (), {"ptr": ptr})()
+
+
+def test_launch_prepare_derives_leading_dims_pointers_and_aligned_params(monkeypatch):
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L, tma
+    enc = RecordingEncoder()
+    monkeypatch.setattr(tma, "encode_tiled", enc)
+    monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+    monkeypatch.setattr(L, "_params_cache", {})
+    m, n, k = 203, 250, 136
+    x = _FakeArray((m, k), (2 * (k + 24), 2), 0x10010)     # a column slice of a wider buffer
+    w = _FakeArray((n, k), (2 * (k + 8), 2), 0x20000)
+    out = _FakeArray((m, n), (2 * (n + 13), 2), 0x30000 + 2 * (n + 13 + 5))
+    key = "gemm/f16/tn/large/sm90"
+    la, (raw, kp) = L.prepare(x, w, out, 1.0, 0.0, None, key, 132)
+    ref = S.build_sm90_launch(S.instance(key), m, n, k, 0x10010, 0x20000, out.data.ptr, out.data.ptr,
+                              k + 24, k + 8, n + 13, n + 13, 1.0, 0.0, sm_count=132, encode=RecordingEncoder())
+    assert la == ref
+    assert kp[0] % 128 == 0 and ctypes.string_at(kp[0], len(la.params)) == la.params
+    again = L.prepare(x, w, out, 1.0, 0.0, None, key, 132)
+    assert again[0] is la and len(enc.calls) == 2          # cached: no second encode
+    assert L.default_key(x.dtype) == key
+    with pytest.raises(TypeError):
+        L.default_key(_FakeArray((1, 1), (2, 2), 0, "float32").dtype)
+    with pytest.raises(ValueError, match="contiguous rows"):
+        L._rows(_FakeArray((16, 8), (2, 32), 0), "x")
+
+
+def test_cubin_key_ignores_runtime_versions_and_names_the_arch(tmp_path, monkeypatch):
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    monkeypatch.setenv("GPK_CACHE_DIR", str(tmp_path))
+    p = L.cubin_path("gemm/bf16/tn/large/sm90")
+    assert p.parent == tmp_path / "sm_90a" and p.suffix == ".cubin"
+    assert L.cubin_key("gemm/f16/tn/large/sm90") != L.cubin_key("gemm/bf16/tn/large/sm90")
+    monkeypatch.setattr(L, "cutlass_include_dir", lambda: None)
+    with pytest.raises(L.CutlassUnavailable, match="prebuild"):
+        L.build("gemm/f16/tn/large/sm90")
