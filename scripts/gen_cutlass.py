@@ -10,6 +10,8 @@ Usage
     python scripts/gen_cutlass.py --check    # regenerate into a temp dir, compare sha256 with MANIFEST.json
     python scripts/gen_cutlass.py --probe    # also compile and run a host-only layout probe (nvcc, ~1 min)
                                              # and record the SM80 Params layout in MANIFEST.json
+    python scripts/gen_cutlass.py --probe-sm90   # the same for the SM90 instances (nvcc, ~1 min, no GPU):
+                                             # Params layout, TMA encode arguments, goldens
 
 The emitter runs with its working directory set to a temporary directory (importing its backend
 writes ``compiled_cache.db`` into the current directory). PYTHONHASHSEED is forced to 0 by re-executing
@@ -71,12 +73,17 @@ alpha, beta) into the launch tuple with arithmetic only (``build_sm80_launch``).
    of 8 and all four pointers 16-byte aligned. Anything else goes to the cuBLAS fallback.
 7. Run on the current CuPy stream (RawKernel does).
 
-SM90 instances (wgmma + TMA, CUTLASS 3.x ``GemmUniversal<Shape<int,int,int,int>, ...>``) are emitted
-too, but their Params hold TMA descriptors (CUtensorMap, 128 bytes each, built on the host with
-cuTensorMapEncodeTiled from the global address, shape and strides, and the kernel's smem box) inside a
-``__grid_constant__`` argument; the block is ``MaxThreadsPerBlock`` (384 for the cooperative schedule)
-and the shared memory ``SharedStorageSize``. No launcher builder exists for them yet (see MANIFEST
-``host_params``: "not built").
+SM90 instances (wgmma + TMA, CUTLASS 3.x ``GemmUniversal<Shape<int,int,int,int>, ...>``): their
+Params (1024 bytes, 128-byte aligned, one ``__grid_constant__`` argument) hold two TMA descriptors
+(CUtensorMap, 128 bytes each, for A and B) made on the host by cuTensorMapEncodeTiled, the epilogue's
+alpha/beta/C/D, the hardware info and the persistent tile scheduler's parameters; block
+``MaxThreadsPerBlock`` (384), shared memory ``SharedStorageSize``, cluster 1x1x1, and a persistent grid
+of min(sm_count, tiles) CTAs. ``--probe-sm90`` compiles CUTLASS's own ``to_underlying_arguments`` on the
+host with ``CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL`` and a stub ``cuTensorMapEncodeTiled`` of ours that
+records its arguments and writes a known pattern into each descriptor (no libcuda, no GPU), and stores
+offsets, TMA settings and golden dumps in MANIFEST ``host_params``. ``gpk_array/_kernels/cutlass/
+params_sm90.py`` rebuilds the bytes in Python (``build_sm90_launch``), ``tma.py`` calls the real
+encoder, ``launch_sm90.py`` builds, loads and launches.
 """
 
 from __future__ import annotations

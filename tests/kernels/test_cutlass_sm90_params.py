@@ -168,9 +168,9 @@ def test_unsupported_problems_give_reasons():
 
 def test_modules_import_without_touching_the_driver():
     code = ("import sys; import gpk_array._kernels.cutlass.params_sm90, gpk_array._kernels.cutlass.tma, "
-            "gpk_array._kernels.cutlass.launch_sm90; "
-            "assert 'cupy' not in sys.modules or True; "
-            "import gpk_array._kernels.cutlass.tma as t; assert not t._state")
+            "gpk_array._kernels.cutlass.launch_sm90 as L; "
+            "assert 'cupy' not in sys.modules, 'cupy imported'; "
+            "import gpk_array._kernels.cutlass.tma as t; assert not t._state and not L._driver")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
     assert r.returncode == 0, r.stderr
 
@@ -323,3 +323,59 @@ def test_cubin_key_ignores_runtime_versions_and_names_the_arch(tmp_path, monkeyp
     monkeypatch.setattr(L, "cutlass_include_dir", lambda: None)
     with pytest.raises(L.CutlassUnavailable, match="prebuild"):
         L.build("gemm/f16/tn/large/sm90")
+
+
+@pytest.fixture
+def tma_stub(tmp_path, monkeypatch):
+    """tma.py bound to tests/kernels/cuda_tma_stub.c (gcc; against NVIDIA's cuda.h when found)."""
+    from gpk_array._kernels.cutlass import tma
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler")
+    out = tmp_path / "libcudastub.so"
+    cmd = [gcc, "-O2", "-shared", "-fPIC", "-Wall", "-Werror", str(Path(__file__).parent / "cuda_tma_stub.c"),
+           "-o", str(out)]
+    for inc in ("/usr/local/cuda/include",):
+        if Path(inc, "cuda.h").is_file():
+            cmd[1:1] = ["-DGPK_REAL_HEADER", f"-I{inc}"]
+            break
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setattr(tma, "_state", {})
+    tma._bind(ctypes.CDLL(str(out)))
+    yield tma
+    tma._state.clear()
+
+
+def _decode_stub_descriptor(raw):
+    import struct
+    dt, rank, addr = struct.unpack_from("<IIQ", raw, 0)
+    dims = list(struct.unpack_from("<3Q", raw, 16))[:rank]
+    strides = list(struct.unpack_from("<2Q", raw, 40))[:rank - 1]
+    box = list(struct.unpack_from("<3I", raw, 56))[:rank]
+    es = list(struct.unpack_from("<3I", raw, 68))[:rank]
+    il, sw, l2, oob = struct.unpack_from("<4I", raw, 80)
+    return {"dtype": dt, "rank": rank, "addr": addr, "dims": dims, "strides": strides, "box": box,
+            "elem_strides": es, "interleave": il, "swizzle": sw, "l2_promotion": l2, "oob_fill": oob}
+
+
+@pytest.mark.parametrize("entry", SM90, ids=[e["key"] for e in SM90])
+def test_real_encoder_path_through_ctypes(entry, tma_stub):
+    """build_sm90_launch with the default encoder (tma.encode_tiled, ctypes) against a C stand-in for the
+    driver: the C side must receive exactly CUTLASS's encode arguments, and its 128 bytes must land at the
+    descriptor offsets, with every other byte equal to CUTLASS's."""
+    hp = entry["host_params"]
+    offs = [hp["descriptors"]["A"], hp["descriptors"]["B"]]
+    for g in hp["golden"]:
+        m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = g["case"]
+        la = S.build_sm90_launch(entry, m, n, k, pa, pb, pc, pd, lda, ldb, ldc, ldd, alpha, beta,
+                                 sm_count=sms, max_swizzle=swz, raster=RASTER[ras])
+        got = [_decode_stub_descriptor(la.params[o:o + 128]) for o in offs]
+        assert got == g["encodes"], g["case"]
+        gold = bytearray.fromhex(g["hex"])
+        mine = bytearray(la.params)
+        for o in offs:
+            gold[o:o + 128] = mine[o:o + 128] = bytes(128)
+        assert mine == gold, g["case"]
+    with pytest.raises(tma_stub.TmaError, match="CUDA_ERROR_INVALID_VALUE"):   # the stub refuses rank 4
+        tma_stub.encode_tiled(bytearray(128), 0, 1, 4, 0x1000, [1] * 4, [16] * 3, [1] * 4, [1] * 4, 0, 0, 0, 0)

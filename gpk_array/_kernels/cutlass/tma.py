@@ -40,31 +40,38 @@ def _driver():
         if fn is None:
             try:
                 lib = ctypes.CDLL("libcuda.so.1")
-                fn = lib.cuTensorMapEncodeTiled
-            except (OSError, AttributeError) as e:
+            except OSError as e:
                 raise TmaError(f"gpk_array: the CUDA driver (libcuda.so.1 with cuTensorMapEncodeTiled, "
                                f"CUDA 12.0+) is not available: {e}") from e
-            u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
-            fn.restype = ctypes.c_int
-            fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p,
-                           u32p, u32p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
-            lib.cuInit.restype = ctypes.c_int
-            lib.cuInit.argtypes = [ctypes.c_uint]
-            rc = lib.cuInit(0)
-            if rc:
-                raise TmaError(f"gpk_array: cuInit failed ({_error_name(lib, rc)})")
-            lib.cuGetErrorName.restype = ctypes.c_int
-            lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-            # one 64-byte aligned scratch descriptor per thread is enough: the bytes are copied out
-            _state["lib"] = lib
-            _state["fn"] = fn
+            fn = _bind(lib)
+    return fn
+
+
+def _bind(lib):
+    """Declare the prototypes on a driver library (or a test's stand-in), cuInit it, use it from now on."""
+    try:
+        fn = lib.cuTensorMapEncodeTiled
+    except AttributeError as e:
+        raise TmaError(f"gpk_array: this CUDA driver has no cuTensorMapEncodeTiled (CUDA 12.0+): {e}") from e
+    u32p, u64p = ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint64)
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p, u64p, u64p,
+                   u32p, u32p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.cuInit.restype = ctypes.c_int
+    lib.cuInit.argtypes = [ctypes.c_uint]
+    lib.cuGetErrorName.restype = ctypes.c_int
+    lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    rc = lib.cuInit(0)
+    if rc:
+        raise TmaError(f"gpk_array: cuInit failed ({_error_name(lib, rc)})")
+    _state["lib"] = lib
+    _state["fn"] = fn
     return fn
 
 
 def _error_name(lib, rc: int) -> str:
     name = ctypes.c_char_p()
     try:
-        lib.cuGetErrorName.restype = ctypes.c_int
         lib.cuGetErrorName(rc, ctypes.byref(name))
     except Exception:
         pass
@@ -75,6 +82,7 @@ _tls = threading.local()
 
 
 def _scratch() -> int:
+    """A 64-byte aligned 128-byte buffer of this thread's (the driver writes there; we copy it out)."""
     addr = getattr(_tls, "addr", None)
     if addr is None:
         raw = ctypes.create_string_buffer(DESCRIPTOR_BYTES + DESCRIPTOR_ALIGN)
