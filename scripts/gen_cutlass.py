@@ -10,6 +10,8 @@ Usage
     python scripts/gen_cutlass.py --check    # regenerate into a temp dir, compare sha256 with MANIFEST.json
     python scripts/gen_cutlass.py --probe    # also compile and run a host-only layout probe (nvcc, ~1 min)
                                              # and record the SM80 Params layout in MANIFEST.json
+    python scripts/gen_cutlass.py --probe-sm90   # the same for the SM90 instances (nvcc, ~1 min, no GPU):
+                                             # Params layout, TMA encode arguments, goldens
 
 The emitter runs with its working directory set to a temporary directory (importing its backend
 writes ``compiled_cache.db`` into the current directory). PYTHONHASHSEED is forced to 0 by re-executing
@@ -71,12 +73,17 @@ alpha, beta) into the launch tuple with arithmetic only (``build_sm80_launch``).
    of 8 and all four pointers 16-byte aligned. Anything else goes to the cuBLAS fallback.
 7. Run on the current CuPy stream (RawKernel does).
 
-SM90 instances (wgmma + TMA, CUTLASS 3.x ``GemmUniversal<Shape<int,int,int,int>, ...>``) are emitted
-too, but their Params hold TMA descriptors (CUtensorMap, 128 bytes each, built on the host with
-cuTensorMapEncodeTiled from the global address, shape and strides, and the kernel's smem box) inside a
-``__grid_constant__`` argument; the block is ``MaxThreadsPerBlock`` (384 for the cooperative schedule)
-and the shared memory ``SharedStorageSize``. No launcher builder exists for them yet (see MANIFEST
-``host_params``: "not built").
+SM90 instances (wgmma + TMA, CUTLASS 3.x ``GemmUniversal<Shape<int,int,int,int>, ...>``): their
+Params (1024 bytes, 128-byte aligned, one ``__grid_constant__`` argument) hold two TMA descriptors
+(CUtensorMap, 128 bytes each, for A and B) made on the host by cuTensorMapEncodeTiled, the epilogue's
+alpha/beta/C/D, the hardware info and the persistent tile scheduler's parameters; block
+``MaxThreadsPerBlock`` (384), shared memory ``SharedStorageSize``, cluster 1x1x1, and a persistent grid
+of min(sm_count, tiles) CTAs. ``--probe-sm90`` compiles CUTLASS's own ``to_underlying_arguments`` on the
+host with ``CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL`` and a stub ``cuTensorMapEncodeTiled`` of ours that
+records its arguments and writes a known pattern into each descriptor (no libcuda, no GPU), and stores
+offsets, TMA settings and golden dumps in MANIFEST ``host_params``. ``gpk_array/_kernels/cutlass/
+params_sm90.py`` rebuilds the bytes in Python (``build_sm90_launch``), ``tma.py`` calls the real
+encoder, ``launch_sm90.py`` builds, loads and launches.
 """
 
 from __future__ import annotations
@@ -399,6 +406,346 @@ def probe_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc") -> dict
 
 
 # --------------------------------------------------------------------------------------------------
+# Host layout probe (SM90): CUTLASS 3.x to_underlying_arguments with a recording TMA-encode stub
+# --------------------------------------------------------------------------------------------------
+# The SM90 kernels take GemmUniversal<...>::Params by value (__grid_constant__). CUTLASS fills it on
+# the host in GemmKernel::to_underlying_arguments(Arguments, workspace); the only things that need the
+# driver are the two TMA descriptors of the mainloop (cuTensorMapEncodeTiled; hw_info.sm_count is passed
+# explicitly, so no device query happens). The probe is compiled with CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL,
+# so CUTLASS calls cuTensorMapEncodeTiled by name (instead of via cudaGetDriverEntryPointByVersion), and
+# it defines that symbol itself: the stub records every argument and writes sm90_stub_pattern(n) (the
+# n-th call of a case) into the 128-byte descriptor. The probe is not linked with libcuda and makes no
+# CUDA runtime call, so it runs on a machine without a GPU or driver.
+#
+# Case: (M, N, K, lda, ldb, ldc, ldd, alpha, beta, ptr_A, ptr_B, ptr_C, ptr_D, sm_count,
+#        max_swizzle_size, raster) with raster 0 = Heuristic, 1 = AlongM, 2 = AlongN
+#        (cutlass::gemm::kernel::detail::RasterOrderOptions). Batch (L) strides are the packed ones
+#        (rows * ld), as cutlass::make_cute_packed_stride would give for L = 1.
+SM90_PROBE_CASES = [
+    (256, 512, 128, 128, 128, 512, 512, 1.0, 0.0, 0x10000, 0x20000, 0x30000, 0x40000, 132, 1, 0),
+    (1000, 3000, 4104, 4112, 4120, 3008, 3016, 0.5, 0.25,
+     0x7f0000001000, 0x7f0000200000, 0x7f0000400000, 0x7f0000600000, 114, 1, 0),
+    (1, 3072, 768, 768, 768, 3072, 3072, 2.0, 1.0,
+     0x7f0000800000, 0x7f0000a00000, 0x7f0000c00000, 0x7f0000c00000, 132, 1, 0),
+    (4096, 4096, 4096, 4096, 4096, 4096, 4096, 1.0, 0.0,
+     0x7e0000000000, 0x7e0100000000, 0x7e0200000000, 0x7e0200000000, 132, 8, 0),
+    (8192, 768, 3072, 3072, 3072, 768, 768, 1.0, 0.0,
+     0x7d0000000000, 0x7d0100000000, 0x7d0200000000, 0x7d0300000000, 132, 4, 1),
+    (17, 24, 8, 8, 8, 24, 24, -1.5, 3.0, 0x1000, 0x2000, 0x3000, 0x4000, 132, 2, 2),
+    (2048, 2048, 2048, 2056, 2064, 2072, 2080, 1.0, 1.0,
+     0x7c0000000000, 0x7c0100000000, 0x7c0200000000, 0x7c0300000000, 114, 2, 2),
+    (128, 8192, 64, 64, 64, 8192, 8192, 1.0, 0.0, 0x10000, 0x800000, 0x4000000, 0x4000000, 132, 1, 0),
+    (3000, 1000, 1000, 1000, 1000, 1000, 1000, 0.125, -2.0,
+     0x600000000000, 0x600010000000, 0x600020000000, 0x600030000000, 1, 8, 0),
+    # FastDivmodU64 with round_up = 1 (21 and 7 tiles), non-power-of-two major tile counts
+    (893, 384, 136, 136, 144, 392, 384, 1.0, 0.5, 0x7f0000000010, 0x7f0000100020,
+     0x7f0000200002, 0x7f0000300006, 132, 1, 0),
+    (833, 3200, 72, 72, 80, 3208, 3200, 0.75, 0.0, 0x10000, 0x20000, 0x30000, 0x30000, 78, 1, 0),
+]
+
+# Params members whose offset and size the probe prints (paths below GemmKernel::Params).
+SM90_PROBE_MEMBERS = [
+    "mode", "problem_shape", "mainloop", "mainloop.tma_load_a", "mainloop.tma_load_b",
+    "mainloop.tma_transaction_bytes", "mainloop.tma_transaction_bytes_mk",
+    "mainloop.tma_transaction_bytes_nk", "epilogue", "epilogue.thread", "epilogue.thread.alpha",
+    "epilogue.thread.beta", "epilogue.thread.alpha_ptr", "epilogue.thread.beta_ptr",
+    "epilogue.thread.alpha_ptr_array", "epilogue.thread.beta_ptr_array",
+    "epilogue.ptr_C", "epilogue.dC", "epilogue.ptr_D", "epilogue.dD",
+    "hw_info", "hw_info.device_id", "hw_info.sm_count", "hw_info.max_active_clusters", "scheduler",
+    "scheduler.divmod_cluster_shape_major_", "scheduler.divmod_cluster_shape_major_.divisor",
+    "scheduler.divmod_cluster_shape_major_.shift_right",
+    "scheduler.divmod_cluster_shape_minor_", "scheduler.divmod_cluster_shape_minor_.divisor",
+    "scheduler.divmod_cluster_shape_minor_.shift_right",
+    "scheduler.divmod_batch_", "scheduler.divmod_batch_.divisor", "scheduler.divmod_batch_.multiplier",
+    "scheduler.divmod_batch_.shift_right", "scheduler.divmod_batch_.round_up",
+    "scheduler.divmod_cluster_blk_major_", "scheduler.divmod_cluster_blk_major_.divisor",
+    "scheduler.divmod_cluster_blk_major_.multiplier", "scheduler.divmod_cluster_blk_major_.shift_right",
+    "scheduler.divmod_cluster_blk_major_.round_up", "scheduler.blocks_per_problem_",
+    "scheduler.log_swizzle_size_", "scheduler.raster_order_", "scheduler.problem_tiles_m_",
+    "scheduler.problem_tiles_n_", "scheduler.problem_tiles_l_", "scheduler.cluster_shape_m_",
+    "scheduler.cluster_shape_n_", "workspace",
+]
+# Members that hold others (with padding inside); every other member above is a leaf, and the bytes
+# no leaf covers are padding, which the kernel never reads (the Python builder leaves them zero).
+SM90_PROBE_CONTAINERS = ["mainloop", "epilogue", "epilogue.thread", "scheduler",
+                         "scheduler.divmod_cluster_shape_major_", "scheduler.divmod_cluster_shape_minor_",
+                         "scheduler.divmod_batch_", "scheduler.divmod_cluster_blk_major_"]
+
+_SM90_PROBE_PRELUDE = r"""
+#include <cstdio>
+#include <cstring>
+#include <cstdint>
+#include <new>
+#include <vector>
+#include <cuda.h>
+
+struct GpkEncodeRecord {
+  int dtype; unsigned rank; unsigned long long addr;
+  unsigned long long dims[5]; unsigned long long strides[4]; unsigned box[5]; unsigned estr[5];
+  int interleave, swizzle, l2, oob;
+};
+static std::vector<GpkEncodeRecord> gpk_records;
+
+// Stands in for the driver: CUTLASS calls it by name (CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL).
+extern "C" CUresult CUDAAPI cuTensorMapEncodeTiled(
+    CUtensorMap* map, CUtensorMapDataType dt, cuuint32_t rank, void* addr, const cuuint64_t* dims,
+    const cuuint64_t* strides, const cuuint32_t* box, const cuuint32_t* estr,
+    CUtensorMapInterleave il, CUtensorMapSwizzle sw, CUtensorMapL2promotion l2,
+    CUtensorMapFloatOOBfill oob) {
+  GpkEncodeRecord r{};
+  r.dtype = int(dt); r.rank = rank; r.addr = (unsigned long long)addr;
+  for (unsigned i = 0; i < rank && i < 5; ++i) { r.dims[i] = dims[i]; r.box[i] = box[i]; r.estr[i] = estr[i]; }
+  for (unsigned i = 0; i + 1 < rank && i < 4; ++i) r.strides[i] = strides[i];
+  r.interleave = int(il); r.swizzle = int(sw); r.l2 = int(l2); r.oob = int(oob);
+  unsigned n = unsigned(gpk_records.size());
+  unsigned char* p = reinterpret_cast<unsigned char*>(map);
+  for (unsigned i = 0; i < 128; ++i) p[i] = (unsigned char)((i * 37u + 11u + n * 101u) & 0xffu);
+  gpk_records.push_back(r);
+  return CUDA_SUCCESS;
+}
+"""
+
+_SM90_PROBE_DUMP = r"""
+// Fill the stack below the caller with one byte, so that padding which CUTLASS copies from
+// uninitialized temporaries differs between the two builds below as well.
+__attribute__((noinline)) static void gpk_dirty_stack(int v) {
+  volatile unsigned char junk[1 << 16];
+  for (unsigned i = 0; i < sizeof(junk); ++i) junk[i] = (unsigned char)v;
+}
+
+template <class Op>
+static void gpk_build(unsigned char* buf, int M, int N, int K, long long lda, long long ldb,
+    long long ldc, long long ldd, float alpha, float beta, unsigned long long pa,
+    unsigned long long pb, unsigned long long pc, unsigned long long pd, int sms, int swz, int raster,
+    bool* ok, size_t* ws) {
+  using namespace cute;
+  typename Op::Arguments args{};
+  args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
+  args.problem_shape = typename Op::ProblemShape{M, N, K, 1};
+  args.mainloop.ptr_A = reinterpret_cast<typename Op::ElementA const*>(pa);
+  get<0>(args.mainloop.dA) = lda; get<2>(args.mainloop.dA) = (long long)M * lda;
+  args.mainloop.ptr_B = reinterpret_cast<typename Op::ElementB const*>(pb);
+  get<0>(args.mainloop.dB) = ldb; get<2>(args.mainloop.dB) = (long long)N * ldb;
+  args.epilogue.thread.alpha = alpha;
+  args.epilogue.thread.beta = beta;
+  args.epilogue.ptr_C = reinterpret_cast<typename Op::ElementC const*>(pc);
+  get<0>(args.epilogue.dC) = ldc; get<2>(args.epilogue.dC) = (long long)M * ldc;
+  args.epilogue.ptr_D = reinterpret_cast<typename Op::ElementD*>(pd);
+  get<0>(args.epilogue.dD) = ldd; get<2>(args.epilogue.dD) = (long long)M * ldd;
+  args.hw_info.device_id = 0;
+  args.hw_info.sm_count = sms;
+  args.scheduler.max_swizzle_size = swz;
+  args.scheduler.raster_order = static_cast<typename Op::TileScheduler::RasterOrderOptions>(raster);
+  *ok = Op::can_implement(args);
+  *ws = Op::get_workspace_size(args);
+  gpk_records.clear();
+  new (buf) typename Op::Params(Op::to_underlying_arguments(args, nullptr));
+}
+
+#define GPK_MEMBER(path) std::printf("%s\"%s\": [%td, %zu]", first ? "" : ", ", #path, \
+    (unsigned char const*)&(p->path) - (unsigned char const*)p, sizeof(p->path)); first = false;
+
+template <class Op>
+static void gpk_dump(const char* key, int idx, int M, int N, int K, long long lda, long long ldb,
+    long long ldc, long long ldd, float alpha, float beta, unsigned long long pa,
+    unsigned long long pb, unsigned long long pc, unsigned long long pd, int sms, int swz, int raster) {
+  using Params = typename Op::Params;
+  alignas(Params) static unsigned char b0[sizeof(Params)], b1[sizeof(Params)];
+  bool ok; size_t ws;
+  // Two builds over different fill bytes: bytes that differ are never written (padding).
+  std::memset(b1, 0xff, sizeof(Params));
+  gpk_dirty_stack(0xff);
+  gpk_build<Op>(b1, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, &ok, &ws);
+  std::memset(b0, 0x00, sizeof(Params));
+  gpk_dirty_stack(0x00);
+  gpk_build<Op>(b0, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, &ok, &ws);
+  Params const* p = reinterpret_cast<Params const*>(b0);
+  dim3 g = Op::get_grid_shape(*p);
+  dim3 blk = Op::get_block_shape();
+  using CS = typename Op::DispatchPolicy::ClusterShape;
+  std::printf("{\"key\": \"%s\", \"case\": %d, \"size\": %zu, \"align\": %zu, \"smem\": %d, "
+              "\"threads\": %u, \"min_blocks\": %u, \"block\": [%u, %u, %u], \"grid\": [%u, %u, %u], "
+              "\"cluster\": [%d, %d, %d], \"can_implement\": %s, \"workspace\": %zu, "
+              "\"desc_a\": %td, \"desc_b\": %td, \"offsets\": {",
+              key, idx, sizeof(Params), alignof(Params), int(Op::SharedStorageSize),
+              unsigned(Op::MaxThreadsPerBlock), unsigned(Op::MinBlocksPerMultiprocessor),
+              blk.x, blk.y, blk.z, g.x, g.y, g.z,
+              int(cute::size<0>(CS{})), int(cute::size<1>(CS{})), int(cute::size<2>(CS{})),
+              ok ? "true" : "false", ws,
+              (unsigned char const*)p->mainloop.tma_load_a.get_tma_descriptor() - b0,
+              (unsigned char const*)p->mainloop.tma_load_b.get_tma_descriptor() - b0);
+  bool first = true;
+  GPK_MEMBERS
+  std::printf("}, \"hex\": \"");
+  for (size_t i = 0; i < sizeof(Params); ++i) std::printf("%02x", b0[i]);
+  std::printf("\", \"padding\": [");
+  first = true;
+  for (size_t i = 0; i < sizeof(Params); ++i)
+    if (b0[i] != b1[i]) { std::printf("%s%zu", first ? "" : ", ", i); first = false; }
+  std::printf("], \"encodes\": [");
+  for (size_t j = 0; j < gpk_records.size(); ++j) {
+    GpkEncodeRecord const& r = gpk_records[j];
+    std::printf("%s{\"dtype\": %d, \"rank\": %u, \"addr\": %llu, \"dims\": [", j ? ", " : "", r.dtype, r.rank, r.addr);
+    for (unsigned i = 0; i < r.rank; ++i) std::printf("%s%llu", i ? ", " : "", r.dims[i]);
+    std::printf("], \"strides\": [");
+    for (unsigned i = 0; i + 1 < r.rank; ++i) std::printf("%s%llu", i ? ", " : "", r.strides[i]);
+    std::printf("], \"box\": [");
+    for (unsigned i = 0; i < r.rank; ++i) std::printf("%s%u", i ? ", " : "", r.box[i]);
+    std::printf("], \"elem_strides\": [");
+    for (unsigned i = 0; i < r.rank; ++i) std::printf("%s%u", i ? ", " : "", r.estr[i]);
+    std::printf("], \"interleave\": %d, \"swizzle\": %d, \"l2_promotion\": %d, \"oob_fill\": %d}",
+                r.interleave, r.swizzle, r.l2, r.oob);
+  }
+  std::printf("]}\n");
+}
+"""
+
+
+def sm90_stub_pattern(n: int) -> bytes:
+    """The 128 bytes the probe's encode stub writes for its n-th call within one case."""
+    return bytes((i * 37 + 11 + n * 101) & 0xFF for i in range(128))
+
+
+def _sm90_probe_source(entries: list[dict], src_dir: Path) -> str:
+    includes, bodies = [], []
+    for i, e in enumerate(entries):
+        text = (src_dir / e["file"]).read_text()
+        head = text[:text.index('extern "C"')]
+        rest = []
+        for line in head.splitlines():
+            if line.startswith("#include"):
+                if line not in includes:
+                    includes.append(line)
+            else:
+                rest.append(line)
+        bodies.append(f"namespace gpk_i{i} {{\n" + "\n".join(rest) + f"\n}}  // namespace gpk_i{i}\n")
+    members = "\n  ".join(f"GPK_MEMBER({m})" for m in SM90_PROBE_MEMBERS)
+    main = ["int main() {"]
+    for i, e in enumerate(entries):
+        for j, c in enumerate(SM90_PROBE_CASES):
+            M, N, K, lda, ldb, ldc, ldd, al, be, pa, pb, pc, pd, sms, swz, ras = c
+            main.append(f'  gpk_dump<gpk_i{i}::{e["kernel_type"]}>("{e["key"]}", {j}, {M}, {N}, {K}, '
+                        f"{lda}LL, {ldb}LL, {ldc}LL, {ldd}LL, {al!r}f, {be!r}f, {pa}ULL, {pb}ULL, "
+                        f"{pc}ULL, {pd}ULL, {sms}, {swz}, {ras});")
+    main += ["  return 0;", "}"]
+    return ("\n".join(includes) + "\n" + _SM90_PROBE_PRELUDE + "\n".join(bodies)
+            + _SM90_PROBE_DUMP.replace("GPK_MEMBERS", members) + "\n".join(main) + "\n")
+
+
+def probe_sm90_run(entries: list[dict], src_dir: Path, nvcc: str = "nvcc") -> list[dict]:
+    """Compile (host code only matters; ~1-2 min with nvcc on two cores) and run the SM90 probe;
+    return its JSON rows."""
+    with tempfile.TemporaryDirectory(prefix="gpk_cutlass_probe90_") as tmp:
+        src = Path(tmp) / "probe90.cu"
+        src.write_text(_sm90_probe_source(entries, src_dir))
+        exe = Path(tmp) / "probe90"
+        # No -DNDEBUG: CUTLASS's host-side asserts (TMA address/stride/box limits) stay armed.
+        cmd = [nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-O0", "-arch=sm_90a",
+               "-DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL=1", "-I", str(cutlass_include_dir()),
+               "-o", str(exe), str(src)]
+        r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if r.returncode:
+            raise RuntimeError("SM90 probe compile failed:\n" + r.stderr[-12000:])
+        r = subprocess.run([str(exe)], capture_output=True, text=True, check=False)
+        if r.returncode:
+            raise RuntimeError(f"SM90 probe failed ({r.returncode}):\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+    return [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+
+def _ranges(idx: list[int]) -> list[list[int]]:
+    """[3, 4, 5, 9] -> [[3, 6], [9, 10]] (half-open byte ranges)."""
+    out: list[list[int]] = []
+    for i in idx:
+        if out and out[-1][1] == i:
+            out[-1][1] = i + 1
+        else:
+            out.append([i, i + 1])
+    return out
+
+
+def _zero_bytes(hexstr: str, where: list[int]) -> str:
+    raw = bytearray.fromhex(hexstr)
+    for i in where:
+        raw[i] = 0
+    return raw.hex()
+
+
+def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc") -> dict:
+    """Run the SM90 probe; return {key: host_params} after checking that everything the Python builder
+    takes as a per-instance constant (layout, TMA settings, transaction bytes) is the same in every case."""
+    sm90 = [e for e in entries if e["arch"] >= 90]
+    rows = probe_sm90_run(sm90, src_dir, nvcc)
+    by_key: dict[str, list[dict]] = {}
+    for r in rows:
+        by_key.setdefault(r["key"], []).append(r)
+    out = {}
+    for e in sm90:
+        dumps = sorted(by_key.get(e["key"], []), key=lambda r: r["case"])
+        if len(dumps) != len(SM90_PROBE_CASES):
+            raise RuntimeError(f"{e['key']}: probe printed {len(dumps)} cases")
+        r0 = dumps[0]
+        fixed = ("size", "align", "smem", "threads", "min_blocks", "block", "cluster", "offsets",
+                 "desc_a", "desc_b", "workspace")
+        for r in dumps:
+            for f in fixed:
+                if r[f] != r0[f]:
+                    raise RuntimeError(f"{e['key']}: {f} differs between probe cases")
+            if not r["can_implement"]:
+                raise RuntimeError(f"{e['key']}: CUTLASS cannot implement probe case {r['case']}")
+            if len(r["encodes"]) != 2:
+                raise RuntimeError(f"{e['key']}: expected 2 TMA descriptors, CUTLASS made {len(r['encodes'])}")
+        offs = r0["offsets"]
+        covered = set()
+        for m, (off, size) in offs.items():
+            if m not in SM90_PROBE_CONTAINERS:
+                covered.update(range(off, off + size))
+        padding = sorted(set(range(r0["size"])) - covered)
+        for r in dumps:
+            if not set(r["padding"]) <= set(padding):
+                raise RuntimeError(f"{e['key']}: a byte the probe saw unwritten lies inside a member")
+        enc0 = r0["encodes"]
+        tma = {"data_type": enc0[0]["dtype"], "rank": enc0[0]["rank"],
+               "box_A": enc0[0]["box"], "box_B": enc0[1]["box"], "elem_strides": enc0[0]["elem_strides"],
+               "interleave": enc0[0]["interleave"], "swizzle": enc0[0]["swizzle"],
+               "l2_promotion": enc0[0]["l2_promotion"], "oob_fill": enc0[0]["oob_fill"]}
+        for r in dumps:
+            for j, enc in enumerate(r["encodes"]):
+                for f in ("dtype", "rank", "elem_strides", "interleave", "swizzle", "l2_promotion", "oob_fill"):
+                    if enc[f] != enc0[j][f]:
+                        raise RuntimeError(f"{e['key']}: TMA {f} depends on the problem")
+                if enc["box"] != tma["box_A" if j == 0 else "box_B"]:
+                    raise RuntimeError(f"{e['key']}: TMA box depends on the problem")
+        raw0 = bytes.fromhex(r0["hex"])
+        tx = [int.from_bytes(raw0[offs[m][0]:offs[m][0] + 4], "little") for m in
+              ("mainloop.tma_transaction_bytes", "mainloop.tma_transaction_bytes_mk",
+               "mainloop.tma_transaction_bytes_nk")]
+        out[e["key"]] = {
+            "status": "probed",
+            "probe": "gen_cutlass.py --probe-sm90: GemmKernel::to_underlying_arguments with a recording "
+                     "cuTensorMapEncodeTiled stub",
+            "params_size": r0["size"],
+            "params_align": r0["align"],
+            "smem_bytes": r0["smem"],
+            "threads": r0["threads"],
+            "min_blocks_per_sm": r0["min_blocks"],
+            "block": r0["block"],
+            "cluster": r0["cluster"],
+            "workspace_bytes": r0["workspace"],
+            "offsets": {k: v[0] for k, v in offs.items()},
+            "sizes": {k: v[1] for k, v in offs.items()},
+            "containers": SM90_PROBE_CONTAINERS,
+            "padding": _ranges(padding),
+            "descriptors": {"A": r0["desc_a"], "B": r0["desc_b"]},
+            "tma": tma,
+            "tma_transaction_bytes": tx,
+            "stub_pattern": "byte i of the n-th descriptor of a case = (37 * i + 11 + 101 * n) & 0xff",
+            # padding bytes zeroed: CUTLASS leaves stack leftovers there (ASLR-dependent); the kernel never
+            # reads them, and the Python builder writes zeros, so the goldens compare whole
+            "golden": [{"case": list(c), "grid": r["grid"], "hex": _zero_bytes(r["hex"], padding),
+                        "encodes": r["encodes"]} for c, r in zip(SM90_PROBE_CASES, dumps)],
+        }
+    return out
+
+# --------------------------------------------------------------------------------------------------
 # Manifest and --check
 # --------------------------------------------------------------------------------------------------
 def _settings() -> dict:
@@ -413,19 +760,21 @@ def _comparable(entry: dict) -> dict:
     return {k: v for k, v in entry.items() if k != "host_params"}
 
 
-def write(out_dir: Path, probe: bool) -> dict:
+def write(out_dir: Path, probe: bool, probe_sm90: bool = False) -> dict:
     old = {}
     if (out_dir / MANIFEST).is_file():
         old = {e["key"]: e for e in json.loads((out_dir / MANIFEST).read_text())["instances"]}
     entries = emit_all(out_dir)
     probed = probe_layout(entries, out_dir) if probe else {}
+    if probe_sm90:
+        probed.update(probe_sm90_layout(entries, out_dir))
     for e in entries:
         if e["key"] in probed:
             e["host_params"] = probed[e["key"]]
-        elif e["arch"] >= 90:
-            e["host_params"] = {"status": "not built: needs TMA descriptors (cuTensorMapEncodeTiled)"}
         elif e["key"] in old and old[e["key"]]["sha256"] == e["sha256"] and "host_params" in old[e["key"]]:
             e["host_params"] = old[e["key"]]["host_params"]
+        elif e["arch"] >= 90:
+            e["host_params"] = {"status": "not probed: run scripts/gen_cutlass.py --probe-sm90"}
         else:
             e["host_params"] = {"status": "not probed: run scripts/gen_cutlass.py --probe"}
     manifest = {"generator": "scripts/gen_cutlass.py", "settings": _settings(), "instances": entries}
@@ -467,11 +816,13 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="regenerate into a temp dir and compare")
     ap.add_argument("--probe", action="store_true", help="record the SM80 Params layout (needs nvcc)")
+    ap.add_argument("--probe-sm90", action="store_true",
+                    help="record the SM90 Params layout and TMA encode arguments (needs nvcc, no GPU)")
     ap.add_argument("--out", type=Path, default=OUT_DIR, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.check:
         return check(args.out)
-    manifest = write(args.out, args.probe)
+    manifest = write(args.out, args.probe, args.probe_sm90)
     for e in manifest["instances"]:
         print(f"{e['key']:32s} {e['file']:36s} {e['bytes']:6d} B  {e['host_params']['status']}")
     return 0

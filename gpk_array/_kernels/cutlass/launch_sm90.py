@@ -1,0 +1,297 @@
+"""Build, load and launch the emitted SM90 CUTLASS GEMM instances from Python (no host C++ at run time).
+
+    y = linear_tn_sm90(x, w)            # y = x @ w.T, x (M, K), w (N, K), float16 or bfloat16 CuPy arrays
+    y = linear_tn_sm90(x, w, alpha=0.5, beta=1.0, c=c)   # alpha * x @ w.T + beta * c
+
+The instance's cubin (sm_90a, so CC 9.0 devices only) is compiled once and kept in the loader's disk
+cache (``$GPK_CACHE_DIR/sm_90a/``, default ``~/.cache/gpk_array/kernels/sm_90a/``) under a key of the
+``.cu`` text, flags and pinned CUTLASS version; it does not depend on CuPy or the runtime version, so a
+cubin prebuilt on a machine without a GPU (``python -m gpk_array._kernels.cutlass.launch_sm90
+--prebuild``, ~30-50 s per instance with nvcc on two cores) loads on the GPU machine as it is, which
+then needs neither nvcc nor the CUTLASS headers. Compiling needs the CUTLASS headers (nvidia-cutlass
+4.2.0.0) and nvcc (preferred: CUTLASS's own compiler) or NVRTC (with a two-line ``std::`` shim).
+
+The launch: Params bytes from ``params_sm90.build_sm90_launch`` (TMA descriptors from the driver),
+the max-dynamic-shared-memory attribute set once per function, then ``cuLaunchKernel`` through ctypes
+on the current CuPy stream with a pointer to the 128-byte aligned Params (cluster 1x1x1: an ordinary
+launch, no cluster attribute). Params are cached per (pointers, shapes, scalars), so a repeated call
+costs one dict lookup plus the launch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import threading
+import time
+from pathlib import Path
+
+from .. import loader
+from . import params_sm90 as P
+
+KDIR = Path(__file__).resolve().parent
+ARCH = "90a"
+# CUTLASS's flags (MANIFEST settings.compile_flags) minus -std=c++17, which the loader always adds
+_NVCC_FLAGS = ("--expt-relaxed-constexpr", "-DNDEBUG", "-O3")
+_NVRTC_FLAGS = ("--expt-relaxed-constexpr", "-DNDEBUG")
+# NVRTC has no host standard library; CUTLASS's SM90 headers use these two from std:: (ARCHITECTURE.md)
+NVRTC_SHIM = ("#include <cuda/std/type_traits>\n"
+              "namespace std { using cuda::std::is_pointer_v; using cuda::std::void_t; }\n")
+_FORMAT = "sm90-1"
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+_lock = threading.RLock()
+_functions: dict = {}       # (key, device) -> (RawKernel, CUfunction int)
+_params_cache: dict = {}    # launch tuple -> (LaunchArgs, ctypes buffer, kernelParams array)
+_PARAMS_CACHE_MAX = 512
+_driver: dict = {}
+
+
+class CutlassUnavailable(RuntimeError):
+    """The SM90 instance can be neither loaded from the cache nor compiled here."""
+
+
+def cutlass_include_dir() -> Path | None:
+    env = os.environ.get("GPK_CUTLASS_INCLUDE")
+    if env:
+        return Path(env)
+    try:
+        import cutlass_library
+    except Exception:
+        return None
+    p = Path(cutlass_library.__file__).resolve().parent / "source" / "include"
+    return p if (p / "cutlass" / "cutlass.h").is_file() else None
+
+
+def _entry(key: str) -> dict:
+    return P.instance(key)
+
+
+def cubin_key(key: str, arch: str = ARCH) -> str:
+    """Cache key of an instance's cubin: its .cu text, the flags and the pinned CUTLASS version."""
+    e = _entry(key)
+    manifest = P.load_manifest()
+    h = hashlib.sha256()
+    for part in (_FORMAT, loader.normalize_arch(arch), manifest["settings"]["cutlass_version"],
+                 "\0".join(_NVCC_FLAGS), (KDIR / e["file"]).read_text()):
+        h.update(part.encode())
+        h.update(b"\0\1\0")
+    return h.hexdigest()
+
+
+def cubin_path(key: str, arch: str = ARCH) -> Path:
+    return loader.cache_path(cubin_key(key, arch), arch)
+
+
+def build(key: str, arch: str = ARCH, backend: str | None = None, force: bool = False) -> dict:
+    """Make sure the instance's cubin is in the disk cache (no GPU needed). Returns
+    {"key", "path", "cached", "seconds", "backend"}."""
+    e = _entry(key)
+    path = cubin_path(key, arch)
+    t0 = time.perf_counter()
+    if path.is_file() and not force:
+        return {"key": key, "path": str(path), "cached": True, "seconds": 0.0, "backend": None}
+    inc = cutlass_include_dir()
+    if inc is None:
+        raise CutlassUnavailable(
+            f"gpk_array: no cubin for {key} in {path.parent} and no CUTLASS headers to compile it "
+            "(pip install nvidia-cutlass==4.2.0.0, or set GPK_CUTLASS_INCLUDE, or prebuild the cubin "
+            "elsewhere with python -m gpk_array._kernels.cutlass.launch_sm90 --prebuild and copy "
+            "$GPK_CACHE_DIR/sm_90a/ over)")
+    if backend is None:
+        backend = os.environ.get("GPK_CUTLASS_BACKEND") or ("nvcc" if loader.nvcc_path() else "nvrtc")
+    source = (KDIR / e["file"]).read_text()
+    if backend == "nvcc":
+        opts = _NVCC_FLAGS + (f"-I{inc}",)
+    else:
+        source = NVRTC_SHIM + source
+        opts = _NVRTC_FLAGS + (f"-I{inc}",)
+    with loader._path_lock(path):
+        cubin = loader.compile_cubin(source, opts, arch, backend, name=e["file"])
+        if e["kernel"] not in loader.cubin_symbols(cubin):
+            raise CutlassUnavailable(f"gpk_array: {e['file']} compiled without kernel {e['kernel']}")
+        loader.write_atomic(path, cubin)
+    return {"key": key, "path": str(path), "cached": False, "seconds": time.perf_counter() - t0,
+            "backend": backend}
+
+
+def _lib():
+    lib = _driver.get("lib")
+    if lib is None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        lib.cuLaunchKernel.restype = ctypes.c_int
+        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        lib.cuFuncSetAttribute.restype = ctypes.c_int
+        lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+        lib.cuGetErrorName.restype = ctypes.c_int
+        lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        _driver["lib"] = lib
+    return lib
+
+
+def _check(rc: int, what: str) -> None:
+    if rc:
+        name = ctypes.c_char_p()
+        _lib().cuGetErrorName(rc, ctypes.byref(name))
+        raise RuntimeError(f"gpk_array: {what} failed: {(name.value or b'?').decode()} ({rc})")
+
+
+def get_function(key: str):
+    """(cupy.RawKernel, CUfunction handle) of the instance on the current device, with its dynamic
+    shared memory limit raised to the instance's SharedStorage size. Needs a CC 9.0 GPU."""
+    dev = loader.current_device_id()
+    hit = _functions.get((key, dev))
+    if hit is not None:
+        return hit
+    with _lock:
+        hit = _functions.get((key, dev))
+        if hit is not None:
+            return hit
+        arch = loader.device_arch(dev)
+        if arch != "90":
+            raise CutlassUnavailable(f"gpk_array: {key} is built for sm_90a; this device is sm_{arch}")
+        import cupy
+        e = _entry(key)
+        info = build(key)
+        mod = cupy.RawModule(path=info["path"])
+        fn = mod.get_function(e["kernel"])
+        handle = int(fn.kernel.ptr)
+        _check(_lib().cuFuncSetAttribute(handle, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         int(e["host_params"]["smem_bytes"])),
+               f"cuFuncSetAttribute(max dynamic smem) for {key}")
+        hit = (fn, handle, mod)
+        _functions[(key, dev)] = hit
+    return hit
+
+
+def _packed(la: P.LaunchArgs):
+    # 128-byte aligned copy of the Params; kernelParams[0] points at it (the driver copies it at launch)
+    raw = ctypes.create_string_buffer(len(la.params) + 128)
+    addr = (ctypes.addressof(raw) + 127) & ~127
+    ctypes.memmove(addr, la.params, len(la.params))
+    kp = (ctypes.c_void_p * 1)(addr)
+    return raw, kp
+
+
+def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = None) -> None:
+    """Launch an instance with prepared LaunchArgs on ``stream_ptr`` (default: current CuPy stream)."""
+    if la.cluster != (1, 1, 1):
+        raise NotImplementedError("cluster launches are not implemented (all pinned instances are 1x1x1)")
+    _, handle, _ = get_function(key)
+    if stream_ptr is None:
+        import cupy
+        stream_ptr = cupy.cuda.get_current_stream().ptr
+    raw, kp = packed or _packed(la)
+    g, b = la.grid, la.block
+    _check(_lib().cuLaunchKernel(handle, g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem, stream_ptr,
+                                 kp, None), f"cuLaunchKernel({la.kernel})")
+
+
+def default_key(dtype) -> str:
+    name = getattr(dtype, "name", str(dtype))
+    if name == "float16":
+        return "gemm/f16/tn/large/sm90"
+    if name == "bfloat16":
+        return "gemm/bf16/tn/large/sm90"
+    raise TypeError(f"gpk_array: the SM90 CUTLASS GEMM takes float16 or bfloat16, not {name}")
+
+
+def _rows(a, name: str) -> int:
+    """Leading dimension (elements) of a 2-D array whose rows are contiguous."""
+    if a.ndim != 2:
+        raise ValueError(f"{name} must be 2-D")
+    isz = a.itemsize
+    if a.shape[1] > 1 and a.strides[1] != isz:
+        raise ValueError(f"{name} must have contiguous rows")
+    if a.shape[0] > 1 and (a.strides[0] % isz or a.strides[0] < 0):
+        raise ValueError(f"{name} has an unsupported row stride")
+    return a.strides[0] // isz if a.shape[0] > 1 else max(a.shape[1], 1)
+
+
+def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heuristic"):
+    """(LaunchArgs, packed) for the call, cached by everything that decides the Params bytes."""
+    m, k = x.shape
+    n = w.shape[0]
+    lda, ldb, ldd = _rows(x, "x"), _rows(w, "w"), _rows(out, "out")
+    cc = out if c is None else c
+    ldc = _rows(cc, "c")
+    ptrs = (x.data.ptr, w.data.ptr, cc.data.ptr, out.data.ptr)
+    ck = (key, m, n, k, ptrs, lda, ldb, ldc, ldd, float(alpha), float(beta), sm_count, max_swizzle,
+          raster, loader.current_device_id())
+    hit = _params_cache.get(ck)
+    if hit is None:
+        e = _entry(key)
+        la = P.build_sm90_launch(e, m, n, k, ptrs[0], ptrs[1], ptrs[2], ptrs[3], lda, ldb, ldc, ldd,
+                                 float(alpha), float(beta), sm_count=sm_count, max_swizzle=max_swizzle,
+                                 raster=raster, device_id=ck[-1])
+        hit = (la, _packed(la))
+        if len(_params_cache) >= _PARAMS_CACHE_MAX:
+            _params_cache.clear()
+        _params_cache[ck] = hit
+    return hit
+
+
+def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None = None,
+                   max_swizzle: int = 1, raster: str = "heuristic"):
+    """out = alpha * x @ w.T + beta * c on the current CuPy stream, with the SM90 CUTLASS instance.
+
+    x: (M, K), w: (N, K), c and out: (M, N), all float16 or all bfloat16 CuPy arrays with contiguous
+    rows (leading dimensions may be padded: K, lda, ldb multiples of 8; A and B 16-byte aligned).
+    c is read only when beta != 0 (it may be out itself). Raises ValueError for what the instance
+    cannot run (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
+    import cupy
+    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
+        raise ValueError(f"gpk_array: shapes {x.shape} and {w.shape} do not make x @ w.T")
+    if x.dtype != w.dtype:
+        raise TypeError("gpk_array: x and w must have the same dtype")
+    key = key or default_key(x.dtype)
+    m, n = x.shape[0], w.shape[0]
+    if out is None:
+        out = cupy.empty((m, n), dtype=x.dtype)
+    if out.shape != (m, n) or out.dtype != x.dtype:
+        raise ValueError(f"gpk_array: out must be ({m}, {n}) {x.dtype}")
+    if beta != 0:
+        if c is None:
+            raise ValueError("gpk_array: beta != 0 needs c")
+        if c.shape != (m, n) or c.dtype != x.dtype:
+            raise ValueError(f"gpk_array: c must be ({m}, {n}) {x.dtype}")
+    elif c is not None and c.shape != (m, n):
+        raise ValueError(f"gpk_array: c must be ({m}, {n})")
+    if m == 0 or n == 0:
+        return out
+    if x.shape[1] == 0:
+        out[...] = 0 if beta == 0 else beta * c
+        return out
+    sms = loader.sm_count()
+    la, packed = prepare(x, w, out, alpha, beta, c if beta != 0 else None, key, sms, max_swizzle, raster)
+    launch(key, la, packed)
+    return out
+
+
+def _main(argv=None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description="prebuild the SM90 CUTLASS cubins into the disk cache")
+    ap.add_argument("--prebuild", action="store_true")
+    ap.add_argument("--force", action="store_true")
+    ap.add_argument("--backend", choices=["nvcc", "nvrtc"], default=None)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    keys = [e["key"] for e in P.load_manifest()["instances"]
+            if e["arch"] == 90 and e["host_params"].get("status") == "probed"]
+    if not args.prebuild:
+        for k in keys:
+            p = cubin_path(k)
+            print(f"{k}: {p} {'present' if p.is_file() else 'missing'}")
+        return 0
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max(1, args.jobs)) as ex:
+        for r in ex.map(lambda k: build(k, backend=args.backend, force=args.force), keys):
+            print(f"{r['key']}: {'cached' if r['cached'] else 'built'} {r['seconds']:.1f} s "
+                  f"({r['backend'] or '-'}) -> {r['path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

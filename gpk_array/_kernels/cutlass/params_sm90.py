@@ -1,0 +1,245 @@
+"""Launch arguments for the emitted SM90 CUTLASS GEMM instances (hand-written, not generated).
+
+An SM90 instance (CUTLASS 3.x ``GemmUniversal``, TMA warp-specialized cooperative, persistent tile
+scheduler) takes one ``__grid_constant__ GemmKernel::Params`` by value. CUTLASS builds it on the host in
+``GemmKernel::to_underlying_arguments``; this module repeats that in Python:
+
+* problem shape, mode, epilogue (alpha, beta, C/D pointers and strides), hardware info and the
+  persistent tile scheduler (tile counts, swizzle, raster order, FastDivmodU64 magic numbers) are
+  arithmetic, done here;
+* the two TMA descriptors of the mainloop (A and B, 128 bytes each) come from the driver's
+  ``cuTensorMapEncodeTiled``; ``build_sm90_launch`` calls an ``encode`` callable with exactly the
+  arguments CUTLASS passes (``tma.encode_tiled`` is the real one, tests pass a recording stub).
+
+Member offsets, sizes, shared memory, threads and the TMA settings (data type, box, swizzle, L2
+promotion) were measured by ``scripts/gen_cutlass.py --probe-sm90`` (CUTLASS's own host code with a
+stub encoder) and are read from MANIFEST.json; ``tests/kernels/test_cutlass_sm90_params.py`` checks the
+bytes made here against the probe's dumps byte for byte. Nothing here touches the GPU or imports CuPy.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Callable
+
+from .params import instance, load_manifest  # noqa: F401  (re-exported for callers)
+
+_ELEMENT_BYTES = {"f16": 2, "bf16": 2}
+_GEMM_MODE_KGEMM = 0            # cutlass::gemm::GemmUniversalMode::kGemm
+RASTER_OPTIONS = {"heuristic": 0, "along_m": 1, "along_n": 2}   # RasterOrderOptions
+_RASTER_ALONG_M, _RASTER_ALONG_N = 0, 1                          # RasterOrder
+_TMA_ALIGN_BYTES = 16           # TMA: global address and every byte stride multiple of 16
+_TMA_MAX_STRIDE = 1 << 40
+_TMA_MAX_DIM = 1 << 32
+
+# encode(out, offset, data_type, rank, address, dims, strides, box, elem_strides, interleave, swizzle,
+#        l2_promotion, oob_fill) writes the 128-byte CUtensorMap into out[offset:offset + 128].
+# strides are the byte strides of dims 1..rank-1 (dim 0 is contiguous), as cuTensorMapEncodeTiled takes them.
+Encoder = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class LaunchArgs:
+    kernel: str                       # extern "C" name in the emitted .cu
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    cluster: tuple[int, int, int]     # (1, 1, 1): ordinary launch, no cluster attribute needed
+    shared_mem: int                   # dynamic shared memory bytes (also the max-dynamic-smem attribute)
+    params: bytes                     # GemmKernel::Params, the kernel's only argument
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _round_up(a: int, b: int) -> int:
+    return _ceil_div(a, b) * b
+
+
+def _log2_floor(x: int) -> int:
+    return x.bit_length() - 1 if x > 0 else 0
+
+
+def fast_divmod_u64(divisor: int) -> tuple[int, int, int, int]:
+    """cutlass::FastDivmodU64(divisor): (divisor, multiplier, shift_right, round_up)."""
+    if divisor == 0:
+        return 0, 0, 0, 0
+    shift = _log2_floor(divisor)
+    if divisor & (divisor - 1) == 0:
+        return divisor, 0, shift, 0
+    p = 1 << shift
+    mask = (1 << 64) - 1
+    multiplier_lo = ((p << 64) // divisor) & mask
+    multiplier = (((p << 64) | p) // divisor) & mask
+    return divisor, multiplier, shift, int(multiplier_lo == multiplier)
+
+
+def _log_swizzle(tiles_m: int, tiles_n: int, max_swizzle: int) -> int:
+    # PersistentTileSchedulerSm90Params::get_log_swizzle_size
+    lo = min(tiles_m, tiles_n)
+    if max_swizzle >= 8 and lo >= 6:
+        return 3
+    if max_swizzle >= 4 and lo >= 3:
+        return 2
+    if max_swizzle >= 2 and lo >= 2:
+        return 1
+    return 0
+
+
+def sm90_schedule(entry: dict, m: int, n: int, sm_count: int, max_swizzle: int = 1,
+                  raster: str = "heuristic") -> dict:
+    """The persistent tile scheduler's parameters and the launch grid (cluster 1x1x1, L = 1)."""
+    tm, tn, _ = entry["tile"]
+    cm, cn, _ = entry["cluster"]
+    # get_tiled_cta_shape_mnl: CTA tiles rounded up to whole clusters
+    blocks_m = _ceil_div(_ceil_div(m, tm), cm) * cm
+    blocks_n = _ceil_div(_ceil_div(n, tn), cn) * cn
+    log_sw = _log_swizzle(blocks_m, blocks_n, max_swizzle)
+    blocks_m = _round_up(blocks_m, (1 << log_sw) * cm)
+    blocks_n = _round_up(blocks_n, (1 << log_sw) * cn)
+    opt = RASTER_OPTIONS[raster]
+    if opt == RASTER_OPTIONS["heuristic"]:
+        order = _RASTER_ALONG_M if blocks_n > blocks_m else _RASTER_ALONG_N
+    else:
+        order = _RASTER_ALONG_N if opt == RASTER_OPTIONS["along_n"] else _RASTER_ALONG_M
+    total = blocks_m * blocks_n
+    if order == _RASTER_ALONG_N:
+        major, minor, blk_major = cn, cm, blocks_n // cn
+    else:
+        major, minor, blk_major = cm, cn, blocks_m // cm
+    if cm * cn != 1:
+        raise ValueError("only cluster 1x1x1 instances are supported (no cluster launch here)")
+    ctas = min(sm_count, total)
+    grid = (1, ctas, 1) if order == _RASTER_ALONG_N else (ctas, 1, 1)
+    return {"blocks_m": blocks_m, "blocks_n": blocks_n, "log_swizzle": log_sw, "raster_order": order,
+            "blocks_per_problem": total, "divmod_batch": fast_divmod_u64(total),
+            "divmod_major": (major, _log2_floor(major)), "divmod_minor": (minor, _log2_floor(minor)),
+            "divmod_blk_major": fast_divmod_u64(blk_major), "tiles": (blocks_m // cm, blocks_n // cn, 1),
+            "grid": grid}
+
+
+def tma_encode_args(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: int, lda: int,
+                    ldb: int) -> list[dict]:
+    """The arguments CUTLASS passes to cuTensorMapEncodeTiled for A and B, in call order.
+
+    A is (M, K) row-major: TMA dims (K, M, L=1), byte strides (lda, M * lda) * element size; B is the
+    (N, K) row-major weight: dims (K, N, 1), strides (ldb, N * ldb) * element size (the L strides are the
+    packed ones, as cutlass::make_cute_packed_stride gives them; with L = 1 they are never stepped)."""
+    t = entry["host_params"]["tma"]
+    es = _ELEMENT_BYTES[entry["dtype"]]
+    common = {"data_type": t["data_type"], "rank": t["rank"], "elem_strides": list(t["elem_strides"]),
+              "interleave": t["interleave"], "swizzle": t["swizzle"], "l2_promotion": t["l2_promotion"],
+              "oob_fill": t["oob_fill"]}
+    return [
+        {"address": ptr_a, "dims": [k, m, 1], "strides": [lda * es, m * lda * es],
+         "box": list(t["box_A"]), **common},
+        {"address": ptr_b, "dims": [k, n, 1], "strides": [ldb * es, n * ldb * es],
+         "box": list(t["box_B"]), **common},
+    ]
+
+
+def sm90_unsupported(entry: dict, m: int, n: int, k: int, lda: int, ldb: int, ldc: int, ldd: int,
+                     ptrs: tuple[int, ...] = (), sm_count: int = 1) -> str | None:
+    """Why this instance cannot run the problem (None if it can). ptrs = (A, B, C, D)."""
+    if entry.get("arch") != 90 or entry.get("host_params", {}).get("status") != "probed":
+        return "not a probed SM90 instance"
+    if min(m, n, k) <= 0:
+        return "empty problem"
+    if max(m, n, k) >= 2**31:
+        return "problem size does not fit int32"
+    if sm_count < 1:
+        return "sm_count must be positive"
+    es = _ELEMENT_BYTES[entry["dtype"]]
+    align = _TMA_ALIGN_BYTES // es
+    # CollectiveMainloop::can_implement: A (M, K) and B (N, K) TMA-aligned in their contiguous K
+    if k % align:
+        return f"K must be a multiple of {align} (16-byte TMA rows)"
+    if lda < k or ldb < k or ldc < n or ldd < n:
+        return "leading dimension smaller than the row"
+    if lda % align or ldb % align:
+        return f"lda and ldb must be multiples of {align} (16-byte TMA strides)"
+    if max(m * lda, n * ldb) * es >= _TMA_MAX_STRIDE or max(m, n, k) > _TMA_MAX_DIM:
+        return "operand too large for a TMA descriptor"
+    if ptrs:
+        pa, pb = ptrs[0], ptrs[1]
+        if pa % _TMA_ALIGN_BYTES or pb % _TMA_ALIGN_BYTES:
+            return "A and B must be 16-byte aligned (TMA)"
+        if any(p % es for p in ptrs[2:]):
+            return f"C and D must be {es}-byte aligned"
+    return None
+
+
+def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: int, ptr_c: int,
+                      ptr_d: int, lda: int | None = None, ldb: int | None = None,
+                      ldc: int | None = None, ldd: int | None = None, alpha: float = 1.0,
+                      beta: float = 0.0, sm_count: int = 132, encode: Encoder | None = None,
+                      max_swizzle: int = 1, raster: str = "heuristic",
+                      device_id: int = 0) -> LaunchArgs:
+    """Launch arguments for D(m, n) = alpha * A(m, k) @ B(n, k)^T + beta * C(m, n).
+
+    A, C, D row-major with leading dimensions lda, ldc, ldd (defaults k, n, n); B the (n, k) row-major
+    weight (ldb, default k). Pointers are device addresses. C is not read when beta == 0 (pass ptr_d).
+    ``sm_count``: the device's multiprocessor count (the persistent grid is min(sm_count, tiles)).
+    ``encode``: see ``Encoder``; default ``tma.encode_tiled`` (the driver, needs libcuda).
+    ``max_swizzle`` (1, 2, 4, 8) and ``raster`` ("heuristic", "along_m", "along_n"): the tile
+    scheduler's Arguments (CUTLASS's defaults: 1, heuristic)."""
+    lda = k if lda is None else lda
+    ldb = k if ldb is None else ldb
+    ldc = n if ldc is None else ldc
+    ldd = n if ldd is None else ldd
+    why = sm90_unsupported(entry, m, n, k, lda, ldb, ldc, ldd, (ptr_a, ptr_b, ptr_c, ptr_d), sm_count)
+    if why:
+        raise ValueError(f"{entry.get('key')}: {why}")
+    if raster not in RASTER_OPTIONS:
+        raise ValueError(f"raster must be one of {sorted(RASTER_OPTIONS)}")
+    if encode is None:
+        from . import tma
+        encode = tma.encode_tiled
+    hp = entry["host_params"]
+    off = hp["offsets"]
+    buf = bytearray(hp["params_size"])
+    struct.pack_into("<i", buf, off["mode"], _GEMM_MODE_KGEMM)
+    struct.pack_into("<4i", buf, off["problem_shape"], m, n, k, 1)
+    # mainloop: the two TMA descriptors (the rest of each TMA atom is zero), then transaction bytes
+    for name, a in zip(("A", "B"), tma_encode_args(entry, m, n, k, ptr_a, ptr_b, lda, ldb)):
+        encode(buf, hp["descriptors"][name], a["data_type"], a["rank"], a["address"], a["dims"],
+               a["strides"], a["box"], a["elem_strides"], a["interleave"], a["swizzle"],
+               a["l2_promotion"], a["oob_fill"])
+    tx, tx_mk, tx_nk = hp["tma_transaction_bytes"]
+    struct.pack_into("<I", buf, off["mainloop.tma_transaction_bytes"], tx)
+    struct.pack_into("<I", buf, off["mainloop.tma_transaction_bytes_mk"], tx_mk)
+    struct.pack_into("<I", buf, off["mainloop.tma_transaction_bytes_nk"], tx_nk)
+    # epilogue: LinearCombination params (alpha, beta; the scalar pointers stay null), C and D with
+    # their (ld, 1, batch) strides; cute's static 1 takes no bytes
+    struct.pack_into("<f", buf, off["epilogue.thread.alpha"], alpha)
+    struct.pack_into("<f", buf, off["epilogue.thread.beta"], beta)
+    struct.pack_into("<Q", buf, off["epilogue.ptr_C"], ptr_c)
+    struct.pack_into("<2q", buf, off["epilogue.dC"], ldc, m * ldc)
+    struct.pack_into("<Q", buf, off["epilogue.ptr_D"], ptr_d)
+    struct.pack_into("<2q", buf, off["epilogue.dD"], ldd, m * ldd)
+    # hw_info: device id, sm count; max_active_clusters 0 (not given), the rest zero
+    struct.pack_into("<i", buf, off["hw_info.device_id"], device_id)
+    struct.pack_into("<i", buf, off["hw_info.sm_count"], sm_count)
+    s = sm90_schedule(entry, m, n, sm_count, max_swizzle, raster)
+    for name, (d, sh) in (("major", s["divmod_major"]), ("minor", s["divmod_minor"])):
+        base = f"scheduler.divmod_cluster_shape_{name}_"
+        struct.pack_into("<Q", buf, off[base + ".divisor"], d)
+        struct.pack_into("<I", buf, off[base + ".shift_right"], sh)
+    for base, fd in (("scheduler.divmod_batch_", s["divmod_batch"]),
+                     ("scheduler.divmod_cluster_blk_major_", s["divmod_blk_major"])):
+        d, mul, sh, ru = fd
+        struct.pack_into("<Q", buf, off[base + ".divisor"], d)
+        struct.pack_into("<Q", buf, off[base + ".multiplier"], mul)
+        struct.pack_into("<I", buf, off[base + ".shift_right"], sh)
+        struct.pack_into("<I", buf, off[base + ".round_up"], ru)
+    struct.pack_into("<Q", buf, off["scheduler.blocks_per_problem_"], s["blocks_per_problem"])
+    struct.pack_into("<i", buf, off["scheduler.log_swizzle_size_"], s["log_swizzle"])
+    struct.pack_into("<i", buf, off["scheduler.raster_order_"], s["raster_order"])
+    for name, v in zip(("m", "n", "l"), s["tiles"]):
+        struct.pack_into("<I", buf, off[f"scheduler.problem_tiles_{name}_"], v)
+    struct.pack_into("<I", buf, off["scheduler.cluster_shape_m_"], entry["cluster"][0])
+    struct.pack_into("<I", buf, off["scheduler.cluster_shape_n_"], entry["cluster"][1])
+    # workspace: null (this scheduler and epilogue need none: workspace_bytes == 0)
+    return LaunchArgs(kernel=entry["kernel"], grid=s["grid"], block=tuple(hp["block"]),
+                      cluster=tuple(hp["cluster"]), shared_mem=hp["smem_bytes"], params=bytes(buf))

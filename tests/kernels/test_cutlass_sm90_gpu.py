@@ -1,0 +1,172 @@
+"""GPU tests of the SM90 CUTLASS GEMM instances launched from Python (launch_sm90.linear_tn_sm90).
+
+Needs a CC 9.0 GPU (the cubins are sm_90a) and either the CUTLASS headers plus nvcc/NVRTC to compile the
+two instances, or their cubins prebuilt into $GPK_CACHE_DIR/sm_90a/ (python -m
+gpk_array._kernels.cutlass.launch_sm90 --prebuild, no GPU needed). References: float64 NumPy of the same
+rounded float16/bfloat16 inputs; tolerance relative to max|ref|: float16 5e-3, bfloat16 2e-2 (the output
+rounding is 2^-11 resp. 2^-8 of the value; the accumulator is float32)."""
+
+import numpy as np
+import pytest
+
+from tests.kernels._gpu_common import BF16, gpu_marks
+
+pytestmark = gpu_marks()
+
+DTYPES = [np.dtype(np.float16)] + ([BF16] if BF16 else [])
+TOL = {"float16": 5e-3, "bfloat16": 2e-2}
+M_ODD = [1, 3, 17, 1000]
+NK = [(8, 8), (24, 768), (768, 3072), (3072, 768), (1000, 1000)]
+BIG = [(2048, 2048, 2048), (4096, 4096, 4096)]
+
+
+@pytest.fixture(scope="module")
+def L():
+    import cupy
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90
+    if loader.device_arch() != "90":
+        pytest.skip(f"the SM90 instances are sm_90a; this GPU is sm_{loader.device_arch()}")
+    try:
+        for key in ("gemm/f16/tn/large/sm90", "gemm/bf16/tn/large/sm90"):
+            launch_sm90.get_function(key)
+    except launch_sm90.CutlassUnavailable as e:
+        pytest.skip(str(e))
+    cupy.cuda.Device().synchronize()
+    return launch_sm90
+
+
+def _rand(rng, shape, dtype, scale=1.0):
+    import cupy
+    return cupy.asarray((rng.uniform(-1, 1, shape) * scale).astype(dtype))
+
+
+def _f64(a):
+    return a.get().astype(np.float64)
+
+
+def _check(got, ref, dtype):
+    got = _f64(got)
+    assert np.isfinite(got).all()
+    scale = max(np.abs(ref).max(), 1e-30)
+    err = np.abs(got - ref).max() / scale
+    assert err <= TOL[dtype.name], f"max rel err {err:.3g} > {TOL[dtype.name]}"
+    return err
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("m", M_ODD)
+@pytest.mark.parametrize("n,k", NK)
+def test_linear_odd_m(L, dtype, m, n, k):
+    rng = np.random.default_rng(m * 7919 + n * 31 + k)
+    x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
+    y = L.linear_tn_sm90(x, w)
+    assert y.shape == (m, n) and y.dtype == dtype
+    _check(y, _f64(x) @ _f64(w).T, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("m,n,k", BIG)
+def test_linear_large_square(L, dtype, m, n, k):
+    rng = np.random.default_rng(k)
+    x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
+    y = L.linear_tn_sm90(x, w)
+    _check(y, _f64(x) @ _f64(w).T, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("m,n,k", [(1, 13, 64), (17, 13, 8), (300, 1001, 72), (129, 131, 136)])
+def test_n_not_a_multiple_of_8(L, dtype, m, n, k):
+    # CUTLASS's can_implement accepts any N (the no-smem epilogue stores element by element)
+    rng = np.random.default_rng(n)
+    x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
+    _check(L.linear_tn_sm90(x, w), _f64(x) @ _f64(w).T, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("m,n,k", [(1, 3072, 768), (17, 24, 8), (1000, 1000, 1000), (2048, 2048, 2048)])
+def test_alpha_beta_with_c(L, dtype, m, n, k):
+    import cupy
+    rng = np.random.default_rng(m + n)
+    x, w, c = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype), _rand(rng, (m, n), dtype, 4.0)
+    ref = 0.5 * (_f64(x) @ _f64(w).T) - 1.25 * _f64(c)
+    y = L.linear_tn_sm90(x, w, alpha=0.5, beta=-1.25, c=c)
+    _check(y, ref, dtype)
+    # C aliasing D (in-place accumulate)
+    d = c.copy()
+    L.linear_tn_sm90(x, w, out=d, alpha=0.5, beta=-1.25, c=d)
+    _check(d, ref, dtype)
+    # beta == 0: C is not read (NaNs there must not leak)
+    nan_c = cupy.asarray(np.full((m, n), np.nan, dtype=dtype))
+    _check(L.linear_tn_sm90(x, w, alpha=2.0, beta=0.0, c=nan_c), 2.0 * (_f64(x) @ _f64(w).T), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_padded_leading_dimensions_and_untouched_borders(L, dtype):
+    import cupy
+    rng = np.random.default_rng(5)
+    m, n, k = 203, 250, 136
+    xb, wb = _rand(rng, (m, k + 24), dtype), _rand(rng, (n, k + 8), dtype)
+    x, w = xb[:, 8:8 + k], wb[:, :k]          # lda = k + 24, ldb = k + 8, A offset by 16 bytes
+    ob = cupy.asarray(np.full((m + 3, n + 13), 7.0, dtype=dtype))
+    out = ob[1:1 + m, 5:5 + n]                  # ldd = n + 13, D at an offset of 2 * (n + 13 + 5) bytes
+    L.linear_tn_sm90(x, w, out=out)
+    _check(out, _f64(x) @ _f64(w).T, dtype)
+    host = _f64(ob)
+    mask = np.ones(host.shape, bool)
+    mask[1:1 + m, 5:5 + n] = False
+    assert (host[mask] == 7.0).all(), "the kernel wrote outside D"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_non_default_stream_orders_with_its_producers(L, dtype):
+    import cupy
+    m, n, k = 4096, 4096, 4096
+    s = cupy.cuda.Stream(non_blocking=True)
+    rng = np.random.default_rng(9)
+    x0, w0 = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
+    cupy.cuda.Device().synchronize()
+    with s:
+        x = x0 + x0         # produced on s just before the GEMM: a launch elsewhere would race with it
+        w = w0.copy()
+        y = L.linear_tn_sm90(x, w)
+        y2 = y.copy()       # consumer on s
+    s.synchronize()
+    ref = 2 * (_f64(x0) @ _f64(w0).T)
+    _check(y2, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("swizzle,raster", [(1, "along_m"), (2, "along_n"), (4, "heuristic"), (8, "along_m")])
+def test_scheduler_options(L, dtype, swizzle, raster):
+    rng = np.random.default_rng(swizzle)
+    m, n, k = 1000, 3000, 264
+    x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
+    _check(L.linear_tn_sm90(x, w, max_swizzle=swizzle, raster=raster), _f64(x) @ _f64(w).T, dtype)
+
+
+def test_repeated_calls_reuse_params_and_see_new_data(L):
+    import cupy
+    dtype = DTYPES[0]
+    rng = np.random.default_rng(3)
+    x, w = _rand(rng, (64, 128), dtype), _rand(rng, (256, 128), dtype)
+    out = cupy.empty((64, 256), dtype)
+    L.linear_tn_sm90(x, w, out=out)
+    n_cached = len(L._params_cache)
+    x[...] = _rand(rng, (64, 128), dtype)
+    L.linear_tn_sm90(x, w, out=out)
+    assert len(L._params_cache) == n_cached
+    _check(out, _f64(x) @ _f64(w).T, dtype)
+
+
+def test_unsupported_inputs_raise(L):
+    import cupy
+    dtype = DTYPES[0]
+    x, w = cupy.zeros((8, 12), dtype), cupy.zeros((8, 12), dtype)
+    with pytest.raises(ValueError, match="K must"):
+        L.linear_tn_sm90(x, w)
+    with pytest.raises(TypeError):
+        L.linear_tn_sm90(cupy.zeros((8, 16), np.float32), cupy.zeros((8, 16), np.float32))
+    xt = cupy.zeros((16, 8), dtype).T           # column-major A
+    with pytest.raises(ValueError, match="contiguous rows"):
+        L.linear_tn_sm90(xt, cupy.zeros((8, 16), dtype))

@@ -1,0 +1,381 @@
+"""SM90 CUTLASS Params built in Python against CUTLASS's own host code, byte for byte. No GPU.
+
+The goldens in MANIFEST.json come from ``scripts/gen_cutlass.py --probe-sm90``: CUTLASS's
+``GemmKernel::to_underlying_arguments`` compiled on the host with a stub ``cuTensorMapEncodeTiled`` that
+records its arguments and writes a known pattern into each descriptor. Here the Python builder runs with
+a stub of the same behaviour, so every byte (descriptors included) and every encode argument must match.
+"""
+
+import ctypes
+import importlib.util
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpk_array._kernels.cutlass import params_sm90 as S
+
+ROOT = Path(__file__).resolve().parents[2]
+KDIR = ROOT / "gpk_array" / "_kernels" / "cutlass"
+MANIFEST = json.loads((KDIR / "MANIFEST.json").read_text())
+SM90 = [e for e in MANIFEST["instances"] if e["arch"] == 90]
+RASTER = ["heuristic", "along_m", "along_n"]
+
+
+def stub_pattern(n):
+    return bytes((i * 37 + 11 + n * 101) & 0xFF for i in range(128))
+
+
+class RecordingEncoder:
+    """Stands in for cuTensorMapEncodeTiled like the probe's stub: records, writes stub_pattern(n)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, out, offset, data_type, rank, address, dims, strides, box, elem_strides,
+                 interleave, swizzle, l2_promotion, oob_fill):
+        self.calls.append({"dtype": data_type, "rank": rank, "addr": address, "dims": list(dims),
+                           "strides": list(strides), "box": list(box), "elem_strides": list(elem_strides),
+                           "interleave": interleave, "swizzle": swizzle, "l2_promotion": l2_promotion,
+                           "oob_fill": oob_fill})
+        out[offset:offset + 128] = stub_pattern(len(self.calls) - 1)
+
+
+def _build(entry, case, encode=None):
+    m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = case
+    enc = encode or RecordingEncoder()
+    la = S.build_sm90_launch(entry, m, n, k, pa, pb, pc, pd, lda, ldb, ldc, ldd, alpha, beta,
+                             sm_count=sms, encode=enc, max_swizzle=swz, raster=RASTER[ras])
+    return la, enc
+
+
+def _padding(entry):
+    pad = set()
+    for a, b in entry["host_params"]["padding"]:
+        pad.update(range(a, b))
+    return pad
+
+
+def test_manifest_has_probed_sm90_instances():
+    assert {e["key"] for e in SM90} == {"gemm/f16/tn/large/sm90", "gemm/bf16/tn/large/sm90"}
+    for e in SM90:
+        hp = e["host_params"]
+        assert hp["status"] == "probed"
+        assert len(hp["golden"]) >= 9
+        assert hp["params_size"] == 1024 and hp["params_align"] == 128
+        assert hp["threads"] == 384 and hp["block"] == [384, 1, 1] and hp["cluster"] == [1, 1, 1]
+        assert hp["workspace_bytes"] == 0
+        # 4 stages of (128x64 + 128x64) halves plus the barriers
+        assert 4 * (128 * 64 + 128 * 64) * 2 <= hp["smem_bytes"] <= 227 * 1024
+        # descriptors 64-byte aligned inside a 128-byte aligned Params
+        assert hp["descriptors"]["A"] % 64 == 0 and hp["descriptors"]["B"] % 64 == 0
+        # TMA: 16-bit elements as UINT16, 3-D (K, rows, L), box = (tile_k, tile_m / tile_n, 1), 128B swizzle
+        t = hp["tma"]
+        assert t["data_type"] == 1 and t["rank"] == 3 and t["swizzle"] == 3
+        assert t["box_A"] == [64, 128, 1] and t["box_B"] == [64, 128, 1]
+        assert hp["tma_transaction_bytes"] == [32768, 16384, 16384]
+
+
+@pytest.mark.parametrize("entry", SM90, ids=[e["key"] for e in SM90])
+def test_params_bytes_match_cutlass_to_underlying_arguments(entry):
+    pad = _padding(entry)
+    for g in entry["host_params"]["golden"]:
+        la, enc = _build(entry, g["case"])
+        gold = bytes.fromhex(g["hex"])
+        assert len(la.params) == len(gold)
+        diff = [i for i in range(len(gold)) if gold[i] != la.params[i]]
+        assert not diff, (g["case"], diff[:16])         # every byte (padding: zero in both)
+        assert all(la.params[i] == 0 for i in pad)
+        assert enc.calls == g["encodes"], g["case"]      # exactly CUTLASS's encode arguments, in order
+        assert list(la.grid) == g["grid"], g["case"]
+        assert la.block == (384, 1, 1) and la.cluster == (1, 1, 1)
+        assert la.shared_mem == entry["host_params"]["smem_bytes"] and la.kernel == entry["kernel"]
+
+
+def test_padding_is_only_bytes_outside_every_member():
+    e = SM90[0]
+    hp = e["host_params"]
+    pad = _padding(e)
+    for name, off in hp["offsets"].items():
+        if name in hp["containers"]:
+            continue
+        assert not pad & set(range(off, off + hp["sizes"][name])), name
+    assert len(pad) < 300
+
+
+def test_descriptors_sit_where_the_stub_pattern_is():
+    e = SM90[1]
+    la, _ = _build(e, e["host_params"]["golden"][0]["case"])
+    a, b = e["host_params"]["descriptors"]["A"], e["host_params"]["descriptors"]["B"]
+    assert la.params[a:a + 128] == stub_pattern(0) and la.params[b:b + 128] == stub_pattern(1)
+
+
+def test_fast_divmod_u64_divides_like_the_device():
+    rng = random.Random(0)
+    for d in list(range(1, 300)) + [rng.randrange(1, 1 << 40) for _ in range(200)]:
+        div, mul, sh, ru = S.fast_divmod_u64(d)
+        assert div == d
+        for x in [0, 1, d - 1, d, d + 1, 2**31 - 1] + [rng.randrange(0, 1 << 32) for _ in range(20)]:
+            # FastDivmodU64::divide on the device: __umul64hi(x + round_up, multiplier) >> shift
+            q = ((((x + ru) * mul) >> 64) if mul else x) >> sh
+            assert q == x // d, (d, x)
+
+
+def test_schedule_grid_is_persistent_and_raster_follows_the_heuristic():
+    e = SM90[0]
+    s = S.sm90_schedule(e, 4096, 4096, 132)
+    assert s["grid"] == (1, 132, 1) and s["raster_order"] == 1          # square: along N
+    s = S.sm90_schedule(e, 128, 8192, 132)
+    assert s["grid"] == (64, 1, 1) and s["raster_order"] == 0           # more N tiles: along M
+    s = S.sm90_schedule(e, 1, 768, 114)
+    assert s["grid"] == (6, 1, 1)                                       # fewer tiles than SMs
+    s = S.sm90_schedule(e, 8192, 8192, 132, max_swizzle=8)
+    assert s["log_swizzle"] == 3 and s["blocks_per_problem"] == 64 * 64
+
+
+def test_tma_encode_args_follow_the_problem():
+    e = SM90[0]
+    a, b = S.tma_encode_args(e, 1000, 3000, 4104, 0x1000, 0x2000, 4112, 4120)
+    assert a["dims"] == [4104, 1000, 1] and a["strides"] == [8224, 8224 * 1000] and a["address"] == 0x1000
+    assert b["dims"] == [4104, 3000, 1] and b["strides"] == [8240, 8240 * 3000] and b["address"] == 0x2000
+
+
+def test_unsupported_problems_give_reasons():
+    e = SM90[0]
+    ok = dict(m=17, n=24, k=64, lda=64, ldb=64, ldc=24, ldd=24, ptrs=(0x1000, 0x2000, 0x3000, 0x3000))
+    assert S.sm90_unsupported(e, **ok) is None
+    assert S.sm90_unsupported(e, **{**ok, "n": 13, "ldc": 13, "ldd": 13}) is None   # any N (per-element epilogue)
+    for bad, word in (({"k": 60, "lda": 64, "ldb": 64}, "K must"), ({"lda": 68}, "lda and ldb"),
+                      ({"ldb": 60}, "smaller"), ({"m": 0}, "empty"),
+                      ({"ptrs": (0x1008, 0x2000, 0x3000, 0x3000)}, "16-byte"),
+                      ({"ptrs": (0x1000, 0x2000, 0x3001, 0x3000)}, "2-byte"),
+                      ({"m": 2**31}, "int32")):
+        why = S.sm90_unsupported(e, **{**ok, **bad})
+        assert why and word in why, (bad, why)
+    assert "SM90" in S.sm90_unsupported(MANIFEST["instances"][0], **ok)
+    with pytest.raises(ValueError, match="K must"):
+        S.build_sm90_launch(e, 16, 16, 12, 0x1000, 0x2000, 0x3000, 0x3000, encode=RecordingEncoder())
+    with pytest.raises(ValueError, match="raster"):
+        S.build_sm90_launch(e, 16, 16, 16, 0x1000, 0x2000, 0x3000, 0x3000, encode=RecordingEncoder(),
+                            raster="diagonal")
+
+
+def test_modules_import_without_touching_the_driver():
+    code = ("import sys; import gpk_array._kernels.cutlass.params_sm90, gpk_array._kernels.cutlass.tma, "
+            "gpk_array._kernels.cutlass.launch_sm90 as L; "
+            "assert 'cupy' not in sys.modules, 'cupy imported'; "
+            "import gpk_array._kernels.cutlass.tma as t; assert not t._state and not L._driver")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
+    assert r.returncode == 0, r.stderr
+
+
+def test_real_encoder_reports_a_missing_driver_or_encodes():
+    """Without a driver: a clear TmaError. With one (GPU machines): a real descriptor, not the stub."""
+    from gpk_array._kernels.cutlass import tma
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        have_driver = True
+    except OSError:
+        have_driver = False
+    e = SM90[0]
+    if not have_driver:
+        with pytest.raises(tma.TmaError, match="libcuda"):
+            S.build_sm90_launch(e, 128, 128, 64, 0x10000, 0x20000, 0x30000, 0x30000)
+        return
+    try:
+        la = S.build_sm90_launch(e, 128, 128, 64, 0x10000, 0x20000, 0x30000, 0x30000)
+    except tma.TmaError as err:   # a driver without a usable device (cuInit fails)
+        pytest.skip(str(err))
+    off = e["host_params"]["descriptors"]["A"]
+    assert la.params[off:off + 128] != stub_pattern(0) and any(la.params[off:off + 128])
+
+
+def _nvcc():
+    for cand in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if cand and Path(cand).is_file():
+            return cand
+    return None
+
+
+_SLOW = os.environ.get("GPK_SLOW_COMPILE") == "1"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _SLOW, reason="set GPK_SLOW_COMPILE=1 (nvcc, about 1 min per step)")
+@pytest.mark.skipif(_nvcc() is None, reason="nvcc not installed")
+@pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="nvidia-cutlass not installed")
+def test_probe_reproduces_the_manifest(tmp_path):
+    """Re-run the probe (nvcc host build of CUTLASS's to_underlying_arguments) and compare with MANIFEST."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_cutlass as G
+    finally:
+        sys.path.pop(0)
+    fresh = G.probe_sm90_layout(MANIFEST["instances"], KDIR, nvcc=_nvcc())
+    for e in SM90:
+        assert fresh[e["key"]] == e["host_params"], e["key"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _SLOW, reason="set GPK_SLOW_COMPILE=1 (nvcc, about 1 min)")
+@pytest.mark.skipif(_nvcc() is None, reason="nvcc not installed")
+@pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="nvidia-cutlass not installed")
+def test_sm90_instance_compiles_and_takes_one_1024_byte_param(tmp_path, monkeypatch):
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    monkeypatch.setenv("GPK_CACHE_DIR", str(tmp_path))
+    e = SM90[0]
+    t0 = time.monotonic()
+    info = L.build(e["key"], backend="nvcc")
+    took = time.monotonic() - t0
+    cubin = Path(info["path"]).read_bytes()
+    assert e["kernel"] in loader.cubin_symbols(cubin)
+    params, cbank = kernel_params(cubin, e["kernel"])
+    # one parameter of sizeof(Params) bytes; the compiler places it 128-byte aligned in the constant
+    # bank (alignas(128) Params), so the TMA descriptors inside it are 64-byte aligned there too
+    assert [(o, size) for o, _, size in params] == [(0, e["host_params"]["params_size"])], params
+    base = cbank[0] + params[0][1]
+    assert base % 128 == 0 and cbank[1] == params[0][1] + params[0][2], (cbank, params)
+    assert all((base + off) % 64 == 0 for off in e["host_params"]["descriptors"].values())
+    assert b"Arch conditional MMA instruction" not in cubin   # the real sm_90a path, not the error stub
+    print(f"nvcc sm_90a {e['key']}: {took:.1f} s")
+
+
+def kernel_params(cubin: bytes, kernel: str):
+    """([(ordinal, offset, size)] from EIATTR_KPARAM_INFO, (bank offset, size) from EIATTR_PARAM_CBANK)
+    of a kernel, read from its .nv.info.<kernel> section."""
+    import struct
+    sh_off, = struct.unpack_from("<Q", cubin, 0x28)
+    sh_entsize, sh_num, sh_strndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", cubin, sh_off + i * sh_entsize) for i in range(sh_num)]
+    stroff = secs[sh_strndx][4]
+
+    def name(s):
+        end = cubin.index(b"\0", stroff + s[0])
+        return cubin[stroff + s[0]:end].decode()
+    info = next(s for s in secs if name(s) == f".nv.info.{kernel}")
+    data = cubin[info[4]:info[4] + info[5]]
+    out, cbank, i = [], None, 0
+    while i + 4 <= len(data):
+        fmt, attr, size = data[i], data[i + 1], struct.unpack_from("<H", data, i + 2)[0]
+        if fmt == 0x04:            # EIFMT_SVAL: size-prefixed payload
+            if attr == 0x17:       # EIATTR_KPARAM_INFO: index, ordinal, offset, flags (size in bits 18..31)
+                _, ordinal, offset, word = struct.unpack_from("<IHHI", data, i + 4)
+                out.append((ordinal, offset, (word >> 18) & 0x3FFF))
+            elif attr == 0x0A:     # EIATTR_PARAM_CBANK: symbol, bank offset, size
+                _, off, sz = struct.unpack_from("<IHH", data, i + 4)
+                cbank = (off, sz)
+            i += 4 + size
+        else:                      # EIFMT_NVAL / HVAL: 2-byte value only
+            i += 4
+    return sorted(out), cbank
+
+
+class _FakeArray:
+    """Just what launch_sm90.prepare reads from a CuPy array."""
+
+    def __init__(self, shape, strides, ptr, dtype="float16"):
+        import numpy as np
+        self.shape, self.strides, self.ndim = shape, strides, len(shape)
+        self.dtype = np.dtype(dtype)
+        self.itemsize = self.dtype.itemsize
+        self.data = type("Mem", (), {"ptr": ptr})()
+
+
+def test_launch_prepare_derives_leading_dims_pointers_and_aligned_params(monkeypatch):
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L, tma
+    enc = RecordingEncoder()
+    monkeypatch.setattr(tma, "encode_tiled", enc)
+    monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+    monkeypatch.setattr(L, "_params_cache", {})
+    m, n, k = 203, 250, 136
+    x = _FakeArray((m, k), (2 * (k + 24), 2), 0x10010)     # a column slice of a wider buffer
+    w = _FakeArray((n, k), (2 * (k + 8), 2), 0x20000)
+    out = _FakeArray((m, n), (2 * (n + 13), 2), 0x30000 + 2 * (n + 13 + 5))
+    key = "gemm/f16/tn/large/sm90"
+    la, (raw, kp) = L.prepare(x, w, out, 1.0, 0.0, None, key, 132)
+    ref = S.build_sm90_launch(S.instance(key), m, n, k, 0x10010, 0x20000, out.data.ptr, out.data.ptr,
+                              k + 24, k + 8, n + 13, n + 13, 1.0, 0.0, sm_count=132, encode=RecordingEncoder())
+    assert la == ref
+    assert kp[0] % 128 == 0 and ctypes.string_at(kp[0], len(la.params)) == la.params
+    again = L.prepare(x, w, out, 1.0, 0.0, None, key, 132)
+    assert again[0] is la and len(enc.calls) == 2          # cached: no second encode
+    assert L.default_key(x.dtype) == key
+    with pytest.raises(TypeError):
+        L.default_key(_FakeArray((1, 1), (2, 2), 0, "float32").dtype)
+    with pytest.raises(ValueError, match="contiguous rows"):
+        L._rows(_FakeArray((16, 8), (2, 32), 0), "x")
+
+
+def test_cubin_key_ignores_runtime_versions_and_names_the_arch(tmp_path, monkeypatch):
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    monkeypatch.setenv("GPK_CACHE_DIR", str(tmp_path))
+    p = L.cubin_path("gemm/bf16/tn/large/sm90")
+    assert p.parent == tmp_path / "sm_90a" and p.suffix == ".cubin"
+    assert L.cubin_key("gemm/f16/tn/large/sm90") != L.cubin_key("gemm/bf16/tn/large/sm90")
+    monkeypatch.setattr(L, "cutlass_include_dir", lambda: None)
+    with pytest.raises(L.CutlassUnavailable, match="prebuild"):
+        L.build("gemm/f16/tn/large/sm90")
+
+
+@pytest.fixture
+def tma_stub(tmp_path, monkeypatch):
+    """tma.py bound to tests/kernels/cuda_tma_stub.c (gcc; against NVIDIA's cuda.h when found)."""
+    from gpk_array._kernels.cutlass import tma
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("no C compiler")
+    out = tmp_path / "libcudastub.so"
+    cmd = [gcc, "-O2", "-shared", "-fPIC", "-Wall", "-Werror", str(Path(__file__).parent / "cuda_tma_stub.c"),
+           "-o", str(out)]
+    for inc in ("/usr/local/cuda/include",):
+        if Path(inc, "cuda.h").is_file():
+            cmd[1:1] = ["-DGPK_REAL_HEADER", f"-I{inc}"]
+            break
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setattr(tma, "_state", {})
+    tma._bind(ctypes.CDLL(str(out)))
+    yield tma
+    tma._state.clear()
+
+
+def _decode_stub_descriptor(raw):
+    import struct
+    dt, rank, addr = struct.unpack_from("<IIQ", raw, 0)
+    dims = list(struct.unpack_from("<3Q", raw, 16))[:rank]
+    strides = list(struct.unpack_from("<2Q", raw, 40))[:rank - 1]
+    box = list(struct.unpack_from("<3I", raw, 56))[:rank]
+    es = list(struct.unpack_from("<3I", raw, 68))[:rank]
+    il, sw, l2, oob = struct.unpack_from("<4I", raw, 80)
+    return {"dtype": dt, "rank": rank, "addr": addr, "dims": dims, "strides": strides, "box": box,
+            "elem_strides": es, "interleave": il, "swizzle": sw, "l2_promotion": l2, "oob_fill": oob}
+
+
+@pytest.mark.parametrize("entry", SM90, ids=[e["key"] for e in SM90])
+def test_real_encoder_path_through_ctypes(entry, tma_stub):
+    """build_sm90_launch with the default encoder (tma.encode_tiled, ctypes) against a C stand-in for the
+    driver: the C side must receive exactly CUTLASS's encode arguments, and its 128 bytes must land at the
+    descriptor offsets, with every other byte equal to CUTLASS's."""
+    hp = entry["host_params"]
+    offs = [hp["descriptors"]["A"], hp["descriptors"]["B"]]
+    for g in hp["golden"]:
+        m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = g["case"]
+        la = S.build_sm90_launch(entry, m, n, k, pa, pb, pc, pd, lda, ldb, ldc, ldd, alpha, beta,
+                                 sm_count=sms, max_swizzle=swz, raster=RASTER[ras])
+        got = [_decode_stub_descriptor(la.params[o:o + 128]) for o in offs]
+        assert got == g["encodes"], g["case"]
+        gold = bytearray.fromhex(g["hex"])
+        mine = bytearray(la.params)
+        for o in offs:
+            gold[o:o + 128] = mine[o:o + 128] = bytes(128)
+        assert mine == gold, g["case"]
+    with pytest.raises(tma_stub.TmaError, match="CUDA_ERROR_INVALID_VALUE"):   # the stub refuses rank 4
+        tma_stub.encode_tiled(bytearray(128), 0, 1, 4, 0x1000, [1] * 4, [16] * 3, [1] * 4, [1] * 4, 0, 0, 0, 0)
