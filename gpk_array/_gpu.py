@@ -102,9 +102,12 @@ def matmul(a, b):
     and for a scheduler context's SM share. Otherwise CuPy's cuBLAS call, whose host overhead per call is lower
     than the ctypes path's (measured on the H200: the same kernels, 26 us against 41 us per 1024x768x3072 call)."""
     import cupy
-    if b.ndim == 2 and a.ndim <= 2 and (a.shape[0] if a.ndim == 2 else 1) <= _nn.GEMV_MAX_ROWS:
-        # a few rows (decode steps, vector @ matrix): our GEMV reads b once; cuBLAS took 17 us for 1 x 768 x 3072
-        y = _nn.gemv_kn(a if a.ndim == 2 else a.reshape(1, -1), b) if a.dtype.name in _GEMV_DTYPES else None
+    if (b.ndim == 2 and a.ndim <= 2 and (a.shape[0] if a.ndim == 2 else 1) <= _nn.GEMV_MAX_ROWS
+            and a.dtype.name in _GEMV_DTYPES and _capturing()):
+        # A few rows (decode steps, vector @ matrix) in a CUDA graph: our GEMV reads b once. Eager calls stay on
+        # CuPy's cuBLAS call: its host time per call is lower than our two launches (measured on the H200, the
+        # eager GEMV path took 1.2-2.4x cuBLAS's time for M = 1 and 8 at GPT-2 sizes).
+        y = _nn.gemv_kn(a if a.ndim == 2 else a.reshape(1, -1), b)
         if y is not None:
             return y if a.ndim == 2 else y.reshape(-1)
     blas = _get_blas()

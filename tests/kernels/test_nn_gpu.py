@@ -166,7 +166,10 @@ def test_gemv_kn_declines_what_it_does_not_cover():
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_namespace_matmul_of_a_few_rows(dtype):
-    """gpk_array.matmul with up to 8 rows (and vector @ matrix) takes the GEMV; equal to NumPy within tolerance."""
+    """gpk_array.matmul with up to 8 rows (and vector @ matrix), eager (cuBLAS) and recorded in a CUDA graph (our
+    GEMV): both equal to NumPy in float64 within tolerance."""
+    import cupy
+
     import gpk_array as gp
 
     rng = np.random.default_rng(2)
@@ -177,8 +180,20 @@ def test_namespace_matmul_of_a_few_rows(dtype):
         bh = (rng.standard_normal(shape_b) / np.sqrt(shape_b[0])).astype(np.float32)
         a = gp.astype(gp.asarray(ah, device="cuda:0"), getattr(gp, dtype))
         b = gp.astype(gp.asarray(bh, device="cuda:0"), getattr(gp, dtype))
-        y = a @ b
-        want = np.asarray(gp.astype(a, gp.float64).to_device("cpu")) @ np.asarray(gp.astype(b, gp.float64).to_device("cpu"))
-        assert y.shape == want.shape and y.dtype == a.dtype
-        got = np.asarray(gp.astype(y, gp.float64).to_device("cpu"))
-        np.testing.assert_allclose(got, want, rtol=0, atol=tol * max(1.0, float(np.abs(want).max())))
+        want = (np.asarray(gp.astype(a, gp.float64).to_device("cpu"))
+                @ np.asarray(gp.astype(b, gp.float64).to_device("cpu")))
+        side = cupy.cuda.Stream(non_blocking=True)
+        with side:
+            eager = a @ b
+            side.synchronize()
+            side.begin_capture()
+            try:
+                captured = a @ b
+            finally:
+                graph = side.end_capture()
+            graph.launch(stream=side)
+            side.synchronize()
+        for y in (eager, captured):
+            assert y.shape == want.shape and y.dtype == a.dtype
+            got = np.asarray(gp.astype(y, gp.float64).to_device("cpu"))
+            np.testing.assert_allclose(got, want, rtol=0, atol=tol * max(1.0, float(np.abs(want).max())))
