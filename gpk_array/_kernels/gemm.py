@@ -162,7 +162,20 @@ def _template(key: str, m: int, n: int, k: int, lda: int, ldb: int, ldc: int, ld
     offs = REGISTRY[key]["host_params"]["offsets"]
     slots = tuple(offs[f"ptr_{x}"] // 8 for x in "ABCD")
     words = numpy.frombuffer(la.params, dtype="<u8")
-    return la, words, slots
+    return la, words, slots, numpy.dtype([("words", "<u8", (words.size,))], align=True)
+
+
+def launch_args(key: str, m: int, n: int, k: int, lda: int, ldb: int, ldc: int, ldd: int, alpha: float,
+                beta: float, ptrs: tuple[int, int, int, int]):
+    """(LaunchArgs, Params) for instance ``key``: the Params bytes of ``params.build_sm80_launch`` with the four
+    pointers (A, B, C, D) in place, as a size-1 NumPy structured array. CuPy passes a size-1 NumPy array by value:
+    it hands the driver a pointer to its bytes, which cuLaunchKernel copies as the kernel's one parameter.
+    The caller has checked the problem with ``params.sm80_unsupported``."""
+    la, words, slots, dtype = _template(key, m, n, k, lda, ldb, ldc, ldd, float(alpha), float(beta))
+    params = words.copy()
+    for slot, ptr in zip(slots, ptrs):
+        params[slot] = ptr
+    return la, params.view(dtype)
 
 
 def _row_stride(a, rows: int, cols: int) -> int | None:
@@ -198,7 +211,6 @@ def linear_tn(x, w, out=None, alpha=1.0, beta=0.0, c=None, key=None):
     where it cannot run the problem. Shape mismatches raise ValueError either way. Runs on the current CuPy stream;
     capturable in a CUDA graph (one kernel launch, nothing else)."""
     import cupy
-    import numpy
 
     if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"linear_tn: x {x.shape} and w {w.shape} must be (M, K) and (N, K)")
@@ -261,12 +273,7 @@ def linear_tn(x, w, out=None, alpha=1.0, beta=0.0, c=None, key=None):
     if entry["host_params"]["smem_bytes"] > smem_limit:
         return refuse(f"needs {entry['host_params']['smem_bytes']} bytes of shared memory, the device allows "
                       f"{smem_limit}")
-    la, words, slots = _template(use, m, n, k, lda, ldb, ldc, ldd, float(alpha), float(beta))
-    params = words.copy()
-    for slot, ptr in zip(slots, (x.data.ptr, w.data.ptr, ptr_c, out.data.ptr)):
-        params[slot] = ptr
-    # A size-1 NumPy array is passed by value: CuPy hands the driver a pointer to its bytes, which cuLaunchKernel
-    # copies as the kernel's one parameter (GemmKernel::Params, params_size bytes).
-    arg = params.view(numpy.dtype([("words", "<u8", (params.size,))], align=True))
+    la, arg = launch_args(use, m, n, k, lda, ldb, ldc, ldd, alpha, beta,
+                          (x.data.ptr, w.data.ptr, ptr_c, out.data.ptr))
     loader.launch(fn, la.grid, la.block, (arg,), shared_mem=la.shared_mem)
     return out
