@@ -290,7 +290,7 @@ def default_backend() -> str:
 def _include_options(include_dirs=(), nvrtc: bool = False) -> list[str]:
     opts = [f"-I{CUDA_DIR}", *(f"-I{d}" for d in include_dirs)]
     inc = cuda_include_dir()
-    if inc:
+    if inc and (nvrtc or not include_dirs):  # nvcc with third-party headers: only the CUDA headers nvcc ships
         opts.append(f"-I{inc}")
     if nvrtc and include_dirs:  # third-party headers (CUTLASS) include libcu++; nvcc finds CCCL itself
         cccl = cccl_include_dir()
@@ -398,6 +398,35 @@ def _path_lock(path) -> threading.Lock:
         return lk
 
 
+def backends_for(cu_file: str, backend: str | None = None) -> tuple[str, ...]:
+    """The compilers to try for a source, in order. ``backend`` or GPK_KERNEL_BACKEND: that one alone. Our own
+    kernels: ``default_backend()``. A CUTLASS instance: nvcc first (CUTLASS's own compiler, with the CUDA and CCCL
+    headers it ships, so a CCCL copy elsewhere cannot mismatch), then NVRTC; whichever are installed."""
+    if backend:
+        return (backend,)
+    forced = os.environ.get("GPK_KERNEL_BACKEND", "").strip().lower()
+    if forced in ("nvrtc", "nvcc"):
+        return (forced,)
+    if not _is_cutlass(cu_file):
+        return (default_backend(),)
+    found = tuple(b for b in ("nvcc", "nvrtc") if (nvcc_path() if b == "nvcc" else nvrtc_available()))
+    return found or ("nvrtc",)  # neither: NVRTC's clear KernelCompileError
+
+
+def _compile_first(source, options, arch, backends, cu_file, note) -> bytes:
+    """The cubin of the first backend that compiles the source; KernelCompileError with every log if none does."""
+    errors = []
+    for b in backends:
+        try:
+            return _compile_with_note(source, options, arch, b, cu_file, note)[0]
+        except KernelCompileError as e:
+            errors.append(e)
+    if len(errors) == 1:
+        raise errors[0]
+    raise KernelCompileError("; ".join(e.message for e in errors), "\n".join(e.log for e in errors), file=cu_file,
+                             options=tuple(options), arch=arch, backend="+".join(backends))
+
+
 def build(cu_file: str, options=(), arch=None, backend: str | None = None, force: bool = False,
           note: bool = True) -> dict:
     """Make sure the cubin for (cu_file, options, arch) is in the disk cache; no GPU needed when
@@ -416,8 +445,8 @@ def build(cu_file: str, options=(), arch=None, backend: str | None = None, force
         if path.is_file() and not force:
             cached = True
         else:
-            cubin, _ = _compile_with_note(read_source(cu_file), options, arch,
-                                          backend or default_backend(), cu_file, note)
+            cubin = _compile_first(read_source(cu_file), options, arch, backends_for(cu_file, backend),
+                                   cu_file, note)
             write_atomic(path, cubin)
             cached = False
     return {"file": cu_file, "options": options, "arch": arch, "path": str(path),

@@ -44,7 +44,8 @@ def prebuild(arch=None, *, jobs: int | None = None, verbose: bool = False, force
 
     def one(v):
         cu_file, options = v
-        info = loader.build(cu_file, options, arch, backend=backend, force=force, note=False)
+        info = loader.build(cu_file, options, arch, force=force, note=False,
+                            backend=None if cu_file.startswith(loader.CUTLASS_PREFIX) else backend)
         if verbose:
             state = "cached" if info["cached"] else f"{info['seconds']:.1f}s"
             print(f"gpk_array: {cu_file} {' '.join(options)} sm_{arch}: {state}", file=sys.stderr,

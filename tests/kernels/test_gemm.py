@@ -150,3 +150,43 @@ def test_gpk_gemm_switch_values():
     assert _gpu._gemm_switch("cutlass") and not _gpu._gemm_switch(None) and not _gpu._gemm_switch("default")
     with pytest.warns(UserWarning, match="GPK_GEMM"):
         assert not _gpu._gemm_switch("cutlas")
+
+
+def test_cutlass_instances_try_nvcc_then_nvrtc(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("GPK_KERNEL_BACKEND", raising=False)
+    monkeypatch.setattr(loader, "nvcc_path", lambda: "/x/nvcc")
+    monkeypatch.setattr(loader, "nvrtc_available", lambda: True)
+    f = gemm.cu_file("gemm/f16/tn/small/sm80")
+    assert loader.backends_for(f) == ("nvcc", "nvrtc")
+    assert loader.backends_for(f, "nvrtc") == ("nvrtc",)
+    assert loader.backends_for("nn.cu") == (loader.default_backend(),)
+    monkeypatch.setenv("GPK_KERNEL_BACKEND", "nvrtc")
+    assert loader.backends_for(f) == ("nvrtc",)
+    monkeypatch.delenv("GPK_KERNEL_BACKEND")
+    monkeypatch.setattr(loader, "nvcc_path", lambda: None)
+    assert loader.backends_for(f) == ("nvrtc",)
+    monkeypatch.setattr(loader, "nvcc_path", lambda: "/x/nvcc")
+    monkeypatch.setattr(loader, "cutlass_headers", lambda: ("/x/include", "4.2.0"))
+    monkeypatch.setattr(loader, "_sources", {})
+
+    tried = []
+
+    def fake(source, options, arch, backend=None, name="k.cu", include_dirs=()):
+        tried.append((backend, include_dirs))
+        if backend == "nvcc":
+            raise loader.KernelCompileError("nvcc broke", "log nvcc", backend="nvcc")
+        return b"\x7fELF from nvrtc"
+
+    monkeypatch.setattr(loader, "compile_cubin", fake)
+    info = loader.build(f, gemm.compile_options(), "90", note=False)
+    assert tried == [("nvcc", ("/x/include",)), ("nvrtc", ("/x/include",))]
+    assert Path(info["path"]).read_bytes() == b"\x7fELF from nvrtc"
+
+    def broken(source, options, arch, backend=None, name="k.cu", include_dirs=()):
+        raise loader.KernelCompileError(f"{backend} broke", f"log {backend}", backend=backend)
+
+    monkeypatch.setattr(loader, "compile_cubin", broken)
+    with pytest.raises(loader.KernelCompileError) as ei:
+        loader.build(gemm.cu_file("gemm/bf16/tn/small/sm80"), gemm.compile_options(), "90", note=False)
+    assert "nvcc broke" in str(ei.value) and "nvrtc broke" in str(ei.value) and "log nvrtc" in ei.value.log
