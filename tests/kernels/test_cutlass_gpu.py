@@ -226,8 +226,11 @@ def routed(monkeypatch, gemm):
 
 
 def _arrays(xp, rng, dt, *shapes):
+    """gpk_array arrays on cuda:0 of values exactly representable in dt (made in float32, then cast on the GPU,
+    as test_own_kernels_gpu.py does for bfloat16)."""
     dev = xp.Device("cuda:0")
-    return [xp.asarray(_rand(rng, s, dt), device=dev) for s in shapes]
+    target = xp.float16 if dt.name == "float16" else (xp.float32 if dt.name == "float32" else xp.bfloat16)
+    return [xp.astype(xp.asarray(_rand(rng, s, dt).astype(np.float32), device=dev), target) for s in shapes]
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)

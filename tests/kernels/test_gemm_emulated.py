@@ -37,7 +37,7 @@ class CutlassEmulator:
     def __init__(self, fake):
         self.allocs = []      # (start, end) of every allocation made through the fake CuPy
         self.launches = []    # (key, m, n, k, lda, ldb, ldc, ldd, alpha, beta)
-        for name in ("empty", "asarray"):
+        for name in ("empty", "asarray", "zeros", "ones", "full", "empty_like"):
             orig = getattr(fake, name)
 
             def wrapped(*a, _orig=orig, **kw):
