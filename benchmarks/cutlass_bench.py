@@ -92,7 +92,7 @@ def run():
 
     import gpk_array as xp
     from gpk_array._kernels import gemm, loader
-    from gpk_array._kernels import prebuild as pb
+    from gpk_array._kernels.prebuild import prebuild
     if cp.cuda.runtime.getDeviceCount() == 0:
         raise RuntimeError("no CUDA GPU")
     arch = loader.device_arch()
@@ -102,7 +102,7 @@ def run():
     except Exception:  # noqa: BLE001
         blas = None
     t0 = time.perf_counter()
-    built = pb.prebuild(arch, variants=gemm.variants(), jobs=4)  # compile (or find cached) the four instances
+    built = prebuild(arch, variants=gemm.variants(), jobs=4)  # compile (or find cached) the four instances
     for r in built:
         state = "cached" if r["cached"] else f"built in {r['seconds']:.1f} s"
         print(f"{r['file']} sm_{arch}: {state}", flush=True)
