@@ -2,7 +2,7 @@
 
     python -m gpk_array._kernels.prebuild [--arch 90] [--jobs N] [--force]
 
-The CUTLASS GEMM instances (gemm.py) are among the modules: they take the longest, 7 to 11 s each on two cores
+The CUTLASS GEMM instances (gemm.py) are among the modules: they take the longest, 6 to 18 s each on two cores
 (NVRTC or nvcc, sm_90), and need the nvidia-cutlass package's headers.
 
 Without --arch the local GPU's compute capability is used (that needs a GPU); with it, nothing

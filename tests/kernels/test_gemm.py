@@ -120,7 +120,7 @@ def _backends():
 @pytest.mark.skipif(loader.cutlass_headers()[0] is None, reason="nvidia-cutlass (CUTLASS headers) not installed")
 @pytest.mark.parametrize("backend", _backends())
 def test_loader_builds_an_sm80_instance_for_sm90(backend, monkeypatch, tmp_path):
-    """What a first GPK_GEMM=cutlass call on an H200 does: loader.build of the instance for sm_90 (7 to 11 s on two
+    """What a first GPK_GEMM=cutlass call on an H200 does: loader.build of the instance for sm_90 (6 to 18 s on two
     cores with either compiler), the cubin in the disk cache, holding the kernel's extern "C" name."""
     monkeypatch.setenv("GPK_CACHE_DIR", str(tmp_path))
     key = "gemm/f16/tn/small/sm80"
