@@ -20,6 +20,10 @@ back to plain CuPy code when a name is absent or returns None.
   ("high") or with GPK_TF32=1 (gpk_array/_precision.py). Inside a paced gpk_array.sched context (best effort
   while a higher tier is busy, or a bandwidth cap) GEMMs plan for the context's share of the SMs
   (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest of the device to the higher tier.
+- Opt-in, ``GPK_GEMM=cutlass`` (read once, at import): float16/bfloat16 ``linear`` of more than 8 rows without an
+  activation (a bias is added after the GEMM), and ``matmul(a, b)`` where ``b.T`` is a row-major (N, K) weight (a
+  transposed view), through the CUTLASS SM80 instances of gpk_array._kernels.gemm where its ``select`` covers the
+  problem; everything else as above. Off by default: no H200 run has shown them faster than cuBLAS yet.
 """
 
 import os
@@ -41,6 +45,22 @@ from .sched._cuda import active_context
 # cover, a checking mode (the GPU conformance run uses it to test them against the official suite).
 OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
 _REDUCE_ALWAYS = ("var", "std")
+
+
+def _gemm_switch(value):
+    v = (value or "").strip().lower()
+    if v in ("", "cublas", "default"):
+        return False
+    if v == "cutlass":
+        return True
+    import warnings
+    warnings.warn(f"gpk_array: GPK_GEMM={value!r} is not one of 'cutlass', 'cublas': using cuBLAS", stacklevel=2)
+    return False
+
+
+# GPK_GEMM=cutlass: f16/bf16 GEMMs of the "x @ w.T" layout through gpk_array._kernels.gemm (CUTLASS SM80 instances)
+# where its select() covers them. Off by default until an H200 benchmark shows them beating cuBLAS.
+GEMM_CUTLASS = _gemm_switch(os.environ.get("GPK_GEMM"))
 
 
 def binary(bname, a, b):
@@ -95,6 +115,31 @@ def _capturing():
 _GEMV_DTYPES = ("float16", "bfloat16", "float32")
 
 
+_gemm = None
+
+
+def _cutlass_tn(x2d, w):
+    """x2d @ w.T (x2d (M, K), w (N, K), float16 or bfloat16) through a CUTLASS instance, or None where
+    gpk_array._kernels.gemm does not cover it (or its CUTLASS headers are missing: then never again)."""
+    global _gemm, GEMM_CUTLASS
+    if x2d.dtype != w.dtype or x2d.dtype.itemsize != 2 or _sm_target():
+        return None
+    if _gemm is None:
+        from ._kernels import gemm
+        _gemm = gemm
+    try:
+        return _gemm.linear_tn(x2d, w)
+    except Exception as e:  # a compile failure (e.g. no nvidia-cutlass headers): cuBLAS from now on
+        from ._kernels.errors import KernelCompileError
+        if not isinstance(e, KernelCompileError):
+            raise
+        import warnings
+        warnings.warn(f"gpk_array: GPK_GEMM=cutlass disabled, the CUTLASS kernels do not compile: {e.message}",
+                      stacklevel=3)
+        GEMM_CUTLASS = False
+        return None
+
+
 def matmul(a, b):
     """Matrix product of two CuPy arrays of one dtype (already promoted).
 
@@ -110,6 +155,10 @@ def matmul(a, b):
         y = _nn.gemv_kn(a if a.ndim == 2 else a.reshape(1, -1), b)
         if y is not None:
             return y if a.ndim == 2 else y.reshape(-1)
+    if GEMM_CUTLASS and a.ndim >= 2 and b.ndim == 2 and (a.ndim == 2 or a.flags.c_contiguous):
+        y = _cutlass_tn(a.reshape(-1, a.shape[-1]), b.T)
+        if y is not None:
+            return y.reshape(a.shape[:-1] + (b.shape[1],))
     blas = _get_blas()
     if blas and a.ndim >= 2 and b.ndim >= 2:
         use_tf32 = tf32() and a.dtype == cupy.float32
@@ -127,6 +176,12 @@ def linear(x2d, w, bias, activation):
     if x2d.shape[0] <= 8 and x2d.dtype.itemsize <= 4:
         y = _nn.gemv(x2d, w, bias, activation)
         if y is not None:
+            return y
+    if GEMM_CUTLASS and activation is None:
+        y = _cutlass_tn(x2d, w)
+        if y is not None:
+            if bias is not None:
+                y += bias
             return y
     blas = _get_blas()
     if not blas or activation not in (None, "relu", "gelu_tanh"):

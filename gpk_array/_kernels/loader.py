@@ -7,6 +7,11 @@ miss it compiles the source to a cubin itself (NVRTC through CuPy's raw bindings
 is not installed), writes the cubin to the cache atomically and loads that. Later calls are one dict
 lookup.
 
+Besides ``cuda/<file>.cu``, ``cu_file`` may name an emitted CUTLASS instance, ``cutlass/<file>.cu`` (see
+``cutlass/MANIFEST.json``): it is compiled with the CUTLASS headers of the installed nvidia-cutlass wheel
+(``<cutlass_library>/source/include``) and keyed by the file and that CUTLASS version; NVRTC also gets the CCCL
+headers (nvcc finds them by itself) and the NVRTC spellings of two nvcc-only CUTLASS flags (``_NVRTC_OPTIONS``).
+
 The disk cache lives in ``$GPK_CACHE_DIR/sm_<arch>/`` or ``~/.cache/gpk_array/kernels/sm_<arch>/``;
 a cubin is named after the SHA-256 of the source (the ``.cu`` file and every ``.cuh`` header beside
 it), the options, the arch, the CuPy version and the CUDA runtime version. The key deliberately
@@ -32,12 +37,19 @@ from pathlib import Path
 
 from .errors import KernelCompileError
 
-CUDA_DIR = Path(__file__).resolve().parent / "cuda"
+KERNELS_DIR = Path(__file__).resolve().parent
+CUDA_DIR = KERNELS_DIR / "cuda"
+CUTLASS_PREFIX = "cutlass/"   # cu_file names under KERNELS_DIR / "cutlass"
 
 # Bump when the way cubins are built changes in a way the key does not see.
 _FORMAT_VERSION = "1"
 _BASE_OPTIONS = ("-std=c++17",)
 _NOTE_AFTER_S = 1.0
+# nvcc flags NVRTC rejects, and what NVRTC takes instead (None: drop). Only the CUTLASS instances use them.
+# --expt-relaxed-constexpr lets device code call constexpr host functions (CUTLASS does); NVRTC's -default-device
+# compiles every function without an execution space for the device, which covers those calls (NVRTC compiles
+# device code only). -O3 is NVRTC's default optimization level already.
+_NVRTC_OPTIONS = {"--expt-relaxed-constexpr": "-default-device", "-O3": None}
 
 _lock = threading.RLock()
 _functions: dict = {}        # (cu_file, name, options, device_id) -> cupy.RawKernel
@@ -47,6 +59,8 @@ _device_arch: dict = {}      # device_id -> "90"
 _device_sms: dict = {}       # device_id -> multiprocessor count
 _nvrtc_ok = None
 _cuda_include = None
+_cccl_include = None
+_cutlass = None              # (include dir or None, version string)
 _versions = None
 
 
@@ -58,16 +72,34 @@ def cu_files() -> list[str]:
     return sorted(p.name for p in CUDA_DIR.glob("*.cu"))
 
 
+def _is_cutlass(cu_file: str) -> bool:
+    return cu_file.startswith(CUTLASS_PREFIX)
+
+
+def source_path(cu_file: str) -> Path:
+    """``cuda/<cu_file>``, or ``<cu_file>`` under gpk_array/_kernels for ``cutlass/<file>.cu``."""
+    if _is_cutlass(cu_file):
+        name = cu_file[len(CUTLASS_PREFIX):]
+        if not name or "/" in name or name.startswith("."):
+            raise FileNotFoundError(f"gpk_array: bad kernel source name {cu_file!r}")
+        return KERNELS_DIR / "cutlass" / name
+    return CUDA_DIR / cu_file
+
+
 def read_source(cu_file: str) -> str:
-    path = CUDA_DIR / cu_file
+    path = source_path(cu_file)
     if not path.is_file():
         raise FileNotFoundError(f"gpk_array: no kernel source {path}")
     return path.read_text()
 
 
 def source_bundle(cu_file: str) -> str:
-    """The text the cache key hashes: the ``.cu`` file plus every local header (sorted by name)."""
+    """The text the cache key hashes: the ``.cu`` file plus every local header (sorted by name); for a CUTLASS
+    instance the file plus the version of the CUTLASS headers it is compiled with."""
     text = _sources.get(cu_file)
+    if text is None and _is_cutlass(cu_file):
+        text = f"// file {cu_file}\n{read_source(cu_file)}\n// CUTLASS headers {cutlass_headers()[1]}\n"
+        _sources[cu_file] = text
     if text is None:
         parts = [f"// file {cu_file}\n", read_source(cu_file)]
         for hdr in sorted(CUDA_DIR.glob("*.cuh")):
@@ -169,6 +201,59 @@ def cuda_include_dir() -> str | None:
     return _cuda_include or None
 
 
+def cccl_include_dir() -> str | None:
+    """The CCCL headers (``cuda/std/...``, which CUTLASS includes under NVRTC): ``<cuda include>/cccl`` as CUDA 13
+    lays them out, else wherever cuda.pathfinder finds them (a pip wheel)."""
+    global _cccl_include
+    if _cccl_include is None:
+        found = None
+        inc = cuda_include_dir()
+        if inc and (Path(inc) / "cccl" / "cuda" / "std").is_dir():
+            found = str(Path(inc) / "cccl")
+        if found is None:
+            try:
+                from cuda.pathfinder import find_nvidia_header_directory
+                found = find_nvidia_header_directory("cccl")
+            except Exception:
+                found = None
+        _cccl_include = found or ""
+    return _cccl_include or None
+
+
+def cutlass_headers() -> tuple[str | None, str]:
+    """(include dir, version) of the CUTLASS C++ headers in the installed nvidia-cutlass wheel
+    (``<cutlass_library>/source/include``); (None, "none") when it is not installed. Imports nothing."""
+    global _cutlass
+    if _cutlass is None:
+        inc, version = None, "none"
+        try:
+            import importlib.util
+            spec = importlib.util.find_spec("cutlass_library")
+        except Exception:
+            spec = None
+        if spec is not None and spec.origin:
+            d = Path(spec.origin).resolve().parent / "source" / "include"
+            vh = d / "cutlass" / "version.h"
+            if vh.is_file():
+                inc = str(d)
+                nums = dict(re.findall(r"#define CUTLASS_(MAJOR|MINOR|PATCH) (\d+)", vh.read_text()))
+                version = ".".join(nums.get(k, "?") for k in ("MAJOR", "MINOR", "PATCH"))
+        _cutlass = (inc, version)
+    return _cutlass
+
+
+def source_include_dirs(cu_file: str) -> tuple[str, ...]:
+    """Include directories a source needs beyond cuda/ and the CUDA headers (CUTLASS's, for its instances)."""
+    if not _is_cutlass(cu_file):
+        return ()
+    inc = cutlass_headers()[0]
+    if inc is None:
+        raise KernelCompileError(f"gpk_array: {cu_file} needs the CUTLASS headers of the nvidia-cutlass package "
+                                 "(pip install nvidia-cutlass==4.2.0.0), which is not installed", file=cu_file,
+                                 backend="none")
+    return (inc,)
+
+
 def nvrtc_available() -> bool:
     global _nvrtc_ok
     if _nvrtc_ok is None:
@@ -202,20 +287,30 @@ def default_backend() -> str:
     return "nvrtc"  # fails with a clear KernelCompileError below
 
 
-def _include_options() -> list[str]:
-    opts = [f"-I{CUDA_DIR}"]
+def _include_options(include_dirs=(), nvrtc: bool = False) -> list[str]:
+    opts = [f"-I{CUDA_DIR}", *(f"-I{d}" for d in include_dirs)]
     inc = cuda_include_dir()
-    if inc:
+    if inc and (nvrtc or not include_dirs):  # nvcc with third-party headers: only the CUDA headers nvcc ships
         opts.append(f"-I{inc}")
+    if nvrtc and include_dirs:  # third-party headers (CUTLASS) include libcu++; nvcc finds CCCL itself
+        cccl = cccl_include_dir()
+        if cccl:
+            opts.append(f"-I{cccl}")
     return opts
 
 
-def _compile_nvrtc(source: str, options, arch: str, name: str) -> bytes:
+def _nvrtc_options(options) -> list[str]:
+    mapped = (_NVRTC_OPTIONS.get(o, o) for o in options)
+    return [o for o in mapped if o is not None]
+
+
+def _compile_nvrtc(source: str, options, arch: str, name: str, include_dirs=()) -> bytes:
     try:
         from cupy.cuda import nvrtc
     except Exception as e:  # pragma: no cover
         raise KernelCompileError(f"gpk_array: NVRTC is not importable: {e}", backend="nvrtc") from e
-    opts = [f"--gpu-architecture=sm_{arch}", *_BASE_OPTIONS, *_include_options(), *options]
+    opts = [f"--gpu-architecture=sm_{arch}", *_BASE_OPTIONS, *_include_options(include_dirs, nvrtc=True),
+            *_nvrtc_options(options)]
     try:
         prog = nvrtc.createProgram(source, name, [], [])
     except Exception as e:
@@ -240,7 +335,7 @@ def _compile_nvrtc(source: str, options, arch: str, name: str) -> bytes:
             pass
 
 
-def _compile_nvcc(source: str, options, arch: str, name: str) -> bytes:
+def _compile_nvcc(source: str, options, arch: str, name: str, include_dirs=()) -> bytes:
     nvcc = nvcc_path()
     if nvcc is None:
         raise KernelCompileError("gpk_array: neither NVRTC nor nvcc is available to compile kernels",
@@ -249,7 +344,7 @@ def _compile_nvcc(source: str, options, arch: str, name: str) -> bytes:
         src = Path(tmp) / Path(name).name
         src.write_text(source)
         out = Path(tmp) / "out.cubin"
-        cmd = [nvcc, "-cubin", f"-arch=sm_{arch}", *_BASE_OPTIONS, *_include_options(),
+        cmd = [nvcc, "-cubin", f"-arch=sm_{arch}", *_BASE_OPTIONS, *_include_options(include_dirs),
                *options, "-o", str(out), str(src)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0 or not out.is_file():
@@ -261,17 +356,18 @@ def _compile_nvcc(source: str, options, arch: str, name: str) -> bytes:
 
 
 def compile_cubin(source: str, options=(), arch="90", backend: str | None = None,
-                  name: str = "kernel.cu") -> bytes:
-    """Compile CUDA C++ ``source`` to a cubin for ``sm_<arch>``; no GPU needed.
+                  name: str = "kernel.cu", include_dirs=()) -> bytes:
+    """Compile CUDA C++ ``source`` to a cubin for ``sm_<arch>``; no GPU needed. ``include_dirs``: more header
+    directories (``source_include_dirs(cu_file)``).
 
     Raises ``KernelCompileError`` with the compiler log on failure.
     """
     arch = normalize_arch(arch)
     backend = backend or default_backend()
     if backend == "nvrtc":
-        return _compile_nvrtc(source, tuple(options), arch, name)
+        return _compile_nvrtc(source, tuple(options), arch, name, tuple(include_dirs))
     if backend == "nvcc":
-        return _compile_nvcc(source, tuple(options), arch, name)
+        return _compile_nvcc(source, tuple(options), arch, name, tuple(include_dirs))
     raise ValueError(f"gpk_array: unknown kernel backend {backend!r}")
 
 
@@ -284,7 +380,8 @@ def _compile_with_note(source, options, arch, backend, cu_file, note=True) -> tu
     if note:
         timer.start()
     try:
-        cubin = compile_cubin(source, options, arch, backend, name=cu_file)
+        cubin = compile_cubin(source, options, arch, backend, name=cu_file,
+                              include_dirs=source_include_dirs(cu_file))
     finally:
         timer.cancel()
     return cubin, time.perf_counter() - t0
@@ -299,6 +396,35 @@ def _path_lock(path) -> threading.Lock:
         if lk is None:
             lk = _path_locks[str(path)] = threading.Lock()
         return lk
+
+
+def backends_for(cu_file: str, backend: str | None = None) -> tuple[str, ...]:
+    """The compilers to try for a source, in order. ``backend`` or GPK_KERNEL_BACKEND: that one alone. Our own
+    kernels: ``default_backend()``. A CUTLASS instance: nvcc first (CUTLASS's own compiler, with the CUDA and CCCL
+    headers it ships, so a CCCL copy elsewhere cannot mismatch), then NVRTC; whichever are installed."""
+    if backend:
+        return (backend,)
+    forced = os.environ.get("GPK_KERNEL_BACKEND", "").strip().lower()
+    if forced in ("nvrtc", "nvcc"):
+        return (forced,)
+    if not _is_cutlass(cu_file):
+        return (default_backend(),)
+    found = tuple(b for b in ("nvcc", "nvrtc") if (nvcc_path() if b == "nvcc" else nvrtc_available()))
+    return found or ("nvrtc",)  # neither: NVRTC's clear KernelCompileError
+
+
+def _compile_first(source, options, arch, backends, cu_file, note) -> bytes:
+    """The cubin of the first backend that compiles the source; KernelCompileError with every log if none does."""
+    errors = []
+    for b in backends:
+        try:
+            return _compile_with_note(source, options, arch, b, cu_file, note)[0]
+        except KernelCompileError as e:
+            errors.append(e)
+    if len(errors) == 1:
+        raise errors[0]
+    raise KernelCompileError("; ".join(e.message for e in errors), "\n".join(e.log for e in errors), file=cu_file,
+                             options=tuple(options), arch=arch, backend="+".join(backends))
 
 
 def build(cu_file: str, options=(), arch=None, backend: str | None = None, force: bool = False,
@@ -319,8 +445,8 @@ def build(cu_file: str, options=(), arch=None, backend: str | None = None, force
         if path.is_file() and not force:
             cached = True
         else:
-            cubin, _ = _compile_with_note(read_source(cu_file), options, arch,
-                                          backend or default_backend(), cu_file, note)
+            cubin = _compile_first(read_source(cu_file), options, arch, backends_for(cu_file, backend),
+                                   cu_file, note)
             write_atomic(path, cubin)
             cached = False
     return {"file": cu_file, "options": options, "arch": arch, "path": str(path),

@@ -2,6 +2,9 @@
 
     python -m gpk_array._kernels.prebuild [--arch 90] [--jobs N] [--force]
 
+The CUTLASS GEMM instances (gemm.py) are among the modules: they take the longest, 6 to 18 s each on two cores
+(NVRTC or nvcc, sm_90), and need the nvidia-cutlass package's headers.
+
 Without --arch the local GPU's compute capability is used (that needs a GPU); with it, nothing
 touches a GPU. ``prebuild()`` returns one dict per module: file, options, arch, path, cached,
 seconds.
@@ -20,22 +23,29 @@ from . import loader
 
 
 def all_variants() -> list[tuple[str, tuple]]:
-    """Every (cu_file, options) module the front ends may load."""
-    from . import elementwise, nn, reduction
-    return sorted(set(elementwise.variants()) | set(reduction.variants()) | set(nn.variants()))
+    """Every (cu_file, options) module the front ends may load, the CUTLASS GEMM instances of gemm.py
+    (``cutlass/<file>.cu``, used with GPK_GEMM=cutlass) included."""
+    from . import elementwise, gemm, nn, reduction
+    return sorted(set(elementwise.variants()) | set(reduction.variants()) | set(nn.variants())
+                  | set(gemm.variants()))
 
 
 def prebuild(arch=None, *, jobs: int | None = None, verbose: bool = False, force: bool = False,
              variants=None) -> list[dict]:
     arch = loader.normalize_arch(arch) if arch is not None else loader.device_arch()
     todo = list(variants) if variants is not None else all_variants()
+    if variants is None and loader.cutlass_headers()[0] is None:  # nvidia-cutlass missing: the rest still builds
+        todo = [v for v in todo if not v[0].startswith(loader.CUTLASS_PREFIX)]
+        if verbose:
+            print("gpk_array: nvidia-cutlass is not installed: CUTLASS GEMM instances skipped", file=sys.stderr)
     jobs = jobs or os.cpu_count() or 1
     backend = loader.default_backend()
     results: list[dict] = []
 
     def one(v):
         cu_file, options = v
-        info = loader.build(cu_file, options, arch, backend=backend, force=force, note=False)
+        info = loader.build(cu_file, options, arch, force=force, note=False,
+                            backend=None if cu_file.startswith(loader.CUTLASS_PREFIX) else backend)
         if verbose:
             state = "cached" if info["cached"] else f"{info['seconds']:.1f}s"
             print(f"gpk_array: {cu_file} {' '.join(options)} sm_{arch}: {state}", file=sys.stderr,

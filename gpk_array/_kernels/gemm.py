@@ -1,0 +1,279 @@
+"""CUTLASS SM80 GEMMs (mma.sync + cp.async, CUTLASS 2.x ``GemmUniversal``), compiled by the loader, launched from
+Python on the current CuPy stream.
+
+They compute ``D (M, N) = alpha * X (M, K) @ W (N, K)^T + beta * C (M, N)`` in float16 or bfloat16 with float32
+accumulation: the layout of ``torch.nn.functional.linear`` ("tn": X and W both K-contiguous). The instances are the
+``.cu`` files of ``cutlass/`` (emitted by ``scripts/gen_cutlass.py``, described by ``cutlass/MANIFEST.json``); their
+launch arguments (grid, block, shared memory, the ``Params`` struct passed by value) come from ``cutlass/params.py``,
+which repeats CUTLASS's host arithmetic and is checked byte for byte against CUTLASS's own constructor.
+
+- ``REGISTRY``: registry key (``gemm/<dtype>/<layout>/<shape-family>/<arch>``, e.g. ``gemm/f16/tn/large/sm80``) ->
+  manifest entry, for every SM80 instance whose Params layout was probed.
+- ``select(dtype, layout, m, n, k, arch)``: the key for a problem on a device of compute capability ``arch``, or
+  None, and then the caller uses cuBLAS. Nothing is ever run that the instance cannot run exactly.
+- ``linear_tn(x, w, out=None, alpha=1.0, beta=0.0, c=None, key=None)``: the GEMM on CuPy arrays.
+- ``variants()``: the (cu_file, options) modules, for ``prebuild``; ``compile_options()``.
+
+Shape rule (``select``): "large" (128x256x64 tile, 3 stages, 256 threads, 144 KiB of shared memory, 1 block per SM
+on an H200) when ``ceil(M / 128) * ceil(N / 256) >= LARGE_MIN_TILES`` (128: about one full wave of large tiles on a
+GPU of 108 to 132 SMs), else "small" (64x64x64, 5 stages, 128 threads, 80 KiB), which keeps more SMs busy on small
+and skinny problems. A family whose shared memory does not fit the arch's opt-in limit is not chosen (then "small",
+if it fits). This rule is a first guess: ``python -m benchmarks cutlass`` reports which instance wins per shape.
+
+Coverage (else None): float16 / bfloat16 only, layout "tn" only, M, N, K > 0, K and N multiples of 8 (the pinned
+16-byte alignment), each of M*K, N*K, M*N below 2**31 elements and a grid within CUDA's limits, a device of compute
+capability 8.0 or later whose shared memory holds the instance (``SMEM_OPTIN``; unknown archs: None). ``linear_tn``
+further needs unit column strides, row strides that are multiples of 8, 16-byte aligned pointers, and an output
+that overlaps neither input (it may be C itself).
+
+Not used by default: ``gpk_array/_gpu.py`` routes linear and matmul here only with ``GPK_GEMM=cutlass``, until an
+H200 run shows them faster than cuBLAS (``benchmarks/cutlass_bench.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from functools import lru_cache
+
+from . import loader
+from .cutlass import params as P
+
+LAYOUT = "tn"
+LARGE_MIN_TILES = 128
+# Largest dynamic shared memory a block may opt in to, per compute capability (CUDA C programming guide, table of
+# technical specifications), in bytes. An instance is offered on an arch only when its smem_bytes fit.
+SMEM_OPTIN = {80: 163 << 10, 86: 99 << 10, 87: 163 << 10, 89: 99 << 10, 90: 227 << 10,
+              100: 227 << 10, 103: 227 << 10, 110: 227 << 10, 120: 99 << 10, 121: 99 << 10}
+_INT32 = 2 ** 31
+_GRID_YZ_MAX = 65535
+_DTYPE_CODES = {"float16": "f16", "bfloat16": "bf16", "f16": "f16", "bf16": "bf16"}
+
+
+def _registry() -> dict:
+    out = {}
+    for e in P.load_manifest()["instances"]:
+        if e.get("arch") == 80 and e.get("host_params", {}).get("status") == "probed":
+            out[e["key"]] = e
+    return out
+
+
+REGISTRY: dict = _registry()
+
+
+def compile_options() -> tuple:
+    """The manifest's compile flags less ``-std=`` (the loader adds it) and less ``-arch`` (the loader's)."""
+    flags = P.load_manifest()["settings"]["compile_flags"]
+    return tuple(f for f in flags if not f.startswith(("-std=", "-arch")))
+
+
+def cu_file(key: str) -> str:
+    """The loader's name for an instance's source: ``cutlass/<file>.cu``."""
+    return loader.CUTLASS_PREFIX + REGISTRY[key]["file"]
+
+
+def variants() -> list[tuple[str, tuple]]:
+    """Every (cu_file, options) module of the registry, for prebuild."""
+    return sorted({(cu_file(k), compile_options()) for k in REGISTRY})
+
+
+def dtype_name(dtype) -> str | None:
+    """'f16' / 'bf16' for a NumPy/CuPy dtype (or those names), else None."""
+    if isinstance(dtype, str) and dtype in _DTYPE_CODES:
+        return _DTYPE_CODES[dtype]
+    try:
+        import numpy
+        return _DTYPE_CODES.get(numpy.dtype(dtype).name)
+    except TypeError:
+        return None
+
+
+def _arch_number(arch) -> int | None:
+    try:
+        return int(loader.normalize_arch(arch).rstrip("af"))
+    except (ValueError, TypeError):
+        return None
+
+
+def _fits(entry: dict, m: int, n: int, k: int) -> bool:
+    if P.sm80_unsupported(entry, m, n, k, k, k, n, n) is not None:
+        return False
+    if m * k >= _INT32 or n * k >= _INT32 or m * n >= _INT32:
+        return False
+    grid = P.sm80_schedule(entry, m, n, k)["grid"]
+    return grid[0] < _INT32 and grid[1] <= _GRID_YZ_MAX and grid[2] <= _GRID_YZ_MAX
+
+
+def family(m: int, n: int) -> str:
+    """The shape rule: 'large' when the problem has at least LARGE_MIN_TILES tiles of 128x256, else 'small'."""
+    return "large" if math.ceil(m / 128) * math.ceil(n / 256) >= LARGE_MIN_TILES else "small"
+
+
+def select(dtype, layout, m: int, n: int, k: int, arch) -> str | None:
+    """The registry key of the instance for D(m, n) = X(m, k) @ W(n, k)^T on a device of compute capability ``arch``
+    (80, '90', 'sm_90a', ...), or None when no instance covers it (then the caller uses cuBLAS)."""
+    dt = dtype_name(dtype)
+    a = _arch_number(arch)
+    if dt is None or layout != LAYOUT or a is None or a < 80 or a not in SMEM_OPTIN:
+        return None
+    m, n, k = int(m), int(n), int(k)
+    for fam in (("large", "small") if family(m, n) == "large" else ("small",)):
+        key = f"gemm/{dt}/{LAYOUT}/{fam}/sm80"
+        entry = REGISTRY.get(key)
+        if entry is not None and entry["host_params"]["smem_bytes"] <= SMEM_OPTIN[a]:
+            return key if _fits(entry, m, n, k) else None
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# launching
+
+_lock = threading.Lock()
+_ready: dict = {}        # (key, device id) -> (cupy.RawKernel with its smem attribute set, smem limit of the device)
+
+
+def _function(key: str, entry: dict):
+    """The instance's kernel on the current device: compiled (or loaded from the disk cache) by the loader, its
+    max-dynamic-shared-memory attribute raised to the instance's need once."""
+    dev = loader.current_device_id()
+    hit = _ready.get((key, dev))
+    if hit is not None:
+        return hit
+    with _lock:
+        hit = _ready.get((key, dev))
+        if hit is None:
+            fn = loader.get_function(cu_file(key), entry["kernel"], compile_options())
+            from cupy.cuda import runtime
+            limit = int(runtime.deviceGetAttribute(runtime.cudaDevAttrMaxSharedMemoryPerBlockOptin, dev))
+            smem = entry["host_params"]["smem_bytes"]
+            if smem <= limit:
+                fn.max_dynamic_shared_size_bytes = smem
+            hit = _ready[(key, dev)] = (fn, limit)
+    return hit
+
+
+@lru_cache(maxsize=1024)
+def _template(key: str, m: int, n: int, k: int, lda: int, ldb: int, ldc: int, ldd: int, alpha: float,
+              beta: float):
+    """Launch arguments with null pointers (patched per call) for one problem; cached, so a repeated shape costs
+    a copy and four stores."""
+    import numpy
+    la = P.build_sm80_launch(REGISTRY[key], m, n, k, 0, 0, 0, 0, lda, ldb, ldc, ldd, alpha, beta)
+    offs = REGISTRY[key]["host_params"]["offsets"]
+    slots = tuple(offs[f"ptr_{x}"] // 8 for x in "ABCD")
+    words = numpy.frombuffer(la.params, dtype="<u8")
+    return la, words, slots, numpy.dtype([("words", "<u8", (words.size,))], align=True)
+
+
+def launch_args(key: str, m: int, n: int, k: int, lda: int, ldb: int, ldc: int, ldd: int, alpha: float,
+                beta: float, ptrs: tuple[int, int, int, int]):
+    """(LaunchArgs, Params) for instance ``key``: the Params bytes of ``params.build_sm80_launch`` with the four
+    pointers (A, B, C, D) in place, as a size-1 NumPy structured array. CuPy passes a size-1 NumPy array by value:
+    it hands the driver a pointer to its bytes, which cuLaunchKernel copies as the kernel's one parameter.
+    The caller has checked the problem with ``params.sm80_unsupported``."""
+    la, words, slots, dtype = _template(key, m, n, k, lda, ldb, ldc, ldd, float(alpha), float(beta))
+    params = words.copy()
+    for slot, ptr in zip(slots, ptrs):
+        params[slot] = ptr
+    return la, params.view(dtype)
+
+
+def _row_stride(a, rows: int, cols: int) -> int | None:
+    """Row stride in elements of a 2-D array with unit column stride (any value when it has one row), else None."""
+    item = a.dtype.itemsize
+    s0, s1 = a.strides
+    if cols > 1 and s1 != item:
+        return None
+    if rows == 1:
+        return cols
+    if s0 <= 0 or s0 % item:
+        return None
+    return s0 // item
+
+
+def _extent(a, ld: int) -> tuple[int, int]:
+    """[first byte, end) of the memory a (rows, cols) operand with row stride ld spans."""
+    rows, cols = a.shape
+    start = a.data.ptr
+    return start, start + ((rows - 1) * ld + cols) * a.dtype.itemsize
+
+
+def _overlap(r1, r2) -> bool:
+    return r1[0] < r2[1] and r2[0] < r1[1]
+
+
+def linear_tn(x, w, out=None, alpha=1.0, beta=0.0, c=None, key=None):
+    """``alpha * x @ w.T + beta * c`` for CuPy arrays x (M, K) and w (N, K) of one dtype (float16 or bfloat16),
+    c (M, N) or None, through a CUTLASS SM80 instance; D (M, N) in the same dtype, written into ``out`` if given.
+
+    ``key=None``: the instance ``select`` picks for the current device; returns None for anything not covered (the
+    caller falls back to cuBLAS). ``key`` given (e.g. ``'gemm/f16/tn/small/sm80'``): that instance, and ValueError
+    where it cannot run the problem. Shape mismatches raise ValueError either way. Runs on the current CuPy stream;
+    capturable in a CUDA graph (one kernel launch, nothing else)."""
+    import cupy
+
+    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
+        raise ValueError(f"linear_tn: x {x.shape} and w {w.shape} must be (M, K) and (N, K)")
+    m, k = x.shape
+    n = w.shape[0]
+    if beta != 0 and c is None:
+        raise ValueError("linear_tn: beta != 0 needs c")
+    for name, a in (("c", c), ("out", out)):
+        if a is not None and a.shape != (m, n):
+            raise ValueError(f"linear_tn: {name} must have shape {(m, n)}, got {a.shape}")
+
+    def refuse(why):
+        if key is not None:
+            raise ValueError(f"linear_tn {key}: {why}")
+        return None
+
+    dt = dtype_name(x.dtype)
+    if dt is None or any(a is not None and a.dtype != x.dtype for a in (w, c, out)):
+        return refuse(f"dtypes must all be float16 or all bfloat16, got {x.dtype}, {w.dtype}")
+    if min(m, n, k) == 0:
+        return refuse("empty problem")
+    arch = loader.device_arch()
+    if key is None:
+        use = select(dt, LAYOUT, m, n, k, arch)
+        if use is None:
+            return None
+    else:
+        use = key
+        entry = REGISTRY.get(key)
+        if entry is None or entry["dtype"] != dt:
+            raise ValueError(f"linear_tn: no instance {key!r} for dtype {dt}")
+        if (_arch_number(arch) or 0) < 80:
+            raise ValueError(f"linear_tn {key}: needs compute capability 8.0 or later, the device has sm_{arch}")
+        if not _fits(entry, m, n, k):
+            raise ValueError(f"linear_tn {key}: cannot run M={m}, N={n}, K={k} "
+                             f"({P.sm80_unsupported(entry, m, n, k, k, k, n, n) or 'too large'})")
+    entry = REGISTRY[use]
+
+    lda, ldb = _row_stride(x, m, k), _row_stride(w, n, k)
+    if lda is None or ldb is None:
+        return refuse("x and w need unit column strides and positive row strides")
+    if out is None:
+        out = cupy.empty((m, n), dtype=x.dtype)
+    ldd = _row_stride(out, m, n)
+    ldc = ldd if c is None else _row_stride(c, m, n)
+    if ldd is None or ldc is None:
+        return refuse("out and c need unit column strides and positive row strides")
+    ptr_c = out.data.ptr if c is None else c.data.ptr
+    d_span = _extent(out, ldd)
+    if _overlap(d_span, _extent(x, lda)) or _overlap(d_span, _extent(w, ldb)):
+        return refuse("out overlaps x or w")
+    if c is not None and _overlap(d_span, _extent(c, ldc)) and (ptr_c, ldc) != (out.data.ptr, ldd):
+        return refuse("out overlaps c other than being c itself")
+    why = P.sm80_unsupported(entry, m, n, k, lda, ldb, ldc, ldd,
+                             (x.data.ptr, w.data.ptr, ptr_c, out.data.ptr))
+    if why:
+        return refuse(why)
+
+    fn, smem_limit = _function(use, entry)
+    if entry["host_params"]["smem_bytes"] > smem_limit:
+        return refuse(f"needs {entry['host_params']['smem_bytes']} bytes of shared memory, the device allows "
+                      f"{smem_limit}")
+    la, arg = launch_args(use, m, n, k, lda, ldb, ldc, ldd, alpha, beta,
+                          (x.data.ptr, w.data.ptr, ptr_c, out.data.ptr))
+    loader.launch(fn, la.grid, la.block, (arg,), shared_mem=la.shared_mem)
+    return out

@@ -1,0 +1,192 @@
+"""gpk_array._kernels.gemm without a GPU: the registry, select()'s keys and refusals, the shape rule, the Params of a
+launch (pointers patched into a cached template) against CUTLASS's own bytes, the loader building an SM80 instance
+for sm_90 (nvcc, and NVRTC where its library loads), and the GPK_GEMM switch. The GPU side: test_cutlass_gpu.py."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpk_array._kernels import gemm, loader
+from gpk_array._kernels.cutlass import params as P
+
+ROOT = Path(__file__).resolve().parents[2]
+KEYS = {"gemm/f16/tn/large/sm80", "gemm/bf16/tn/large/sm80", "gemm/f16/tn/small/sm80", "gemm/bf16/tn/small/sm80"}
+
+
+def test_registry_holds_the_probed_sm80_instances():
+    assert set(gemm.REGISTRY) == KEYS
+    for key, e in gemm.REGISTRY.items():
+        assert e["key"] == key and e["arch"] == 80 and e["host_params"]["status"] == "probed"
+        assert gemm.cu_file(key) == "cutlass/" + e["file"]
+        assert loader.source_path(gemm.cu_file(key)).is_file()
+    assert gemm.compile_options() == ("--expt-relaxed-constexpr", "-DNDEBUG", "-O3")
+    assert {f for f, _ in gemm.variants()} == {gemm.cu_file(k) for k in KEYS}
+
+
+@pytest.mark.parametrize("args, want", [
+    (("f16", "tn", 1, 3072, 768, 90), "gemm/f16/tn/small/sm80"),
+    ((np.float16, "tn", 1000, 1000, 1000, "90"), "gemm/f16/tn/small/sm80"),
+    (("bf16", "tn", 8192, 3072, 768, "sm_90a"), "gemm/bf16/tn/large/sm80"),
+    (("float16", "tn", 2048, 2048, 2048, 80), "gemm/f16/tn/large/sm80"),
+    (("bfloat16", "tn", 3, 24, 8, 90), "gemm/bf16/tn/small/sm80"),
+    (("f16", "tn", 8192, 8192, 8192, 86), "gemm/f16/tn/small/sm80"),     # 99 KiB of smem: no large tile
+    (("f16", "tn", 8192, 8192, 8192, 120), "gemm/f16/tn/small/sm80"),
+    (("f16", "tn", 8192, 8192, 8192, 100), "gemm/f16/tn/large/sm80"),
+    (("f16", "tn", 64, 64, 64, 75), None),                                 # no mma.sync m16n8k16 / cp.async
+    (("f16", "tn", 64, 64, 64, 95), None),                                 # unknown arch: no smem figure
+    (("f16", "tn", 64, 64, 60, 90), None),                                 # K not a multiple of 8
+    (("f16", "tn", 64, 100, 64, 90), None),                                # N not a multiple of 8
+    (("f16", "tn", 0, 64, 64, 90), None),
+    (("f16", "tn", 64, 0, 64, 90), None),
+    (("f16", "tn", 2**20, 2**12, 8, 90), None),                            # M*N >= 2**31
+    (("f16", "tn", 8, 2**20, 2**12, 90), None),                            # N*K >= 2**31
+    (("float32", "tn", 64, 64, 64, 90), None),
+    (("float64", "tn", 64, 64, 64, 90), None),
+    (("f16", "nn", 64, 64, 64, 90), None),
+    (("f16", "nt", 64, 64, 64, 90), None),
+])
+def test_select(args, want):
+    assert gemm.select(*args) == want
+
+
+def test_shape_rule_boundary():
+    # LARGE_MIN_TILES tiles of 128x256: 8 x 16 = 128 -> large; 8 x 15 = 120 -> small
+    assert gemm.family(1024, 4096) == "large"
+    assert gemm.family(1024, 4088) == "large"   # 4088 / 256 rounds up to 16
+    assert gemm.family(1024, 3840) == "small"
+    assert gemm.family(1025, 3840) == "large"   # 9 x 15 = 135
+    assert gemm.family(8192, 256) == "small"    # 64 x 1 = 64: one column of tiles
+    assert gemm.select("f16", "tn", 1024, 3840, 64, 90) == "gemm/f16/tn/small/sm80"
+    assert gemm.select("f16", "tn", 1024, 4096, 64, 90) == "gemm/f16/tn/large/sm80"
+
+
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_launch_args_are_cutlass_bytes(key):
+    e = gemm.REGISTRY[key]
+    for g in e["host_params"]["golden"]:
+        m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd = g["case"]
+        for _ in range(2):  # the second call comes from the cached template
+            la, arg = gemm.launch_args(key, m, n, k, lda, ldb, ldc, ldd, alpha, beta, (pa, pb, pc, pd))
+            assert isinstance(arg, np.ndarray) and arg.size == 1 and arg.dtype.itemsize == e["host_params"]["params_size"]
+            assert arg.tobytes().hex() == g["hex"], g["case"]
+            assert list(la.grid) == g["grid"] and la.kernel == e["kernel"]
+            assert la.shared_mem == e["host_params"]["smem_bytes"] and la.block == (e["threads"], 1, 1)
+
+
+def test_launch_args_template_keeps_no_pointers():
+    key = "gemm/f16/tn/small/sm80"
+    _, a1 = gemm.launch_args(key, 64, 64, 64, 64, 64, 64, 64, 1.0, 0.0, (0x1000, 0x2000, 0x3000, 0x4000))
+    _, a2 = gemm.launch_args(key, 64, 64, 64, 64, 64, 64, 64, 1.0, 0.0, (0x5000, 0x6000, 0x7000, 0x8000))
+    ref = P.build_sm80_launch(gemm.REGISTRY[key], 64, 64, 64, 0x5000, 0x6000, 0x7000, 0x8000)
+    assert a1.tobytes() != a2.tobytes() and a2.tobytes() == ref.params
+    assert ref.params == P.build_sm80_launch(gemm.REGISTRY[key], 64, 64, 64, 0x5000, 0x6000, 0x7000, 0x8000).params
+
+
+def test_nvrtc_spelling_of_the_cutlass_flags():
+    assert loader._nvrtc_options(gemm.compile_options()) == ["-default-device", "-DNDEBUG"]
+    assert loader._nvrtc_options(("-DGPK_SELECT", "-DGPK_DT_f32")) == ["-DGPK_SELECT", "-DGPK_DT_f32"]
+
+
+def test_cutlass_source_key():
+    inc, version = loader.cutlass_headers()
+    f = gemm.cu_file("gemm/f16/tn/small/sm80")
+    bundle = loader.source_bundle(f)
+    assert loader.read_source(f) in bundle and f"CUTLASS headers {version}" in bundle
+    assert "// header" not in bundle  # cuda/*.cuh are not part of a CUTLASS instance's key
+    k1 = loader.cache_key(bundle, gemm.compile_options(), "90", versions="v")
+    k2 = loader.cache_key(loader.source_bundle(gemm.cu_file("gemm/bf16/tn/small/sm80")), gemm.compile_options(),
+                          "90", versions="v")
+    assert k1 != k2
+    with pytest.raises(FileNotFoundError):
+        loader.source_path("cutlass/../cuda/nn.cu")
+    if inc is not None:
+        assert (Path(inc) / "cutlass" / "gemm" / "kernel" / "default_gemm_universal.h").is_file()
+        assert loader.source_include_dirs(f) == (inc,)
+    assert loader.source_include_dirs("nn.cu") == ()
+
+
+def _backends():
+    out = [pytest.param("nvcc", marks=pytest.mark.skipif(loader.nvcc_path() is None, reason="nvcc not installed"))]
+    out.append(pytest.param("nvrtc", marks=pytest.mark.skipif(not loader.nvrtc_available(),
+                                                               reason="NVRTC library not loadable")))
+    return out
+
+
+@pytest.mark.skipif(loader.cutlass_headers()[0] is None, reason="nvidia-cutlass (CUTLASS headers) not installed")
+@pytest.mark.parametrize("backend", _backends())
+def test_loader_builds_an_sm80_instance_for_sm90(backend, monkeypatch, tmp_path):
+    """What a first GPK_GEMM=cutlass call on an H200 does: loader.build of the instance for sm_90 (6 to 18 s on two
+    cores with either compiler), the cubin in the disk cache, holding the kernel's extern "C" name."""
+    monkeypatch.setenv("GPK_CACHE_DIR", str(tmp_path))
+    key = "gemm/f16/tn/small/sm80"
+    t0 = time.perf_counter()
+    info = loader.build(gemm.cu_file(key), gemm.compile_options(), "90", backend=backend, note=False)
+    took = time.perf_counter() - t0
+    assert not info["cached"] and Path(info["path"]).parent == tmp_path / "sm_90"
+    cubin = Path(info["path"]).read_bytes()
+    assert cubin[:4] == b"\x7fELF"
+    assert gemm.REGISTRY[key]["kernel"] in loader.cubin_symbols(cubin)
+    assert loader.build(gemm.cu_file(key), gemm.compile_options(), "90", backend=backend)["cached"]
+    print(f"{backend} sm_90 {key}: {took:.1f} s")
+
+
+def test_gpk_gemm_switch_is_read_at_import():
+    code = "import gpk_array._gpu as g; print(g.GEMM_CUTLASS)"
+    for value, want in (("cutlass", "True"), ("CUTLASS ", "True"), ("cublas", "False"), ("", "False")):
+        env = dict(os.environ, GPK_GEMM=value, GPK_DEVICE="cpu")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(ROOT),
+                           timeout=120, check=False)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == want, (value, r.stdout)
+
+
+def test_gpk_gemm_switch_values():
+    from gpk_array import _gpu
+    assert _gpu._gemm_switch("cutlass") and not _gpu._gemm_switch(None) and not _gpu._gemm_switch("default")
+    with pytest.warns(UserWarning, match="GPK_GEMM"):
+        assert not _gpu._gemm_switch("cutlas")
+
+
+def test_cutlass_instances_try_nvcc_then_nvrtc(monkeypatch, tmp_path):
+    monkeypatch.setenv("GPK_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("GPK_KERNEL_BACKEND", raising=False)
+    monkeypatch.setattr(loader, "nvcc_path", lambda: "/x/nvcc")
+    monkeypatch.setattr(loader, "nvrtc_available", lambda: True)
+    f = gemm.cu_file("gemm/f16/tn/small/sm80")
+    assert loader.backends_for(f) == ("nvcc", "nvrtc")
+    assert loader.backends_for(f, "nvrtc") == ("nvrtc",)
+    assert loader.backends_for("nn.cu") == (loader.default_backend(),)
+    monkeypatch.setenv("GPK_KERNEL_BACKEND", "nvrtc")
+    assert loader.backends_for(f) == ("nvrtc",)
+    monkeypatch.delenv("GPK_KERNEL_BACKEND")
+    monkeypatch.setattr(loader, "nvcc_path", lambda: None)
+    assert loader.backends_for(f) == ("nvrtc",)
+    monkeypatch.setattr(loader, "nvcc_path", lambda: "/x/nvcc")
+    monkeypatch.setattr(loader, "cutlass_headers", lambda: ("/x/include", "4.2.0"))
+    monkeypatch.setattr(loader, "_sources", {})
+
+    tried = []
+
+    def fake(source, options, arch, backend=None, name="k.cu", include_dirs=()):
+        tried.append((backend, include_dirs))
+        if backend == "nvcc":
+            raise loader.KernelCompileError("nvcc broke", "log nvcc", backend="nvcc")
+        return b"\x7fELF from nvrtc"
+
+    monkeypatch.setattr(loader, "compile_cubin", fake)
+    info = loader.build(f, gemm.compile_options(), "90", note=False)
+    assert tried == [("nvcc", ("/x/include",)), ("nvrtc", ("/x/include",))]
+    assert Path(info["path"]).read_bytes() == b"\x7fELF from nvrtc"
+
+    def broken(source, options, arch, backend=None, name="k.cu", include_dirs=()):
+        raise loader.KernelCompileError(f"{backend} broke", f"log {backend}", backend=backend)
+
+    monkeypatch.setattr(loader, "compile_cubin", broken)
+    with pytest.raises(loader.KernelCompileError) as ei:
+        loader.build(gemm.cu_file("gemm/bf16/tn/small/sm80"), gemm.compile_options(), "90", note=False)
+    assert "nvcc broke" in str(ei.value) and "nvrtc broke" in str(ei.value) and "log nvrtc" in ei.value.log
