@@ -112,9 +112,6 @@ def _capturing():
     return cupy.cuda.runtime.streamIsCapturing(cupy.cuda.get_current_stream().ptr)
 
 
-_GEMV_DTYPES = ("float16", "bfloat16", "float32")
-
-
 _gemm = None
 
 
@@ -147,14 +144,6 @@ def matmul(a, b):
     and for a scheduler context's SM share. Otherwise CuPy's cuBLAS call, whose host overhead per call is lower
     than the ctypes path's (measured on the H200: the same kernels, 26 us against 41 us per 1024x768x3072 call)."""
     import cupy
-    if (b.ndim == 2 and a.ndim <= 2 and (a.shape[0] if a.ndim == 2 else 1) <= _nn.GEMV_MAX_ROWS
-            and a.dtype.name in _GEMV_DTYPES and _capturing()):
-        # A few rows (decode steps, vector @ matrix) in a CUDA graph: our GEMV reads b once. Eager calls stay on
-        # CuPy's cuBLAS call: its host time per call is lower than our two launches (measured on the H200, the
-        # eager GEMV path took 1.2-2.4x cuBLAS's time for M = 1 and 8 at GPT-2 sizes).
-        y = _nn.gemv_kn(a if a.ndim == 2 else a.reshape(1, -1), b)
-        if y is not None:
-            return y if a.ndim == 2 else y.reshape(-1)
     if GEMM_CUTLASS and a.ndim >= 2 and b.ndim == 2 and (a.ndim == 2 or a.flags.c_contiguous):
         y = _cutlass_tn(a.reshape(-1, a.shape[-1]), b.T)
         if y is not None:

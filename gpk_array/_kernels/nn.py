@@ -17,7 +17,7 @@ from ._common import dtype_code
 
 NN_FILE = "nn.cu"
 DTYPES = ("f32", "f16", "bf16")
-KERNELS = ("layer_norm", "embed", "decode_attn", "attn_softmax", "gemv", "ln_gemv", "argmax", "gemv_kn", "gemv_kn_sum")
+KERNELS = ("layer_norm", "embed", "decode_attn", "attn_softmax", "gemv", "ln_gemv", "argmax")
 GEMV_MAX_ROWS = 8
 ACTIVATION_CODES = {None: 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
 _SMEM = 48 * 1024              # dynamic shared memory a launch gets without opting in to more
@@ -203,40 +203,6 @@ def gemv(x, w, bias=None, activation=None):
         loader.launch(fn, -(-N // (4 // ks)), 128, (x, w, bias, y, np.int32(M), np.int32(N), np.int32(K),
                                                      np.int32(ACTIVATION_CODES[activation]), np.int32(ks)),
                       pdl=_CONSTANT_WEIGHTS.get())
-    return y
-
-
-def gemv_kn(x, w):
-    """x @ w for x (M, K) with M <= GEMV_MAX_ROWS and w (K, N) with unit column stride (a matmul's right operand,
-    row-major, maybe a column slice): w streamed once with 16-byte loads, split K over enough blocks to fill the
-    GPU, float accumulation. None when not covered."""
-    import cupy
-    dt = _code(x.dtype)
-    if (dt is None or x.ndim != 2 or w.ndim != 2 or w.dtype != x.dtype or not 1 <= x.shape[0] <= GEMV_MAX_ROWS
-            or x.shape[1] != w.shape[0] or not x.flags.c_contiguous):
-        return None
-    M, K = x.shape
-    N = w.shape[1]
-    item = x.dtype.itemsize
-    vec = 16 // item
-    if K == 0 or N == 0 or (w.strides[1] != item and N > 1) or w.strides[0] % 16 or w.data.ptr % 16:
-        return None
-    if K >= 2**31 or N >= 2**31 or M * N >= 2**31:
-        return None
-    strip = 32 * vec
-    bx = -(-N // strip)
-    sms = loader.sm_count()
-    chunks = max(1, min(-(-K // 8), -(-2 * sms // bx)))  # about two blocks per SM, at least 8 rows of w each
-    kchunk = -(-K // chunks)
-    chunks = -(-K // kchunk)
-    y = cupy.empty((M, N), dtype=x.dtype)
-    part = cupy.empty((chunks, M, N), dtype=cupy.float32) if chunks > 1 else None
-    fn = loader.get_function(NN_FILE, f"gpk_nn_gemv_kn_{dt}")
-    loader.launch(fn, (bx, chunks), 256, (x, w, part, y, np.int32(M), np.int32(N), np.int32(K),
-                                          np.int64(w.strides[0] // item), np.int32(kchunk)))
-    if part is not None:
-        fn = loader.get_function(NN_FILE, f"gpk_nn_gemv_kn_sum_{dt}")
-        loader.launch(fn, min(-(-M * N // 256), 4 * sms), 256, (part, y, np.int64(M * N), np.int32(chunks)))
     return y
 
 

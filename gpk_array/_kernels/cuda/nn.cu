@@ -12,8 +12,6 @@
 //   gpk_nn_gemv_<dt>            y = act(x w^T + b) for a few rows of x (decode: M <= 8): w (N, K) row-major, each
 //                               warp streams one row of w with 16-byte loads and keeps M float accumulators;
 //                               act: 0 none, 1 relu, 2 gelu (erf), 3 gelu (tanh), 4 silu.
-//   gpk_nn_gemv_kn_<dt>         y = x w for a few rows of x, w (K, N) row-major (a matmul's right operand); split
-//                               K over blocks, then gpk_nn_gemv_kn_sum_<dt> adds the float partials.
 //   gpk_nn_ln_gemv_<dt>         the layer norm of x (+ r, the sum also stored) and the GEMV after it, one kernel.
 //   gpk_nn_argmax_<dt>          argmax over rows (first index of the largest; the first NaN wins, as NumPy's).
 //   gpk_nn_attn_softmax_<dt>    the softmax of attention scores: float32 rows of Tk scores (query i of Tq, as
@@ -460,79 +458,6 @@ __device__ void attn_softmax(const float* __restrict__ s, T* __restrict__ p, int
   for (int j = threadIdx.x; j < Tk; j += blockDim.x) dst[j] = Tr<T>::from_c(j < n ? row[j] * inv : 0.f);
 }
 
-// y (M, N) = x (M, K) @ w (K, N) for a few rows (M <= MAXM): w row-major with row stride ldw (a multiple of
-// V = 16 / sizeof(T), 16-byte aligned), so lane i of a warp reads columns [V i, V i + V) of a row: the warp
-// reads 512 contiguous bytes. Block: 8 warps on one strip of 32 V columns, warp j taking rows k0 + j, k0 + j + 8,
-// ... of its block's chunk of K (blockIdx.y: chunks of kchunk rows, split K), partial sums reduced across the
-// warps in shared memory. One chunk: the result goes to y; several: float partials to part (S, M, N), summed by
-// gemv_kn_sum. Loads past N (the strip's tail) read nothing.
-template <class T, int MAXM>
-__device__ void gemv_kn(const T* __restrict__ x, const T* __restrict__ w, float* __restrict__ part,
-                        T* __restrict__ y, int M, int N, int K, long long ldw, int kchunk) {
-  constexpr int V = 16 / sizeof(T);
-  __shared__ float red[8][32 * V];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int c0 = (blockIdx.x * 32 + lane) * V;
-  const int k0 = blockIdx.y * kchunk, k1 = min(K, k0 + kchunk);
-  float acc[MAXM][V];
-#pragma unroll
-  for (int m = 0; m < MAXM; ++m)
-#pragma unroll
-    for (int e = 0; e < V; ++e) acc[m][e] = 0.f;
-  pdl_wait();
-  pdl_trigger();
-  if (c0 < N) {
-    const bool full = c0 + V <= N;
-    for (int k = k0 + warp; k < k1; k += 8) {
-      T wv[V];
-      const T* row = w + (long long)k * ldw + c0;
-      if (full) {
-        vload<T, V>(row, wv);
-      } else {
-#pragma unroll
-        for (int e = 0; e < V; ++e) wv[e] = c0 + e < N ? row[e] : Tr<T>::from_c(0.f);
-      }
-#pragma unroll
-      for (int m = 0; m < MAXM; ++m) {
-        if (m < M) {
-          const float xv = Tr<T>::to_c(x[(long long)m * K + k]);
-#pragma unroll
-          for (int e = 0; e < V; ++e) acc[m][e] = fmaf(xv, Tr<T>::to_c(wv[e]), acc[m][e]);
-        }
-      }
-    }
-  }
-  const int S = gridDim.y;
-  for (int m = 0; m < M; ++m) {
-#pragma unroll
-    for (int e = 0; e < V; ++e) red[warp][lane * V + e] = acc[m][e];
-    __syncthreads();
-    for (int i = threadIdx.x; i < 32 * V; i += blockDim.x) {
-      float t = 0.f;
-#pragma unroll
-      for (int j = 0; j < 8; ++j) t += red[j][i];
-      const int n = blockIdx.x * 32 * V + i;
-      if (n < N) {
-        if (S == 1) y[(long long)m * N + n] = Tr<T>::from_c(t);
-        else part[((long long)blockIdx.y * M + m) * N + n] = t;
-      }
-    }
-    __syncthreads();
-  }
-}
-
-// y[m, n] = sum over s of part[s, m, n] (the split-K partials of gemv_kn), in T.
-template <class T>
-__device__ void gemv_kn_sum(const float* __restrict__ part, T* __restrict__ y, long long MN, int S) {
-  pdl_wait();
-  pdl_trigger();
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < MN; i += (long long)gridDim.x * blockDim.x) {
-    float t = 0.f;
-    for (int s = 0; s < S; ++s) t += part[s * MN + i];
-    y[i] = Tr<T>::from_c(t);
-  }
-}
-
 }  // namespace gpk
 
 #define GPK_NN_KERNELS(T, DT)                                                                           \
@@ -563,13 +488,6 @@ __device__ void gemv_kn_sum(const float* __restrict__ part, T* __restrict__ y, l
   extern "C" __global__ void gpk_nn_gemv_##DT(const T* x, const T* w, const T* b, T* y,  \
                                                                     int M, int N, int K, int act, int ks) { \
     gpk::gemv<T, 8, 4>(x, nullptr, w, b, y, M, N, K, act, ks, []() { gpk::pdl_wait(); gpk::pdl_trigger(); }); \
-  }                                                                                                     \
-  extern "C" __global__ void __launch_bounds__(256) gpk_nn_gemv_kn_##DT(                                 \
-      const T* x, const T* w, float* part, T* y, int M, int N, int K, long long ldw, int kchunk) {      \
-    gpk::gemv_kn<T, 8>(x, w, part, y, M, N, K, ldw, kchunk);                                            \
-  }                                                                                                     \
-  extern "C" __global__ void gpk_nn_gemv_kn_sum_##DT(const float* part, T* y, long long MN, int S) {     \
-    gpk::gemv_kn_sum<T>(part, y, MN, S);                                                                \
   }                                                                                                     \
   extern "C" __global__ void gpk_nn_ln_gemv_##DT(                                \
       const T* x, const T* r, T* s, const T* lnw, const T* lnb, float eps, const T* w, const T* b, T* y,  \
