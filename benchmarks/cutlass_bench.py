@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+from benchmarks.gemm_bench import _graph_time  # GPU time per call, calls recorded in a CUDA graph
+
 SQUARE = [512, 1024, 2048, 4096, 8192]
 TAILS = [1000]
 GPT2_KN = [(768, 3072), (3072, 768), (768, 2304), (768, 768)]
@@ -53,33 +55,6 @@ def _event_time(fn, cp, calls, reps=3):
         end.record()
         end.synchronize()
         best = min(best, cp.cuda.get_elapsed_time(start, end) * 1e-3 / calls)
-    return best
-
-
-def _graph_time(fn, cp, calls, reps=3):
-    """Seconds per call with no host time in it: ``calls`` calls captured in a CUDA graph on a non-blocking stream,
-    replayed ``reps`` times, the fastest replay; None when the calls cannot be captured."""
-    s = cp.cuda.Stream(non_blocking=True)
-    with s:
-        fn()
-        s.synchronize()
-        s.begin_capture()
-        try:
-            for _ in range(calls):
-                fn()
-        except Exception:  # noqa: BLE001 - anything that refuses to be captured just has no graph figure
-            s.end_capture()
-            return None
-        graph = s.end_capture()
-        graph.launch(stream=s)
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        best = math.inf
-        for _ in range(reps):
-            start.record(s)
-            graph.launch(stream=s)
-            end.record(s)
-            end.synchronize()
-            best = min(best, cp.cuda.get_elapsed_time(start, end) * 1e-3 / calls)
     return best
 
 
@@ -129,7 +104,7 @@ def run():
             g_lt = None
             if blas is not None:
                 out_lt = cp.empty((m, n), dtype=x.dtype)
-                g_lt = _graph_time(lambda: blas.linear(x, w, None, None, out=out_lt), cp, calls)
+                g_lt = _graph_time(lambda: blas.linear(x, w, None, None, out=out_lt), cp, calls, reps=3)
             row["cublaslt_graph_tflops"] = _tflops(flop, g_lt)
             best_e, best_g = math.inf, math.inf
             for fam in ("small", "large"):
@@ -142,7 +117,7 @@ def run():
                 diff = _rel_diff(y[:64], ref[:64])
                 out = cp.empty((m, n), dtype=x.dtype)
                 t_e = _event_time(lambda: gemm.linear_tn(x, w, key=key), cp, calls)
-                t_g = _graph_time(lambda: gemm.linear_tn(x, w, out=out, key=key), cp, calls)
+                t_g = _graph_time(lambda: gemm.linear_tn(x, w, out=out, key=key), cp, calls, reps=3)
                 row[fam] = {"tflops": _tflops(flop, t_e), "graph_tflops": _tflops(flop, t_g), "max_rel_diff": diff}
                 best_e = min(best_e, t_e)
                 if t_g is not None and t_g < best_g:
