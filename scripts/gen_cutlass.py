@@ -77,8 +77,10 @@ SM90 instances (wgmma + TMA, CUTLASS 3.x ``GemmUniversal<Shape<int,int,int,int>,
 Params (1024 bytes, 128-byte aligned, one ``__grid_constant__`` argument) hold two TMA descriptors
 (CUtensorMap, 128 bytes each, for A and B) made on the host by cuTensorMapEncodeTiled, the epilogue's
 alpha/beta/C/D, the hardware info and the persistent tile scheduler's parameters; block
-``MaxThreadsPerBlock`` (384), shared memory ``SharedStorageSize``, cluster 1x1x1, and a persistent grid
-of min(sm_count, tiles) CTAs. ``--probe-sm90`` compiles CUTLASS's own ``to_underlying_arguments`` on the
+``MaxThreadsPerBlock`` (384), shared memory ``SharedStorageSize``, and a persistent grid: for cluster
+1x1x1 ("large") min(sm_count, tiles) CTAs, launched plainly; for a cluster of 2x1x1 ("xl", 128x256x64 CTA
+tile, B multicast by TMA to both CTAs of the pair) CUTLASS's get_grid_shape (whole clusters per 18-SM GPC
+model, recorded by the probe) launched as a cluster launch (cuLaunchKernelEx with the cluster dimension). ``--probe-sm90`` compiles CUTLASS's own ``to_underlying_arguments`` on the
 host with ``CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL`` and a stub ``cuTensorMapEncodeTiled`` of ours that
 records its arguments and writes a known pattern into each descriptor (no libcuda, no GPU), and stores
 offsets, TMA settings and golden dumps in MANIFEST ``host_params``. ``gpk_array/_kernels/cutlass/
@@ -125,6 +127,12 @@ FAMILIES = [
      "align": 8},
     {"arch": 90, "family": "large", "tile": (128, 128, 64), "stages": 4, "warps": (4, 1, 1),
      "cluster": (1, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "NoSmemWarpSpecialized", "align": 8},
+    # 128x256x64 CTA tile, 2x1x1 cluster (B multicast to the CTA pair), cooperative: CUTLASS's profiler
+    # default for large FP16/BF16 GEMMs on H100. 4 stages = 4 * 48 KiB of A/B tiles, what
+    # StageCountAutoCarveout fits into 227 KiB beside the barriers (no smem epilogue), pinned.
+    {"arch": 90, "family": "xl", "tile": (128, 256, 64), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
      "epilogue_schedule": "NoSmemWarpSpecialized", "align": 8},
 ]
 
