@@ -176,6 +176,10 @@ def test_cluster_schedule_follows_cutlass_get_grid_shape():
     assert S.max_cta_occupancy(1, 78) == 78 and S.max_cta_occupancy(2, 1) == 1
     s = S.sm90_schedule(e, 3000, 1000, 1)                                 # one SM: no whole cluster
     assert 0 in s["grid"]
+    # below 18 SMs CUTLASS's GPC model caps at sm_count, so an odd count along M is no whole cluster
+    # count either; launch_sm90 refuses such grids (check_cluster_grid) rather than launch them
+    s = S.sm90_schedule(e, 1000, 1500, 3, 2, "along_m")
+    assert s["grid"] == (3, 1, 1)
 
 
 def test_tma_encode_args_follow_the_problem():
@@ -483,6 +487,7 @@ def test_launch_passes_grid_cluster_and_params_to_the_driver(key, launch_stub, m
             assert la.grid == (2, 66, 1)
         assert last[15] % 128 == 0
         assert struct.pack("<16q", *last[16:32]) == la.params[:128]
-    bad = S.LaunchArgs(la.kernel, (1, 1, 1), la.block, (2, 1, 1), la.shared_mem, la.params)
-    with pytest.raises(ValueError, match="multiple of cluster"):
-        L._packed(bad)
+    for grid in ((1, 1, 1), (3, 1, 1), (2, 0, 1)):
+        bad = S.LaunchArgs(la.kernel, grid, la.block, (2, 1, 1), la.shared_mem, la.params)
+        with pytest.raises(ValueError, match="multiple of cluster"):
+            L._packed(bad)
