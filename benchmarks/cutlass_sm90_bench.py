@@ -1,15 +1,16 @@
 """The SM90 CUTLASS instances (launched from Python, launch_sm90) against CuPy's cuBLAS (x @ w.T), same run.
 
-    python -m benchmarks.cutlass_sm90_bench [--json OUT] [--dtypes f16,bf16] [--families large,xl] [--reps N]
+    python -m benchmarks.cutlass_sm90_bench [--json OUT] [--dtypes f16,bf16] [--families large,xl,pp] [--reps N]
 
-Instances: per dtype, each family (large: 128x128x64 tile, cluster 1x1x1; xl: 128x256x64 tile, cluster 2x1x1,
-a cluster launch), timed beside one cuBLAS timing of the same inputs.
+Instances: per dtype, each family (large: 128x128x64 tile, cluster 1x1x1, cooperative; xl: 128x256x64 tile,
+cluster 2x1x1, cooperative; pp: 128x128x64 tile, cluster 2x1x1, ping-pong; the 2x1x1 ones are cluster launches),
+timed beside one cuBLAS timing of the same inputs.
 
 Shapes (M, K, N): square 1024..8192, and GPT-2's M in {128, 1024, 8192} x (K, N) in {(768, 3072), (3072, 768)}.
 Each figure is the median of CUDA-event timings of single calls after warm-up ("ours": the launch with
 prepared Params, as a repeated call takes it; "cublas": CuPy's x @ w.T); TFLOP/s = 2 M N K / t; ratio =
 ours / cublas in TFLOP/s (> 1: ours faster). Every result is also checked against cuBLAS (max relative
-difference to max|cuBLAS|). Takes well under 120 s on an H200 once the four cubins are cached.
+difference to max|cuBLAS|). Takes well under 120 s on an H200 once the six cubins are cached.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 SQUARE = [1024, 2048, 4096, 8192]
 GPT2_M = [128, 1024, 8192]
 GPT2_KN = [(768, 3072), (3072, 768)]
-FAMILIES = ("large", "xl")     # 128x128x64 cluster 1x1x1; 128x256x64 cluster 2x1x1
+FAMILIES = ("large", "xl", "pp")   # see launch_sm90.FAMILIES
 
 
 def shapes():

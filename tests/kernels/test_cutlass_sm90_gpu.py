@@ -1,8 +1,8 @@
 """GPU tests of the SM90 CUTLASS GEMM instances launched from Python (launch_sm90.linear_tn_sm90).
 
 Every test runs for each instance family (``large``: 128x128x64 tile, cluster 1x1x1; ``xl``: 128x256x64
-tile, cluster 2x1x1, a cluster launch). Needs a CC 9.0 GPU (the cubins are sm_90a) and either the CUTLASS
-headers plus nvcc/NVRTC to compile the four instances, or their cubins prebuilt into $GPK_CACHE_DIR/sm_90a/
+tile, cluster 2x1x1; ``pp``: 128x128x64 ping-pong, cluster 2x1x1; the 2x1x1 ones are cluster launches). Needs a CC 9.0 GPU (the cubins are sm_90a) and either the CUTLASS
+headers plus nvcc/NVRTC to compile the six instances, or their cubins prebuilt into $GPK_CACHE_DIR/sm_90a/
 (python -m gpk_array._kernels.cutlass.launch_sm90 --prebuild, no GPU needed). References: float64 NumPy of the same
 rounded float16/bfloat16 inputs; tolerance relative to max|ref|: float16 5e-3, bfloat16 2e-2 (the output
 rounding is 2^-11 resp. 2^-8 of the value; the accumulator is float32)."""
@@ -19,7 +19,7 @@ TOL = {"float16": 5e-3, "bfloat16": 2e-2}
 M_ODD = [1, 3, 17, 1000]
 NK = [(8, 8), (24, 768), (768, 3072), (3072, 768), (1000, 1000)]
 BIG = [(2048, 2048, 2048), (4096, 4096, 4096)]
-FAMILIES = ["large", "xl"]
+FAMILIES = ["large", "xl", "pp"]
 KEYS = [f"gemm/{d}/tn/{f}/sm90" for f in FAMILIES for d in ("f16", "bf16")]
 
 
@@ -200,13 +200,13 @@ def test_fewer_persistent_ctas_than_sms(L, family, sm_count, raster):
     m, n, k = 1000, 1500, 200
     x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
     out = cupy.full((m, n), np.nan, dtype)
-    if family == "xl" and sm_count % 2 and raster == "along_m":
+    if family != "large" and sm_count % 2 and raster == "along_m":
         # CUTLASS's get_grid_shape gives (sm_count, 1, 1) here: not a whole number of 2x1x1 clusters
         with pytest.raises(ValueError, match="multiple of cluster"):
             L.prepare(x, w, out, 1.0, 0.0, None, key, sm_count, 2, raster)
         return
     la, packed = L.prepare(x, w, out, 1.0, 0.0, None, key, sm_count, 2, raster)
-    assert la.cluster == ((2, 1, 1) if family == "xl" else (1, 1, 1))
+    assert la.cluster == ((1, 1, 1) if family == "large" else (2, 1, 1))
     assert all(g % c == 0 for g, c in zip(la.grid, la.cluster))
     assert la.grid[0] * la.grid[1] <= max(sm_count, 2)
     L.launch(key, la, packed)

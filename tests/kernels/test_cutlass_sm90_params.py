@@ -70,6 +70,8 @@ FAMILY = {
               "tx": [32768, 16384, 16384]},
     "xl": {"tile": [128, 256, 64], "cluster": [2, 1, 1], "box_A": [64, 128, 1], "box_B": [64, 128, 1],
            "tx": [49152, 16384, 32768]},
+    "pp": {"tile": [128, 128, 64], "cluster": [2, 1, 1], "box_A": [64, 128, 1], "box_B": [64, 64, 1],
+           "tx": [32768, 16384, 16384], "stages": 7, "schedule": "TmaWarpSpecializedPingpong"},
 }
 
 
@@ -83,15 +85,16 @@ def test_manifest_has_probed_sm90_instances():
         fam = FAMILY[_family(e)]
         hp = e["host_params"]
         assert hp["status"] == "probed"
-        assert e["tile"] == fam["tile"] and e["cluster"] == fam["cluster"] and e["stages"] == 4
-        assert e["kernel_schedule"] == "TmaWarpSpecializedCooperative"
+        assert e["tile"] == fam["tile"] and e["cluster"] == fam["cluster"]
+        assert e["stages"] == fam.get("stages", 4)
+        assert e["kernel_schedule"] == fam.get("schedule", "TmaWarpSpecializedCooperative")
         assert len(hp["golden"]) >= 9
         assert hp["params_size"] == 1024 and hp["params_align"] == 128
         assert hp["threads"] == 384 and hp["block"] == [384, 1, 1] and hp["cluster"] == fam["cluster"]
         assert hp["workspace_bytes"] == 0
-        # 4 stages of (tile_m x 64 + tile_n x 64) halves plus the barriers
+        # the stages of (tile_m x 64 + tile_n x 64) halves plus the barriers
         tm, tn, tk = fam["tile"]
-        assert 4 * (tm * tk + tn * tk) * 2 <= hp["smem_bytes"] <= 227 * 1024
+        assert e["stages"] * (tm * tk + tn * tk) * 2 <= hp["smem_bytes"] <= 227 * 1024
         # descriptors 64-byte aligned inside a 128-byte aligned Params
         assert hp["descriptors"]["A"] % 64 == 0 and hp["descriptors"]["B"] % 64 == 0
         # TMA: 16-bit elements as UINT16, 3-D (K, rows, L), box = (tile_k, rows per CTA, 1), 128B swizzle
@@ -127,7 +130,7 @@ def test_padding_is_only_bytes_outside_every_member():
         if name in hp["containers"]:
             continue
         assert not pad & set(range(off, off + hp["sizes"][name])), name
-    assert len(pad) < 300
+    assert len(pad) < 600      # incl. the tails of the two TMA atoms past their descriptors
 
 
 def test_descriptors_sit_where_the_stub_pattern_is():
@@ -460,7 +463,7 @@ def test_launch_structs_match_cuda_h(launch_stub):
     assert mine == list(v)
 
 
-@pytest.mark.parametrize("key", ["gemm/f16/tn/xl/sm90", "gemm/bf16/tn/large/sm90"])
+@pytest.mark.parametrize("key", ["gemm/f16/tn/xl/sm90", "gemm/bf16/tn/large/sm90", "gemm/bf16/tn/pp/sm90"])
 def test_launch_passes_grid_cluster_and_params_to_the_driver(key, launch_stub, monkeypatch):
     """launch_sm90.launch through ctypes into a C stand-in for the driver: cluster instances go through
     cuLaunchKernelEx with one CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION attribute, 1x1x1 ones through

@@ -252,7 +252,8 @@ def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = Non
            f"cuLaunchKernelEx({la.kernel}, cluster {la.cluster})")
 
 
-FAMILIES = ("large", "xl")      # 128x128x64 cluster 1x1x1; 128x256x64 cluster 2x1x1
+FAMILIES = ("large", "xl", "pp")   # 128x128x64 cluster 1x1x1 cooperative; 128x256x64 cluster 2x1x1
+                                   # cooperative; 128x128x64 cluster 2x1x1 ping-pong
 
 
 def default_key(dtype, family: str = "large") -> str:

@@ -225,7 +225,7 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
     buf = bytearray(hp["params_size"])
     struct.pack_into("<i", buf, off["mode"], _GEMM_MODE_KGEMM)
     struct.pack_into("<4i", buf, off["problem_shape"], m, n, k, 1)
-    # mainloop: the two TMA descriptors (the rest of each TMA atom is zero), then transaction bytes
+    # mainloop: the two TMA descriptors (the rest of each TMA atom is padding, left zero), then transaction bytes
     for name, a in zip(("A", "B"), tma_encode_args(entry, m, n, k, ptr_a, ptr_b, lda, ldb)):
         encode(buf, hp["descriptors"][name], a["data_type"], a["rank"], a["address"], a["dims"],
                a["strides"], a["box"], a["elem_strides"], a["interleave"], a["swizzle"],
