@@ -1,12 +1,16 @@
 """The SM90 CUTLASS instances (launched from Python, launch_sm90) against CuPy's cuBLAS (x @ w.T), same run.
 
-    python -m benchmarks.cutlass_sm90_bench [--json OUT] [--dtypes f16,bf16] [--reps N]
+    python -m benchmarks.cutlass_sm90_bench [--json OUT] [--dtypes f16,bf16] [--families large,xl,pp] [--reps N]
+
+Instances: per dtype, each family (large: 128x128x64 tile, cluster 1x1x1, cooperative; xl: 128x256x64 tile,
+cluster 2x1x1, cooperative; pp: 128x128x64 tile, cluster 2x1x1, ping-pong; the 2x1x1 ones are cluster launches),
+timed beside one cuBLAS timing of the same inputs.
 
 Shapes (M, K, N): square 1024..8192, and GPT-2's M in {128, 1024, 8192} x (K, N) in {(768, 3072), (3072, 768)}.
 Each figure is the median of CUDA-event timings of single calls after warm-up ("ours": the launch with
 prepared Params, as a repeated call takes it; "cublas": CuPy's x @ w.T); TFLOP/s = 2 M N K / t; ratio =
 ours / cublas in TFLOP/s (> 1: ours faster). Every result is also checked against cuBLAS (max relative
-difference to max|cuBLAS|). Takes well under 90 s on an H200 once the two cubins are cached.
+difference to max|cuBLAS|). Takes well under 120 s on an H200 once the six cubins are cached.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy as np
 SQUARE = [1024, 2048, 4096, 8192]
 GPT2_M = [128, 1024, 8192]
 GPT2_KN = [(768, 3072), (3072, 768)]
+FAMILIES = ("large", "xl", "pp")   # see launch_sm90.FAMILIES
 
 
 def shapes():
@@ -54,7 +59,16 @@ def _commit():
         return "unknown"
 
 
-def run(dtypes=("f16", "bf16"), reps=20):
+def _bf16_casts(cp):
+    try:
+        import ml_dtypes
+        cp.zeros(2, ml_dtypes.bfloat16).astype(cp.float32)
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES):
     import cupy as cp
     from gpk_array._kernels import loader
     from gpk_array._kernels.cutlass import launch_sm90 as L
@@ -73,37 +87,45 @@ def run(dtypes=("f16", "bf16"), reps=20):
     for dt in dtypes:
         if dt not in np_dt:
             continue
-        key = f"gemm/{dt}/tn/large/sm90"
-        t0 = time.perf_counter()
-        L.get_function(key)
-        print(f"{key}: kernel ready in {time.perf_counter() - t0:.1f} s", flush=True)
+        keys = [f"gemm/{dt}/tn/{fam}/sm90" for fam in families]
+        bf16_ok = dt == "bf16" and _bf16_casts(cp)
+        for key in keys:
+            t0 = time.perf_counter()
+            L.get_function(key)
+            print(f"{key}: kernel ready in {time.perf_counter() - t0:.1f} s", flush=True)
         rng = np.random.default_rng(0)
         for m, k, n in shapes():
             x = cp.asarray(rng.uniform(-1, 1, (m, k)).astype(np_dt[dt]))
             w = cp.asarray(rng.uniform(-1, 1, (n, k)).astype(np_dt[dt]))
-            out = cp.empty((m, n), np_dt[dt])
-            la, packed = L.prepare(x, w, out, 1.0, 0.0, None, key, loader.sm_count())
-            stream = cp.cuda.get_current_stream().ptr
-            ours = _time(lambda: L.launch(key, la, packed, stream), cp, reps)
-            call = _time(lambda: L.linear_tn_sm90(x, w, out=out), cp, reps)
             ref = x @ w.T
             cublas = _time(lambda: x @ w.T, cp, reps)
-            try:
-                o32, r32 = out.astype(cp.float32), ref.astype(cp.float32)
-                diff = float(cp.abs(o32 - r32).max() / max(float(cp.abs(r32).max()), 1e-30))
-            except Exception:  # noqa: BLE001 - a CuPy without bfloat16 casts: skip the check, keep the timing
+            r32 = ref.astype(cp.float32) if dt == "f16" or bf16_ok else None
+            for fam, key in zip(families, keys):
+                out = cp.empty((m, n), np_dt[dt])
+                la, packed = L.prepare(x, w, out, 1.0, 0.0, None, key, loader.sm_count())
+                stream = cp.cuda.get_current_stream().ptr
+                ours = _time(lambda: L.launch(key, la, packed, stream), cp, reps)
+                call = _time(lambda: L.linear_tn_sm90(x, w, out=out, key=key), cp, reps)
                 diff = float("nan")
-            fl = 2.0 * m * n * k
-            row = {"dtype": dt, "m": m, "k": k, "n": n, "ours_us": ours * 1e6, "ours_call_us": call * 1e6,
-                   "cublas_us": cublas * 1e6, "ours_tflops": fl / ours / 1e12,
-                   "cublas_tflops": fl / cublas / 1e12, "ratio": cublas / ours, "max_rel_diff": diff,
-                   "grid": list(la.grid)}
-            rows.append(row)
-            print(f"{dt:4s} M={m:5d} K={k:5d} N={n:5d}  ours {row['ours_tflops']:7.1f} TFLOP/s "
-                  f"({row['ours_us']:8.1f} us, call {row['ours_call_us']:8.1f} us)  cuBLAS "
-                  f"{row['cublas_tflops']:7.1f} ({row['cublas_us']:8.1f} us)  ratio {row['ratio']:.2f}  "
-                  f"diff {diff:.1e}", flush=True)
-            del x, w, out, ref
+                try:   # a CuPy without bfloat16 casts: skip the check, keep the timing
+                    if r32 is not None:
+                        o32 = out.astype(cp.float32)
+                        diff = float(cp.abs(o32 - r32).max() / max(float(cp.abs(r32).max()), 1e-30))
+                except Exception:  # noqa: BLE001
+                    pass
+                fl = 2.0 * m * n * k
+                row = {"key": key, "family": fam, "dtype": dt, "m": m, "k": k, "n": n,
+                       "ours_us": ours * 1e6, "ours_call_us": call * 1e6, "cublas_us": cublas * 1e6,
+                       "ours_tflops": fl / ours / 1e12, "cublas_tflops": fl / cublas / 1e12,
+                       "ratio": cublas / ours, "max_rel_diff": diff, "grid": list(la.grid),
+                       "cluster": list(la.cluster)}
+                rows.append(row)
+                print(f"{dt:4s} {fam:5s} M={m:5d} K={k:5d} N={n:5d}  ours {row['ours_tflops']:7.1f} TFLOP/s "
+                      f"({row['ours_us']:8.1f} us, call {row['ours_call_us']:8.1f} us)  cuBLAS "
+                      f"{row['cublas_tflops']:7.1f} ({row['cublas_us']:8.1f} us)  ratio {row['ratio']:.2f}  "
+                      f"diff {diff:.1e}", flush=True)
+                del out
+            del x, w, ref, r32
     env["seconds"] = time.perf_counter() - t_all
     return {"env": env, "rows": rows}
 
@@ -114,8 +136,9 @@ def main(argv=None):
     ap.add_argument("--json", help="write results here")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--families", default=",".join(FAMILIES))
     a = ap.parse_args(argv)
-    res = run(tuple(a.dtypes.split(",")), a.reps)
+    res = run(tuple(a.dtypes.split(",")), a.reps, tuple(a.families.split(",")))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

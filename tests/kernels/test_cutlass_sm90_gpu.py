@@ -1,8 +1,9 @@
 """GPU tests of the SM90 CUTLASS GEMM instances launched from Python (launch_sm90.linear_tn_sm90).
 
-Needs a CC 9.0 GPU (the cubins are sm_90a) and either the CUTLASS headers plus nvcc/NVRTC to compile the
-two instances, or their cubins prebuilt into $GPK_CACHE_DIR/sm_90a/ (python -m
-gpk_array._kernels.cutlass.launch_sm90 --prebuild, no GPU needed). References: float64 NumPy of the same
+Every test runs for each instance family (``large``: 128x128x64 tile, cluster 1x1x1; ``xl``: 128x256x64
+tile, cluster 2x1x1; ``pp``: 128x128x64 ping-pong, cluster 2x1x1; the 2x1x1 ones are cluster launches). Needs a CC 9.0 GPU (the cubins are sm_90a) and either the CUTLASS
+headers plus nvcc/NVRTC to compile the six instances, or their cubins prebuilt into $GPK_CACHE_DIR/sm_90a/
+(python -m gpk_array._kernels.cutlass.launch_sm90 --prebuild, no GPU needed). References: float64 NumPy of the same
 rounded float16/bfloat16 inputs; tolerance relative to max|ref|: float16 5e-3, bfloat16 2e-2 (the output
 rounding is 2^-11 resp. 2^-8 of the value; the accumulator is float32)."""
 
@@ -18,6 +19,8 @@ TOL = {"float16": 5e-3, "bfloat16": 2e-2}
 M_ODD = [1, 3, 17, 1000]
 NK = [(8, 8), (24, 768), (768, 3072), (3072, 768), (1000, 1000)]
 BIG = [(2048, 2048, 2048), (4096, 4096, 4096)]
+FAMILIES = ["large", "xl", "pp"]
+KEYS = [f"gemm/{d}/tn/{f}/sm90" for f in FAMILIES for d in ("f16", "bf16")]
 
 
 @pytest.fixture(scope="module")
@@ -28,12 +31,25 @@ def L():
     if loader.device_arch() != "90":
         pytest.skip(f"the SM90 instances are sm_90a; this GPU is sm_{loader.device_arch()}")
     try:
-        for key in ("gemm/f16/tn/large/sm90", "gemm/bf16/tn/large/sm90"):
+        for key in KEYS:
             launch_sm90.get_function(key)
     except launch_sm90.CutlassUnavailable as e:
         pytest.skip(str(e))
     cupy.cuda.Device().synchronize()
     return launch_sm90
+
+
+@pytest.fixture(params=FAMILIES)
+def family(request):
+    return request.param
+
+
+@pytest.fixture
+def gemm(L, family):
+    """linear_tn_sm90 with the family's instance."""
+    def call(*args, **kw):
+        return L.linear_tn_sm90(*args, family=family, **kw)
+    return call
 
 
 def _rand(rng, shape, dtype, scale=1.0):
@@ -57,52 +73,52 @@ def _check(got, ref, dtype):
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("m", M_ODD)
 @pytest.mark.parametrize("n,k", NK)
-def test_linear_odd_m(L, dtype, m, n, k):
+def test_linear_odd_m(L, gemm, dtype, m, n, k):
     rng = np.random.default_rng(m * 7919 + n * 31 + k)
     x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
-    y = L.linear_tn_sm90(x, w)
+    y = gemm(x, w)
     assert y.shape == (m, n) and y.dtype == dtype
     _check(y, _f64(x) @ _f64(w).T, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("m,n,k", BIG)
-def test_linear_large_square(L, dtype, m, n, k):
+def test_linear_large_square(L, gemm, dtype, m, n, k):
     rng = np.random.default_rng(k)
     x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
-    y = L.linear_tn_sm90(x, w)
+    y = gemm(x, w)
     _check(y, _f64(x) @ _f64(w).T, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("m,n,k", [(1, 13, 64), (17, 13, 8), (300, 1001, 72), (129, 131, 136)])
-def test_n_not_a_multiple_of_8(L, dtype, m, n, k):
+def test_n_not_a_multiple_of_8(L, gemm, dtype, m, n, k):
     # CUTLASS's can_implement accepts any N (the no-smem epilogue stores element by element)
     rng = np.random.default_rng(n)
     x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
-    _check(L.linear_tn_sm90(x, w), _f64(x) @ _f64(w).T, dtype)
+    _check(gemm(x, w), _f64(x) @ _f64(w).T, dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("m,n,k", [(1, 3072, 768), (17, 24, 8), (1000, 1000, 1000), (2048, 2048, 2048)])
-def test_alpha_beta_with_c(L, dtype, m, n, k):
+def test_alpha_beta_with_c(L, gemm, dtype, m, n, k):
     import cupy
     rng = np.random.default_rng(m + n)
     x, w, c = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype), _rand(rng, (m, n), dtype, 4.0)
     ref = 0.5 * (_f64(x) @ _f64(w).T) - 1.25 * _f64(c)
-    y = L.linear_tn_sm90(x, w, alpha=0.5, beta=-1.25, c=c)
+    y = gemm(x, w, alpha=0.5, beta=-1.25, c=c)
     _check(y, ref, dtype)
     # C aliasing D (in-place accumulate)
     d = c.copy()
-    L.linear_tn_sm90(x, w, out=d, alpha=0.5, beta=-1.25, c=d)
+    gemm(x, w, out=d, alpha=0.5, beta=-1.25, c=d)
     _check(d, ref, dtype)
     # beta == 0: C is not read (NaNs there must not leak)
     nan_c = cupy.asarray(np.full((m, n), np.nan, dtype=dtype))
-    _check(L.linear_tn_sm90(x, w, alpha=2.0, beta=0.0, c=nan_c), 2.0 * (_f64(x) @ _f64(w).T), dtype)
+    _check(gemm(x, w, alpha=2.0, beta=0.0, c=nan_c), 2.0 * (_f64(x) @ _f64(w).T), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
-def test_padded_leading_dimensions_and_untouched_borders(L, dtype):
+def test_padded_leading_dimensions_and_untouched_borders(L, gemm, dtype):
     import cupy
     rng = np.random.default_rng(5)
     m, n, k = 203, 250, 136
@@ -110,7 +126,7 @@ def test_padded_leading_dimensions_and_untouched_borders(L, dtype):
     x, w = xb[:, 8:8 + k], wb[:, :k]          # lda = k + 24, ldb = k + 8, A offset by 16 bytes
     ob = cupy.asarray(np.full((m + 3, n + 13), 7.0, dtype=dtype))
     out = ob[1:1 + m, 5:5 + n]                  # ldd = n + 13, D at an offset of 2 * (n + 13 + 5) bytes
-    L.linear_tn_sm90(x, w, out=out)
+    gemm(x, w, out=out)
     _check(out, _f64(x) @ _f64(w).T, dtype)
     host = _f64(ob)
     mask = np.ones(host.shape, bool)
@@ -119,7 +135,7 @@ def test_padded_leading_dimensions_and_untouched_borders(L, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
-def test_non_default_stream_orders_with_its_producers(L, dtype):
+def test_non_default_stream_orders_with_its_producers(L, gemm, dtype):
     import cupy
     m, n, k = 4096, 4096, 4096
     s = cupy.cuda.Stream(non_blocking=True)
@@ -129,7 +145,7 @@ def test_non_default_stream_orders_with_its_producers(L, dtype):
     with s:
         x = x0 + x0         # produced on s just before the GEMM: a launch elsewhere would race with it
         w = w0.copy()
-        y = L.linear_tn_sm90(x, w)
+        y = gemm(x, w)
         y2 = y.copy()       # consumer on s
     s.synchronize()
     ref = 2 * (_f64(x0) @ _f64(w0).T)
@@ -138,35 +154,60 @@ def test_non_default_stream_orders_with_its_producers(L, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("swizzle,raster", [(1, "along_m"), (2, "along_n"), (4, "heuristic"), (8, "along_m")])
-def test_scheduler_options(L, dtype, swizzle, raster):
+def test_scheduler_options(L, gemm, dtype, swizzle, raster):
     rng = np.random.default_rng(swizzle)
     m, n, k = 1000, 3000, 264
     x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
-    _check(L.linear_tn_sm90(x, w, max_swizzle=swizzle, raster=raster), _f64(x) @ _f64(w).T, dtype)
+    _check(gemm(x, w, max_swizzle=swizzle, raster=raster), _f64(x) @ _f64(w).T, dtype)
 
 
-def test_repeated_calls_reuse_params_and_see_new_data(L):
+def test_repeated_calls_reuse_params_and_see_new_data(L, gemm):
     import cupy
     dtype = DTYPES[0]
     rng = np.random.default_rng(3)
     x, w = _rand(rng, (64, 128), dtype), _rand(rng, (256, 128), dtype)
     out = cupy.empty((64, 256), dtype)
-    L.linear_tn_sm90(x, w, out=out)
+    gemm(x, w, out=out)
     n_cached = len(L._params_cache)
     x[...] = _rand(rng, (64, 128), dtype)
-    L.linear_tn_sm90(x, w, out=out)
+    gemm(x, w, out=out)
     assert len(L._params_cache) == n_cached
     _check(out, _f64(x) @ _f64(w).T, dtype)
 
 
-def test_unsupported_inputs_raise(L):
+def test_unsupported_inputs_raise(L, gemm):
     import cupy
     dtype = DTYPES[0]
     x, w = cupy.zeros((8, 12), dtype), cupy.zeros((8, 12), dtype)
     with pytest.raises(ValueError, match="K must"):
-        L.linear_tn_sm90(x, w)
+        gemm(x, w)
     with pytest.raises(TypeError):
-        L.linear_tn_sm90(cupy.zeros((8, 16), np.float32), cupy.zeros((8, 16), np.float32))
+        gemm(cupy.zeros((8, 16), np.float32), cupy.zeros((8, 16), np.float32))
     xt = cupy.zeros((16, 8), dtype).T           # column-major A
     with pytest.raises(ValueError, match="contiguous rows"):
-        L.linear_tn_sm90(xt, cupy.zeros((8, 16), dtype))
+        gemm(xt, cupy.zeros((8, 16), dtype))
+
+
+@pytest.mark.parametrize("sm_count", [2, 3, 8, 66])
+@pytest.mark.parametrize("raster", ["along_m", "along_n"])
+def test_fewer_persistent_ctas_than_sms(L, family, sm_count, raster):
+    """A smaller persistent grid (sm_count given to the scheduler) makes each CTA, or each 2x1x1 cluster of
+    the xl family, walk many tiles; the result must not change. Also checks that xl is a cluster launch."""
+    import cupy
+    dtype = DTYPES[0]
+    key = L.default_key(dtype, family)
+    rng = np.random.default_rng(sm_count)
+    m, n, k = 1000, 1500, 200
+    x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
+    out = cupy.full((m, n), np.nan, dtype)
+    if family != "large" and sm_count % 2 and raster == "along_m":
+        # CUTLASS's get_grid_shape gives (sm_count, 1, 1) here: not a whole number of 2x1x1 clusters
+        with pytest.raises(ValueError, match="multiple of cluster"):
+            L.prepare(x, w, out, 1.0, 0.0, None, key, sm_count, 2, raster)
+        return
+    la, packed = L.prepare(x, w, out, 1.0, 0.0, None, key, sm_count, 2, raster)
+    assert la.cluster == ((1, 1, 1) if family == "large" else (2, 1, 1))
+    assert all(g % c == 0 for g, c in zip(la.grid, la.cluster))
+    assert la.grid[0] * la.grid[1] <= max(sm_count, 2)
+    L.launch(key, la, packed)
+    _check(out, _f64(x) @ _f64(w).T, dtype)

@@ -62,24 +62,48 @@ def _padding(entry):
     return pad
 
 
+# Per family: CTA tile, cluster, TMA boxes (A, B) and transaction bytes (all, A, B) of one k-block per CTA.
+# xl: the 2x1x1 cluster shares each B tile between the CTA pair (multicast), so each CTA's B box is half of
+# the 256-row tile while it still receives (and waits for) the whole tile.
+FAMILY = {
+    "large": {"tile": [128, 128, 64], "cluster": [1, 1, 1], "box_A": [64, 128, 1], "box_B": [64, 128, 1],
+              "tx": [32768, 16384, 16384]},
+    "xl": {"tile": [128, 256, 64], "cluster": [2, 1, 1], "box_A": [64, 128, 1], "box_B": [64, 128, 1],
+           "tx": [49152, 16384, 32768]},
+    "pp": {"tile": [128, 128, 64], "cluster": [2, 1, 1], "box_A": [64, 128, 1], "box_B": [64, 64, 1],
+           "tx": [32768, 16384, 16384], "stages": 7, "schedule": "TmaWarpSpecializedPingpong"},
+}
+
+
+def _family(entry):
+    return entry["key"].split("/")[3]
+
+
 def test_manifest_has_probed_sm90_instances():
-    assert {e["key"] for e in SM90} == {"gemm/f16/tn/large/sm90", "gemm/bf16/tn/large/sm90"}
+    assert {e["key"] for e in SM90} == {f"gemm/{d}/tn/{f}/sm90" for d in ("f16", "bf16") for f in FAMILY}
     for e in SM90:
+        fam = FAMILY[_family(e)]
         hp = e["host_params"]
         assert hp["status"] == "probed"
+        assert e["tile"] == fam["tile"] and e["cluster"] == fam["cluster"]
+        assert e["stages"] == fam.get("stages", 4)
+        assert e["kernel_schedule"] == fam.get("schedule", "TmaWarpSpecializedCooperative")
         assert len(hp["golden"]) >= 9
         assert hp["params_size"] == 1024 and hp["params_align"] == 128
-        assert hp["threads"] == 384 and hp["block"] == [384, 1, 1] and hp["cluster"] == [1, 1, 1]
+        assert hp["threads"] == 384 and hp["block"] == [384, 1, 1] and hp["cluster"] == fam["cluster"]
         assert hp["workspace_bytes"] == 0
-        # 4 stages of (128x64 + 128x64) halves plus the barriers
-        assert 4 * (128 * 64 + 128 * 64) * 2 <= hp["smem_bytes"] <= 227 * 1024
+        # the stages of (tile_m x 64 + tile_n x 64) halves plus the barriers
+        tm, tn, tk = fam["tile"]
+        assert e["stages"] * (tm * tk + tn * tk) * 2 <= hp["smem_bytes"] <= 227 * 1024
         # descriptors 64-byte aligned inside a 128-byte aligned Params
         assert hp["descriptors"]["A"] % 64 == 0 and hp["descriptors"]["B"] % 64 == 0
-        # TMA: 16-bit elements as UINT16, 3-D (K, rows, L), box = (tile_k, tile_m / tile_n, 1), 128B swizzle
+        # TMA: 16-bit elements as UINT16, 3-D (K, rows, L), box = (tile_k, rows per CTA, 1), 128B swizzle
         t = hp["tma"]
         assert t["data_type"] == 1 and t["rank"] == 3 and t["swizzle"] == 3
-        assert t["box_A"] == [64, 128, 1] and t["box_B"] == [64, 128, 1]
-        assert hp["tma_transaction_bytes"] == [32768, 16384, 16384]
+        assert t["box_A"] == fam["box_A"] and t["box_B"] == fam["box_B"]
+        assert hp["tma_transaction_bytes"] == fam["tx"]
+        for g in hp["golden"]:     # CUTLASS's grid is a whole number of clusters (or empty: sm_count 1)
+            assert all(x % c == 0 for x, c in zip(g["grid"], hp["cluster"])), (e["key"], g)
 
 
 @pytest.mark.parametrize("entry", SM90, ids=[e["key"] for e in SM90])
@@ -94,7 +118,7 @@ def test_params_bytes_match_cutlass_to_underlying_arguments(entry):
         assert all(la.params[i] == 0 for i in pad)
         assert enc.calls == g["encodes"], g["case"]      # exactly CUTLASS's encode arguments, in order
         assert list(la.grid) == g["grid"], g["case"]
-        assert la.block == (384, 1, 1) and la.cluster == (1, 1, 1)
+        assert la.block == (384, 1, 1) and list(la.cluster) == entry["host_params"]["cluster"]
         assert la.shared_mem == entry["host_params"]["smem_bytes"] and la.kernel == entry["kernel"]
 
 
@@ -106,7 +130,7 @@ def test_padding_is_only_bytes_outside_every_member():
         if name in hp["containers"]:
             continue
         assert not pad & set(range(off, off + hp["sizes"][name])), name
-    assert len(pad) < 300
+    assert len(pad) < 600      # incl. the tails of the two TMA atoms past their descriptors
 
 
 def test_descriptors_sit_where_the_stub_pattern_is():
@@ -137,6 +161,28 @@ def test_schedule_grid_is_persistent_and_raster_follows_the_heuristic():
     assert s["grid"] == (6, 1, 1)                                       # fewer tiles than SMs
     s = S.sm90_schedule(e, 8192, 8192, 132, max_swizzle=8)
     assert s["log_swizzle"] == 3 and s["blocks_per_problem"] == 64 * 64
+
+
+def test_cluster_schedule_follows_cutlass_get_grid_shape():
+    e = S.instance("gemm/f16/tn/xl/sm90")
+    s = S.sm90_schedule(e, 4096, 4096, 132)                               # 32 x 16 tiles of 128 x 256
+    assert s["raster_order"] == 1 and s["grid"] == (2, 66, 1)             # along N: 66 clusters of 2
+    assert s["tiles"] == (16, 16, 1) and s["divmod_major"] == (1, 0) and s["divmod_minor"] == (2, 1)
+    s = S.sm90_schedule(e, 256, 8192, 132)                                # 2 x 32: along M
+    assert s["raster_order"] == 0 and s["grid"] == (64, 1, 1)
+    assert s["divmod_major"] == (2, 1) and s["divmod_minor"] == (1, 0)
+    s = S.sm90_schedule(e, 1, 768, 132)                 # 1 x 3 tiles, M rounded up to a cluster: 2 x 3
+    assert s["blocks_m"] == 2 and s["raster_order"] == 0 and s["grid"] == (6, 1, 1)
+    # GPC model: 18 SMs per GPC, whole clusters per GPC, the rest as one more partial GPC
+    assert S.max_cta_occupancy(2, 132) == 132 and S.max_cta_occupancy(2, 114) == 114
+    assert S.max_cta_occupancy(2, 131) == 130 and S.max_cta_occupancy(4, 132) == 16 * 7 + 4
+    assert S.max_cta_occupancy(1, 78) == 78 and S.max_cta_occupancy(2, 1) == 1
+    s = S.sm90_schedule(e, 3000, 1000, 1)                                 # one SM: no whole cluster
+    assert 0 in s["grid"]
+    # below 18 SMs CUTLASS's GPC model caps at sm_count, so an odd count along M is no whole cluster
+    # count either; launch_sm90 refuses such grids (check_cluster_grid) rather than launch them
+    s = S.sm90_schedule(e, 1000, 1500, 3, 2, "along_m")
+    assert s["grid"] == (3, 1, 1)
 
 
 def test_tma_encode_args_follow_the_problem():
@@ -300,7 +346,8 @@ def test_launch_prepare_derives_leading_dims_pointers_and_aligned_params(monkeyp
     w = _FakeArray((n, k), (2 * (k + 8), 2), 0x20000)
     out = _FakeArray((m, n), (2 * (n + 13), 2), 0x30000 + 2 * (n + 13 + 5))
     key = "gemm/f16/tn/large/sm90"
-    la, (raw, kp) = L.prepare(x, w, out, 1.0, 0.0, None, key, 132)
+    la, (raw, kp, cfg) = L.prepare(x, w, out, 1.0, 0.0, None, key, 132)
+    assert cfg is None                                      # cluster 1x1x1: a plain cuLaunchKernel
     ref = S.build_sm90_launch(S.instance(key), m, n, k, 0x10010, 0x20000, out.data.ptr, out.data.ptr,
                               k + 24, k + 8, n + 13, n + 13, 1.0, 0.0, sm_count=132, encode=RecordingEncoder())
     assert la == ref
@@ -308,6 +355,9 @@ def test_launch_prepare_derives_leading_dims_pointers_and_aligned_params(monkeyp
     again = L.prepare(x, w, out, 1.0, 0.0, None, key, 132)
     assert again[0] is la and len(enc.calls) == 2          # cached: no second encode
     assert L.default_key(x.dtype) == key
+    assert L.default_key(x.dtype, "xl") == "gemm/f16/tn/xl/sm90"
+    with pytest.raises(ValueError, match="family"):
+        L.default_key(x.dtype, "huge")
     with pytest.raises(TypeError):
         L.default_key(_FakeArray((1, 1), (2, 2), 0, "float32").dtype)
     with pytest.raises(ValueError, match="contiguous rows"):
@@ -379,3 +429,68 @@ def test_real_encoder_path_through_ctypes(entry, tma_stub):
         assert mine == gold, g["case"]
     with pytest.raises(tma_stub.TmaError, match="CUDA_ERROR_INVALID_VALUE"):   # the stub refuses rank 4
         tma_stub.encode_tiled(bytearray(128), 0, 1, 4, 0x1000, [1] * 4, [16] * 3, [1] * 4, [1] * 4, 0, 0, 0, 0)
+
+
+@pytest.fixture
+def launch_stub(tmp_path):
+    """tests/kernels/cuda_launch_stub.c built against NVIDIA's cuda.h (skips without gcc or cuda.h)."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    inc = Path("/usr/local/cuda/include")
+    if gcc is None or not (inc / "cuda.h").is_file():
+        pytest.skip("needs a C compiler and /usr/local/cuda/include/cuda.h")
+    out = tmp_path / "libcudalaunchstub.so"
+    r = subprocess.run([gcc, "-O2", "-shared", "-fPIC", "-Wall", "-Werror", f"-I{inc}",
+                        str(Path(__file__).parent / "cuda_launch_stub.c"), "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return ctypes.CDLL(str(out))
+
+
+def test_launch_structs_match_cuda_h(launch_stub):
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    v = (ctypes.c_longlong * 24)()
+    assert launch_stub.gpk_launch_layout(v, 24) == 24
+    C, A, V = L.LaunchConfig, L.LaunchAttribute, L.LaunchAttributeValue
+    mine = [ctypes.sizeof(C)] + [getattr(C, f).offset for f in (
+        "gridDimX", "gridDimY", "gridDimZ", "blockDimX", "blockDimY", "blockDimZ", "sharedMemBytes",
+        "hStream", "attrs", "numAttrs")]
+    mine += [ctypes.sizeof(A), A.id.offset, A.value.offset, ctypes.sizeof(V),
+             V.clusterDim.offset + L.ClusterDim.x.offset, V.clusterDim.offset + L.ClusterDim.y.offset,
+             V.clusterDim.offset + L.ClusterDim.z.offset, ctypes.sizeof(ctypes.c_int),
+             ctypes.alignment(A), ctypes.alignment(C), L._CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+             L._CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+             L._CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES]
+    assert mine == list(v)
+
+
+@pytest.mark.parametrize("key", ["gemm/f16/tn/xl/sm90", "gemm/bf16/tn/large/sm90", "gemm/bf16/tn/pp/sm90"])
+def test_launch_passes_grid_cluster_and_params_to_the_driver(key, launch_stub, monkeypatch):
+    """launch_sm90.launch through ctypes into a C stand-in for the driver: cluster instances go through
+    cuLaunchKernelEx with one CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION attribute, 1x1x1 ones through
+    cuLaunchKernel; grid, block, shared memory, stream and the 128-byte aligned Params arrive intact."""
+    import struct
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    monkeypatch.setattr(L, "_driver", {"lib": L._declare(launch_stub)})
+    monkeypatch.setattr(L, "get_function", lambda k: (None, 0xF00D, None))
+    e = S.instance(key)
+    la, _ = _build(e, (4096, 4096, 4096, 4096, 4096, 4096, 4096, 1.0, 0.0, 0x7e0000000000,
+                       0x7e0100000000, 0x7e0200000000, 0x7e0200000000, 132, 1, 0))
+    packed = L._packed(la)
+    for rep in range(2):                    # the prepared config is reused with another stream
+        stream = 0x5000 + rep
+        L.launch(key, la, packed, stream_ptr=stream)
+        last, attrs = (ctypes.c_longlong * 32)(), (ctypes.c_longlong * 64)()
+        launch_stub.gpk_last_launch(last, attrs)
+        clustered = list(la.cluster) != [1, 1, 1]
+        assert last[0] == (2 if clustered else 1) and last[1] == 0xF00D
+        assert tuple(last[2:5]) == la.grid and tuple(last[5:8]) == la.block
+        assert last[8] == la.shared_mem and last[9] == stream
+        if clustered:
+            assert last[10] == 1 and last[11] == 4 and tuple(last[12:15]) == la.cluster
+            assert la.grid == (2, 66, 1)
+        assert last[15] % 128 == 0
+        assert struct.pack("<16q", *last[16:32]) == la.params[:128]
+    for grid in ((1, 1, 1), (3, 1, 1), (2, 0, 1)):
+        bad = S.LaunchArgs(la.kernel, grid, la.block, (2, 1, 1), la.shared_mem, la.params)
+        with pytest.raises(ValueError, match="multiple of cluster"):
+            L._packed(bad)

@@ -14,7 +14,8 @@ then needs neither nvcc nor the CUTLASS headers. Compiling needs the CUTLASS hea
 The launch: Params bytes from ``params_sm90.build_sm90_launch`` (TMA descriptors from the driver),
 the max-dynamic-shared-memory attribute set once per function, then ``cuLaunchKernel`` through ctypes
 on the current CuPy stream with a pointer to the 128-byte aligned Params (cluster 1x1x1: an ordinary
-launch, no cluster attribute). Params are cached per (pointers, shapes, scalars), so a repeated call
+launch; a larger cluster, as the "xl" family's 2x1x1: ``cuLaunchKernelEx`` with
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, the grid being CUTLASS's get_grid_shape, a multiple of the cluster). Params are cached per (pointers, shapes, scalars), so a repeated call
 costs one dict lookup plus the launch.
 """
 
@@ -40,6 +41,33 @@ NVRTC_SHIM = ("#include <cuda/std/type_traits>\n"
               "namespace std { using cuda::std::is_pointer_v; using cuda::std::void_t; }\n")
 _FORMAT = "sm90-1"
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+_CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
+_CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+_PORTABLE_CLUSTER_SIZE = 8      # up to 8 CTAs per cluster need no opt-in
+
+
+# cuda.h's launch structures (CUDA 12+), for cuLaunchKernelEx; tests/kernels/cuda_launch_layout.c checks
+# sizeof/offsetof against the header.
+class ClusterDim(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+
+
+class LaunchAttributeValue(ctypes.Union):
+    """CUlaunchAttributeValue: a 64-byte union (8-byte aligned: some members hold pointers)."""
+    _fields_ = [("pad", ctypes.c_char * 64), ("clusterDim", ClusterDim), ("_align", ctypes.c_uint64)]
+
+
+class LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: CUlaunchAttributeID id (a 4-byte enum), 4 bytes of padding, the value union."""
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", LaunchAttributeValue)]
+
+
+class LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig."""
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint), ("gridDimZ", ctypes.c_uint),
+                ("blockDimX", ctypes.c_uint), ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(LaunchAttribute)), ("numAttrs", ctypes.c_uint)]
 
 _lock = threading.RLock()
 _functions: dict = {}       # (key, device) -> (RawKernel, CUfunction int)
@@ -119,15 +147,23 @@ def build(key: str, arch: str = ARCH, backend: str | None = None, force: bool = 
 def _lib():
     lib = _driver.get("lib")
     if lib is None:
-        lib = ctypes.CDLL("libcuda.so.1")
-        lib.cuLaunchKernel.restype = ctypes.c_int
-        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        lib.cuFuncSetAttribute.restype = ctypes.c_int
-        lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-        lib.cuGetErrorName.restype = ctypes.c_int
-        lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+        lib = _declare(ctypes.CDLL("libcuda.so.1"))
         _driver["lib"] = lib
+    return lib
+
+
+def _declare(lib):
+    """Set the prototypes of the entry points used here on a driver library (or a test's stand-in)."""
+    lib.cuLaunchKernel.restype = ctypes.c_int
+    lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    lib.cuLaunchKernelEx.restype = ctypes.c_int
+    lib.cuLaunchKernelEx.argtypes = [ctypes.POINTER(LaunchConfig), ctypes.c_void_p, ctypes.c_void_p,
+                                     ctypes.c_void_p]
+    lib.cuFuncSetAttribute.restype = ctypes.c_int
+    lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+    lib.cuGetErrorName.restype = ctypes.c_int
+    lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
     return lib
 
 
@@ -161,40 +197,73 @@ def get_function(key: str):
         _check(_lib().cuFuncSetAttribute(handle, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                          int(e["host_params"]["smem_bytes"])),
                f"cuFuncSetAttribute(max dynamic smem) for {key}")
+        cl = e["host_params"]["cluster"]
+        if cl[0] * cl[1] * cl[2] > _PORTABLE_CLUSTER_SIZE:
+            _check(_lib().cuFuncSetAttribute(handle, _CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                   f"cuFuncSetAttribute(non-portable cluster size) for {key}")
         hit = (fn, handle, mod)
         _functions[(key, dev)] = hit
     return hit
 
 
+def check_cluster_grid(la: P.LaunchArgs) -> None:
+    """A cluster launch needs a non-empty grid whose extents are multiples of the cluster's."""
+    if any(g <= 0 for g in la.grid) or any(g % c for g, c in zip(la.grid, la.cluster)):
+        raise ValueError(f"gpk_array: grid {la.grid} is not a non-empty multiple of cluster {la.cluster} "
+                         "(sm_count below the cluster size?)")
+
+
 def _packed(la: P.LaunchArgs):
-    # 128-byte aligned copy of the Params; kernelParams[0] points at it (the driver copies it at launch)
+    """(buffer, kernelParams, launch config or None): a 128-byte aligned copy of the Params, the
+    kernelParams array pointing at it (the driver copies the Params at launch), and for a cluster > 1 the
+    CUlaunchConfig with its one CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION attribute (hStream set per launch)."""
     raw = ctypes.create_string_buffer(len(la.params) + 128)
     addr = (ctypes.addressof(raw) + 127) & ~127
     ctypes.memmove(addr, la.params, len(la.params))
     kp = (ctypes.c_void_p * 1)(addr)
-    return raw, kp
+    cfg = None
+    if tuple(la.cluster) != (1, 1, 1):
+        check_cluster_grid(la)
+        attr = (LaunchAttribute * 1)()
+        attr[0].id = _CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr[0].value.clusterDim = ClusterDim(*la.cluster)
+        g, b = la.grid, la.block
+        cfg = LaunchConfig(g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem, None,
+                           ctypes.cast(attr, ctypes.POINTER(LaunchAttribute)), 1)
+        cfg._keep = attr      # the attribute array lives as long as the config
+    return raw, kp, cfg
 
 
 def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = None) -> None:
-    """Launch an instance with prepared LaunchArgs on ``stream_ptr`` (default: current CuPy stream)."""
-    if la.cluster != (1, 1, 1):
-        raise NotImplementedError("cluster launches are not implemented (all pinned instances are 1x1x1)")
+    """Launch an instance with prepared LaunchArgs on ``stream_ptr`` (default: current CuPy stream):
+    cuLaunchKernel for cluster 1x1x1, cuLaunchKernelEx with the cluster dimension attribute otherwise."""
     _, handle, _ = get_function(key)
     if stream_ptr is None:
         import cupy
         stream_ptr = cupy.cuda.get_current_stream().ptr
-    raw, kp = packed or _packed(la)
-    g, b = la.grid, la.block
-    _check(_lib().cuLaunchKernel(handle, g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem, stream_ptr,
-                                 kp, None), f"cuLaunchKernel({la.kernel})")
+    raw, kp, cfg = packed or _packed(la)
+    if cfg is None:
+        g, b = la.grid, la.block
+        _check(_lib().cuLaunchKernel(handle, g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem,
+                                     stream_ptr, kp, None), f"cuLaunchKernel({la.kernel})")
+        return
+    cfg.hStream = stream_ptr
+    _check(_lib().cuLaunchKernelEx(ctypes.byref(cfg), handle, kp, None),
+           f"cuLaunchKernelEx({la.kernel}, cluster {la.cluster})")
 
 
-def default_key(dtype) -> str:
+FAMILIES = ("large", "xl", "pp")   # 128x128x64 cluster 1x1x1 cooperative; 128x256x64 cluster 2x1x1
+                                   # cooperative; 128x128x64 cluster 2x1x1 ping-pong
+
+
+def default_key(dtype, family: str = "large") -> str:
     name = getattr(dtype, "name", str(dtype))
+    if family not in FAMILIES:
+        raise ValueError(f"gpk_array: SM90 family must be one of {FAMILIES}, not {family!r}")
     if name == "float16":
-        return "gemm/f16/tn/large/sm90"
+        return f"gemm/f16/tn/{family}/sm90"
     if name == "bfloat16":
-        return "gemm/bf16/tn/large/sm90"
+        return f"gemm/bf16/tn/{family}/sm90"
     raise TypeError(f"gpk_array: the SM90 CUTLASS GEMM takes float16 or bfloat16, not {name}")
 
 
@@ -234,7 +303,7 @@ def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heu
 
 
 def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None = None,
-                   max_swizzle: int = 1, raster: str = "heuristic"):
+                   max_swizzle: int = 1, raster: str = "heuristic", family: str = "large"):
     """out = alpha * x @ w.T + beta * c on the current CuPy stream, with the SM90 CUTLASS instance.
 
     x: (M, K), w: (N, K), c and out: (M, N), all float16 or all bfloat16 CuPy arrays with contiguous
@@ -246,7 +315,7 @@ def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
         raise ValueError(f"gpk_array: shapes {x.shape} and {w.shape} do not make x @ w.T")
     if x.dtype != w.dtype:
         raise TypeError("gpk_array: x and w must have the same dtype")
-    key = key or default_key(x.dtype)
+    key = key or default_key(x.dtype, family)
     m, n = x.shape[0], w.shape[0]
     if out is None:
         out = cupy.empty((m, n), dtype=x.dtype)

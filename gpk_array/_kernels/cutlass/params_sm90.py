@@ -44,7 +44,7 @@ class LaunchArgs:
     kernel: str                       # extern "C" name in the emitted .cu
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
-    cluster: tuple[int, int, int]     # (1, 1, 1): ordinary launch, no cluster attribute needed
+    cluster: tuple[int, int, int]     # (1, 1, 1): ordinary launch; else a cluster launch of this shape
     shared_mem: int                   # dynamic shared memory bytes (also the max-dynamic-smem attribute)
     params: bytes                     # GemmKernel::Params, the kernel's only argument
 
@@ -87,9 +87,36 @@ def _log_swizzle(tiles_m: int, tiles_n: int, max_swizzle: int) -> int:
     return 0
 
 
+_MAX_SM_PER_GPC = 18   # CUTLASS's GH100 model: 8 GPCs of up to 9 TPCs (18 SMs)
+
+
+def max_cta_occupancy(cluster_size: int, sm_count: int) -> int:
+    """cutlass::gemm::kernel::detail::get_max_cta_occupancy(18, cluster, sm_count): the CTAs of whole
+    clusters that fit the GPCs CUTLASS assumes (18 SMs each, the remainder as one more GPC), capped at
+    sm_count."""
+    gpcs = 1 if sm_count < _MAX_SM_PER_GPC else sm_count // _MAX_SM_PER_GPC
+    ctas = gpcs * (_MAX_SM_PER_GPC - _MAX_SM_PER_GPC % cluster_size)
+    residual = 0 if sm_count < _MAX_SM_PER_GPC else sm_count % _MAX_SM_PER_GPC
+    ctas += residual - residual % cluster_size
+    return min(sm_count, ctas)
+
+
+def _grid_shape(order: int, total: int, cm: int, cn: int, sm_count: int) -> tuple[int, int, int]:
+    """PersistentTileSchedulerSm90Params::get_grid_shape with hw_info.max_active_clusters == 0 (CUTLASS's
+    GPC heuristic, not an occupancy query) and truncation by the problem size. The grid's x extent is a
+    multiple of cluster M, its y extent of cluster N (a cluster launch needs that)."""
+    if cm * cn == 1:
+        ctas = min(sm_count, total)
+        return (1, ctas, 1) if order == _RASTER_ALONG_N else (ctas, 1, 1)
+    ctas = max_cta_occupancy(cm * cn, sm_count)
+    if order == _RASTER_ALONG_N:
+        return (cm, min(ctas // cm, total // cm), 1)
+    return (min(ctas // cn, total // cn), cn, 1)
+
+
 def sm90_schedule(entry: dict, m: int, n: int, sm_count: int, max_swizzle: int = 1,
                   raster: str = "heuristic") -> dict:
-    """The persistent tile scheduler's parameters and the launch grid (cluster 1x1x1, L = 1)."""
+    """The persistent tile scheduler's parameters and the launch grid (any cluster shape, L = 1)."""
     tm, tn, _ = entry["tile"]
     cm, cn, _ = entry["cluster"]
     # get_tiled_cta_shape_mnl: CTA tiles rounded up to whole clusters
@@ -108,10 +135,7 @@ def sm90_schedule(entry: dict, m: int, n: int, sm_count: int, max_swizzle: int =
         major, minor, blk_major = cn, cm, blocks_n // cn
     else:
         major, minor, blk_major = cm, cn, blocks_m // cm
-    if cm * cn != 1:
-        raise ValueError("only cluster 1x1x1 instances are supported (no cluster launch here)")
-    ctas = min(sm_count, total)
-    grid = (1, ctas, 1) if order == _RASTER_ALONG_N else (ctas, 1, 1)
+    grid = _grid_shape(order, total, cm, cn, sm_count)
     return {"blocks_m": blocks_m, "blocks_n": blocks_n, "log_swizzle": log_sw, "raster_order": order,
             "blocks_per_problem": total, "divmod_batch": fast_divmod_u64(total),
             "divmod_major": (major, _log2_floor(major)), "divmod_minor": (minor, _log2_floor(minor)),
@@ -201,7 +225,7 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
     buf = bytearray(hp["params_size"])
     struct.pack_into("<i", buf, off["mode"], _GEMM_MODE_KGEMM)
     struct.pack_into("<4i", buf, off["problem_shape"], m, n, k, 1)
-    # mainloop: the two TMA descriptors (the rest of each TMA atom is zero), then transaction bytes
+    # mainloop: the two TMA descriptors (the rest of each TMA atom is padding, left zero), then transaction bytes
     for name, a in zip(("A", "B"), tma_encode_args(entry, m, n, k, ptr_a, ptr_b, lda, ldb)):
         encode(buf, hp["descriptors"][name], a["data_type"], a["rank"], a["address"], a["dims"],
                a["strides"], a["box"], a["elem_strides"], a["interleave"], a["swizzle"],
