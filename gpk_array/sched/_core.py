@@ -1524,9 +1524,10 @@ def destroy_context(name_or_ctx):
                 if stream is not None:
                     stream.synchronize()
             if conf:
-                ctx.stream = ctx._full_stream
                 ctx._confined = None
-                _cuda.destroy_stream(conf[2])
+                if not ctx._entered:  # a session still inside may have it as CuPy's current stream: keep it then
+                    ctx.stream = ctx._full_stream
+                    _cuda.destroy_stream(conf[2])
             ctx._note_peak()
             ctx._pool.free_all_blocks()
             ctx._pending.clear()

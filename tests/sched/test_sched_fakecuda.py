@@ -711,3 +711,20 @@ def test_no_confinement_when_disabled_or_unsupported(fake, monkeypatch):
     assert be.stream is be._full_stream and be._confined is False
     with pytest.raises(ValueError):
         sched.initialize(0, contention_sms=-1)
+
+
+def test_destroying_a_context_entered_on_its_confined_stream_keeps_that_stream(fake, green):
+    made, destroyed = green
+    sched.initialize(0)
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    with g:
+        pass
+    be.__enter__()
+    be.pace()
+    confined = made[0][0]
+    assert fake.get_current_stream() is confined
+    sched.destroy_context(be)
+    assert destroyed == []  # still CuPy's current stream in the session: not destroyed under it
+    be.__exit__(None, None, None)
+    assert fake.get_current_stream() is fake.null
