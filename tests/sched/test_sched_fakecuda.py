@@ -673,7 +673,7 @@ def test_paced_context_runs_confined_while_a_higher_tier_is_busy(fake, green):
 
 def test_confinement_keeps_one_stream_order_for_shared_sessions(fake, green):
     made, _ = green
-    sched.initialize(0, contention_sms=16)
+    sched.initialize(0, contention_sms=16, activity_window_s=1.0)
     g = sched.create_context("g", 64 * MiB)
     be = sched.create_context("be", 64 * MiB, qos="best_effort")
     own = be.stream
@@ -715,7 +715,7 @@ def test_no_confinement_when_disabled_or_unsupported(fake, monkeypatch):
 
 def test_destroying_a_context_entered_on_its_confined_stream_keeps_that_stream(fake, green):
     made, destroyed = green
-    sched.initialize(0)
+    sched.initialize(0, activity_window_s=1.0)
     g = sched.create_context("g", 64 * MiB)
     be = sched.create_context("be", 64 * MiB, qos="best_effort")
     with g:
