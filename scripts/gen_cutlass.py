@@ -12,6 +12,8 @@ Usage
                                              # and record the SM80 Params layout in MANIFEST.json
     python scripts/gen_cutlass.py --probe-sm90   # the same for the SM90 instances (nvcc, ~1 min, no GPU):
                                              # Params layout, TMA encode arguments, goldens
+    python scripts/gen_cutlass.py --probe-sm90 --families ppt,coopt   # probe only these families (the
+                                             # others keep their recorded host_params)
 
 The emitter runs with its working directory set to a temporary directory (importing its backend
 writes ``compiled_cache.db`` into the current directory). PYTHONHASHSEED is forced to 0 by re-executing
@@ -81,7 +83,14 @@ alpha/beta/C/D, the hardware info and the persistent tile scheduler's parameters
 1x1x1 ("large") min(sm_count, tiles) CTAs, launched plainly; for a cluster of 2x1x1 ("xl": 128x256x64
 cooperative, "pp": 128x128x64 ping-pong; B multicast by TMA to both CTAs of the pair) CUTLASS's
 get_grid_shape (whole clusters per 18-SM GPC model, recorded by the probe), launched as a cluster launch
-(cuLaunchKernelEx with the cluster dimension). All share one Params layout.
+(cuLaunchKernelEx with the cluster dimension). These three (direct-store epilogue, NoSmemWarpSpecialized)
+share one Params layout. "ppt" (ping-pong 128x128x64) and "coopt" (cooperative 256x128x64), both cluster
+2x1x1, use CUTLASS's TMA epilogue (TmaWarpSpecialized / TmaWarpSpecializedCooperative, "_epi_tma"): D is
+staged in shared memory and written by TMA stores, C (when beta != 0) read by TMA loads; their Params
+(1792 bytes) hold two more descriptors (C load, D store, encoded after A and B, C's even when beta == 0:
+the kernel then skips the C loads), the LinearCombination scalars as leaves of the fusion callbacks' tuple
+(found by the probe with sentinel values) and the epilogue's transaction bytes; they need N, ldc, ldd
+multiples of 8 and 16-byte aligned C and D (so the probe cases for them keep C and D 16-byte aligned).
 
 ``--probe-sm90`` compiles CUTLASS's own ``to_underlying_arguments`` on the host with
 ``CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL`` and a stub ``cuTensorMapEncodeTiled`` of ours that records its arguments and writes a known pattern into each descriptor (no libcuda, no GPU), and stores
