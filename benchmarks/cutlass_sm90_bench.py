@@ -3,14 +3,18 @@
     python -m benchmarks.cutlass_sm90_bench [--json OUT] [--dtypes f16,bf16] [--families large,xl,pp] [--reps N]
 
 Instances: per dtype, each family (large: 128x128x64 tile, cluster 1x1x1, cooperative; xl: 128x256x64 tile,
-cluster 2x1x1, cooperative; pp: 128x128x64 tile, cluster 2x1x1, ping-pong; the 2x1x1 ones are cluster launches),
-timed beside one cuBLAS timing of the same inputs.
+cluster 2x1x1, cooperative; pp: 128x128x64 tile, cluster 2x1x1, ping-pong; with CUTLASS's TMA epilogue:
+ppt: 128x128x64 ping-pong and coopt: 256x128x64 cooperative, both cluster 2x1x1; the 2x1x1 ones are
+cluster launches), timed beside one cuBLAS timing of the same inputs.
+
+    python -m benchmarks.cutlass_sm90_bench --families pp,ppt,coopt     # the TMA epilogues beside pp
 
 Shapes (M, K, N): square 1024..8192, and GPT-2's M in {128, 1024, 8192} x (K, N) in {(768, 3072), (3072, 768)}.
 Each figure is the median of CUDA-event timings of single calls after warm-up ("ours": the launch with
 prepared Params, as a repeated call takes it; "cublas": CuPy's x @ w.T); TFLOP/s = 2 M N K / t; ratio =
 ours / cublas in TFLOP/s (> 1: ours faster). Every result is also checked against cuBLAS (max relative
-difference to max|cuBLAS|). Takes well under 120 s on an H200 once the six cubins are cached.
+difference to max|cuBLAS|). Takes well under 120 s on an H200 once the cubins are cached (about
+half of that for three families).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import numpy as np
 SQUARE = [1024, 2048, 4096, 8192]
 GPT2_M = [128, 1024, 8192]
 GPT2_KN = [(768, 3072), (3072, 768)]
-FAMILIES = ("large", "xl", "pp")   # see launch_sm90.FAMILIES
+FAMILIES = ("large", "xl", "pp", "ppt", "coopt")   # see launch_sm90.FAMILIES
 
 
 def shapes():

@@ -12,6 +12,8 @@ Usage
                                              # and record the SM80 Params layout in MANIFEST.json
     python scripts/gen_cutlass.py --probe-sm90   # the same for the SM90 instances (nvcc, ~1 min, no GPU):
                                              # Params layout, TMA encode arguments, goldens
+    python scripts/gen_cutlass.py --probe-sm90 --families ppt,coopt   # probe only these families (the
+                                             # others keep their recorded host_params)
 
 The emitter runs with its working directory set to a temporary directory (importing its backend
 writes ``compiled_cache.db`` into the current directory). PYTHONHASHSEED is forced to 0 by re-executing
@@ -81,7 +83,14 @@ alpha/beta/C/D, the hardware info and the persistent tile scheduler's parameters
 1x1x1 ("large") min(sm_count, tiles) CTAs, launched plainly; for a cluster of 2x1x1 ("xl": 128x256x64
 cooperative, "pp": 128x128x64 ping-pong; B multicast by TMA to both CTAs of the pair) CUTLASS's
 get_grid_shape (whole clusters per 18-SM GPC model, recorded by the probe), launched as a cluster launch
-(cuLaunchKernelEx with the cluster dimension). All share one Params layout.
+(cuLaunchKernelEx with the cluster dimension). These three (direct-store epilogue, NoSmemWarpSpecialized)
+share one Params layout. "ppt" (ping-pong 128x128x64) and "coopt" (cooperative 256x128x64), both cluster
+2x1x1, use CUTLASS's TMA epilogue (TmaWarpSpecialized / TmaWarpSpecializedCooperative, "_epi_tma"): D is
+staged in shared memory and written by TMA stores, C (when beta != 0) read by TMA loads; their Params
+(1792 bytes) hold two more descriptors (C load, D store, encoded after A and B, C's even when beta == 0:
+the kernel then skips the C loads), the LinearCombination scalars as leaves of the fusion callbacks' tuple
+(found by the probe with sentinel values) and the epilogue's transaction bytes; they need N, ldc, ldd
+multiples of 8 and 16-byte aligned C and D (so the probe cases for them keep C and D 16-byte aligned).
 
 ``--probe-sm90`` compiles CUTLASS's own ``to_underlying_arguments`` on the host with
 ``CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL`` and a stub ``cuTensorMapEncodeTiled`` of ours that records its arguments and writes a known pattern into each descriptor (no libcuda, no GPU), and stores
@@ -141,6 +150,19 @@ FAMILIES = [
     {"arch": 90, "family": "pp", "tile": (128, 128, 64), "stages": 7, "warps": (4, 1, 1),
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
      "epilogue_schedule": "NoSmemWarpSpecialized", "align": 8},
+    # TMA (shared-memory) epilogues: the consumer warpgroups stage each output subtile in shared memory
+    # and a TMA store writes it (C, when beta != 0, comes in by TMA load the same way); the epilogue's
+    # Params then hold two more descriptors (C load, D store). Stages: what StageCountAutoCarveout
+    # fits beside the epilogue's shared storage (probed with the auto count; pinned here).
+    # ppt: ping-pong 128x128x64 as pp, 6 stages (17 KiB epilogue smem).
+    {"arch": 90, "family": "ppt", "tile": (128, 128, 64), "stages": 6, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
+     "epilogue_schedule": "TmaWarpSpecialized", "align": 8},
+    # coopt: cooperative 256x128x64 (each consumer warpgroup 128x128), 2x1x1 cluster (B multicast),
+    # 4 stages (33 KiB epilogue smem).
+    {"arch": 90, "family": "coopt", "tile": (256, 128, 64), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8},
 ]
 
 # The SM80 instance the slow compile test builds (smallest tile, fewest template instantiations).
@@ -457,6 +479,10 @@ SM90_PROBE_CASES = [
      0x7f0000200002, 0x7f0000300006, 132, 1, 0),
     (833, 3200, 72, 72, 80, 3208, 3200, 0.75, 0.0, 0x10000, 0x20000, 0x30000, 0x30000, 78, 1, 0),
 ]
+# The TMA-epilogue instances read C and write D through TMA descriptors too, so C and D must be 16-byte
+# aligned (CUTLASS asserts it while encoding): the same cases with the one misaligned C/D pair moved.
+SM90_PROBE_CASES_EPI_TMA = [c if i != 9 else c[:11] + (0x7f0000200010, 0x7f0000300030) + c[13:]
+                            for i, c in enumerate(SM90_PROBE_CASES)]
 
 # Params members whose offset and size the probe prints (paths below GemmKernel::Params).
 SM90_PROBE_MEMBERS = [
@@ -481,6 +507,53 @@ SM90_PROBE_MEMBERS = [
     "scheduler.problem_tiles_n_", "scheduler.problem_tiles_l_", "scheduler.cluster_shape_m_",
     "scheduler.cluster_shape_n_", "workspace",
 ]
+# The TMA epilogue (Sm90EpilogueTmaWarpSpecialized) has no C/D pointers and strides of its own: its
+# Params are the fusion callbacks' (LinearCombination = Sm90EVT tree: beta broadcast, C fetch, (alpha
+# broadcast, acc fetch, multiplies), multiply_add; a cute::tuple of the nodes' Params), the TMA atoms of
+# the C load and the D store, and the epilogue's transaction bytes. Names of the leaves and the C++
+# expressions that reach them; the other members are those of SM90_PROBE_MEMBERS minus its epilogue.
+SM90_EPI_TMA_MEMBERS = {
+    "epilogue": "p->epilogue",
+    "epilogue.thread": "p->epilogue.thread",
+    # the six leaves of the two scalar broadcasts (nvcc does not take cute::get on this tuple): located
+    # by gpk_thread_leaves, which builds the fusion Params from sentinel Arguments and finds each one
+    "epilogue.thread.beta": None, "epilogue.thread.beta_ptr": None, "epilogue.thread.dBeta": None,
+    "epilogue.thread.alpha": None, "epilogue.thread.alpha_ptr": None, "epilogue.thread.dAlpha": None,
+    "epilogue.tma_load_c": "p->epilogue.tma_load_c",
+    "epilogue.tma_load_c.tma_desc_": "p->epilogue.tma_load_c.tma_desc_",
+    "epilogue.tma_store_d": "p->epilogue.tma_store_d",
+    "epilogue.tma_store_d.tma_desc_": "p->epilogue.tma_store_d.tma_desc_",
+    "epilogue.tma_transaction_bytes": "p->epilogue.tma_transaction_bytes",
+}
+SM90_EPI_TMA_CONTAINERS = ["epilogue.tma_load_c", "epilogue.tma_store_d"]
+
+
+def sm90_epi_tma(entry: dict) -> bool:
+    """Does the instance use CUTLASS's TMA (shared-memory) epilogue?"""
+    return not str(entry.get("epilogue_schedule") or "").startswith("NoSmem")
+
+
+def sm90_probe_cases(entry: dict) -> list:
+    return SM90_PROBE_CASES_EPI_TMA if sm90_epi_tma(entry) else SM90_PROBE_CASES
+
+
+def sm90_probe_members(entry: dict) -> list[tuple[str, str]]:
+    """(name, C++ expression) of every member the probe prints for this instance, in order."""
+    if not sm90_epi_tma(entry):
+        return [(m, f"p->{m}") for m in SM90_PROBE_MEMBERS]
+    out = []
+    for m in SM90_PROBE_MEMBERS:
+        if m == "epilogue":
+            out += list(SM90_EPI_TMA_MEMBERS.items())
+        elif not m.startswith("epilogue"):
+            out.append((m, f"p->{m}"))
+    return out
+
+
+def sm90_probe_containers(entry: dict) -> list[str]:
+    return SM90_PROBE_CONTAINERS + (SM90_EPI_TMA_CONTAINERS if sm90_epi_tma(entry) else [])
+
+
 # Members that hold others (with padding inside); every other member above is a leaf, and the bytes
 # no leaf covers are padding, which the kernel never reads (the Python builder leaves them zero).
 SM90_PROBE_CONTAINERS = ["mainloop", "mainloop.tma_load_a", "mainloop.tma_load_b", "epilogue", "epilogue.thread", "scheduler",
@@ -490,6 +563,7 @@ SM90_PROBE_CONTAINERS = ["mainloop", "mainloop.tma_load_a", "mainloop.tma_load_b
 _SM90_PROBE_PRELUDE = r"""
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <cstdint>
 #include <new>
 #include <vector>
@@ -563,10 +637,69 @@ template <class P, class = void> struct gpk_has_workspace : std::false_type {};
 template <class P>
 struct gpk_has_workspace<P, std::void_t<decltype(std::declval<P const&>().workspace)>> : std::true_type {};
 
-#define GPK_MEMBER(path) std::printf("%s\"%s\": [%td, %zu]", first ? "" : ", ", #path, \
-    (unsigned char const*)&(p->path) - (unsigned char const*)p, sizeof(p->path)); first = false;
+#define GPK_MEMBER(name, expr) std::printf("%s\"%s\": [%td, %zu]", first ? "" : ", ", name, \
+    (unsigned char const*)&(expr) - (unsigned char const*)p, sizeof(expr)); first = false;
 
-template <class Op>
+template <class P, class = void> struct gpk_has_epi_tma : std::false_type {};
+template <class P>
+struct gpk_has_epi_tma<P, std::void_t<decltype(std::declval<P const&>().epilogue.tma_store_d)>> : std::true_type {};
+
+// The TMA descriptors inside Params, in the order CUTLASS encodes them: A, B (mainloop), then C, D
+// (TMA epilogue only)
+template <class Params>
+static int gpk_descs(Params const* p, std::ptrdiff_t* d) {
+  unsigned char const* b = reinterpret_cast<unsigned char const*>(p);
+  d[0] = (unsigned char const*)p->mainloop.tma_load_a.get_tma_descriptor() - b;
+  d[1] = (unsigned char const*)p->mainloop.tma_load_b.get_tma_descriptor() - b;
+  if constexpr (gpk_has_epi_tma<Params>::value) {
+    d[2] = (unsigned char const*)p->epilogue.tma_load_c.get_tma_descriptor() - b;
+    d[3] = (unsigned char const*)p->epilogue.tma_store_d.get_tma_descriptor() - b;
+    return 4;
+  }
+  return 2;
+}
+
+// TMA epilogue: where alpha, beta, their pointers and batch strides sit in the fusion callbacks' Params.
+// The callbacks' own to_underlying_arguments turns Arguments holding six distinct sentinels into Params;
+// each sentinel must occur exactly once, at its leaf's offset.
+static std::ptrdiff_t gpk_find_once(unsigned char const* b, size_t n, void const* v, size_t len) {
+  std::ptrdiff_t at = -1;
+  for (size_t i = 0; i + len <= n; ++i)
+    if (std::memcmp(b + i, v, len) == 0) {
+      if (at >= 0) { std::fprintf(stderr, "sentinel found twice\n"); std::exit(3); }
+      at = std::ptrdiff_t(i);
+    }
+  if (at < 0) { std::fprintf(stderr, "sentinel not found\n"); std::exit(3); }
+  return at;
+}
+
+template <class Op, class Params>
+static void gpk_thread_leaves(Params const* p, bool& first) {
+  using namespace cute;
+  using FC = typename Op::CollectiveEpilogue::FusionCallbacks;
+  typename FC::Arguments a{};
+  float alpha = 1.2345678f, beta = -7.6543211f;
+  unsigned long long ap = 0x1111222233334440ULL, bp = 0x5555666677778880ULL;
+  long long da = 0x0102030405060708LL, db = 0x0a0b0c0d0e0f1011LL;
+  a.alpha = alpha; a.beta = beta;
+  a.alpha_ptr = reinterpret_cast<float const*>(ap); a.beta_ptr = reinterpret_cast<float const*>(bp);
+  get<2>(a.dAlpha) = da; get<2>(a.dBeta) = db;
+  auto tp = FC::to_underlying_arguments(typename Op::ProblemShape{1, 1, 1, 1}, a, nullptr);
+  static_assert(sizeof(tp) == sizeof(p->epilogue.thread), "fusion Params");
+  unsigned char const* b = reinterpret_cast<unsigned char const*>(&tp);
+  std::ptrdiff_t base = (unsigned char const*)&(p->epilogue.thread) - (unsigned char const*)p;
+  struct { const char* name; void const* v; size_t len; } leaves[] = {
+    {"epilogue.thread.beta", &beta, 4}, {"epilogue.thread.beta_ptr", &bp, 8}, {"epilogue.thread.dBeta", &db, 8},
+    {"epilogue.thread.alpha", &alpha, 4}, {"epilogue.thread.alpha_ptr", &ap, 8}, {"epilogue.thread.dAlpha", &da, 8}};
+  for (auto const& l : leaves) {
+    std::printf("%s\"%s\": [%td, %zu]", first ? "" : ", ", l.name, base + gpk_find_once(b, sizeof(tp), l.v, l.len), l.len);
+    first = false;
+  }
+}
+
+GPK_MEMBER_FUNCTIONS
+
+template <class Op, int Kind>
 static void gpk_dump(const char* key, int idx, int M, int N, int K, long long lda, long long ldb,
     long long ldc, long long ldd, float alpha, float beta, unsigned long long pa,
     unsigned long long pb, unsigned long long pc, unsigned long long pd, int sms, int swz, int raster) {
@@ -588,28 +721,29 @@ static void gpk_dump(const char* key, int idx, int M, int N, int K, long long ld
   dim3 g = Op::get_grid_shape(*p);
   dim3 blk = Op::get_block_shape();
   using CS = typename Op::DispatchPolicy::ClusterShape;
+  std::ptrdiff_t descs[4];
+  int nd = gpk_descs(p, descs);
   std::printf("{\"key\": \"%s\", \"case\": %d, \"size\": %zu, \"align\": %zu, \"smem\": %d, "
               "\"threads\": %u, \"min_blocks\": %u, \"block\": [%u, %u, %u], \"grid\": [%u, %u, %u], "
-              "\"cluster\": [%d, %d, %d], \"can_implement\": %s, \"workspace\": %zu, "
-              "\"desc_a\": %td, \"desc_b\": %td, \"offsets\": {",
+              "\"cluster\": [%d, %d, %d], \"can_implement\": %s, \"workspace\": %zu, \"descs\": [",
               key, idx, sizeof(Params), alignof(Params), int(Op::SharedStorageSize),
               unsigned(Op::MaxThreadsPerBlock), unsigned(Op::MinBlocksPerMultiprocessor),
               blk.x, blk.y, blk.z, g.x, g.y, g.z,
               int(cute::size<0>(CS{})), int(cute::size<1>(CS{})), int(cute::size<2>(CS{})),
-              ok ? "true" : "false", ws,
-              (unsigned char const*)p->mainloop.tma_load_a.get_tma_descriptor() - b0,
-              (unsigned char const*)p->mainloop.tma_load_b.get_tma_descriptor() - b0);
+              ok ? "true" : "false", ws);
+  for (int j = 0; j < nd; ++j) std::printf("%s%td", j ? ", " : "", descs[j]);
+  std::printf("], \"offsets\": {");
   bool first = true;
-  GPK_MEMBERS
+  if constexpr (Kind == 0) gpk_members_0<Op>(p, first); else gpk_members_1<Op>(p, first);
   std::printf("}, \"hex\": \"");
   for (size_t i = 0; i < sizeof(Params); ++i) std::printf("%02x", b0[i]);
   std::printf("\", \"padding\": [");
   first = true;
-  std::ptrdiff_t da = (unsigned char const*)p->mainloop.tma_load_a.get_tma_descriptor() - b0;
-  std::ptrdiff_t db = (unsigned char const*)p->mainloop.tma_load_b.get_tma_descriptor() - b0;
-  for (size_t i = 0; i < sizeof(Params); ++i)
-    if (b0[i] != b1[i] && !(std::ptrdiff_t(i) >= da && std::ptrdiff_t(i) < da + 128)
-        && !(std::ptrdiff_t(i) >= db && std::ptrdiff_t(i) < db + 128)) { std::printf("%s%zu", first ? "" : ", ", i); first = false; }
+  for (size_t i = 0; i < sizeof(Params); ++i) {
+    bool in_desc = false;
+    for (int j = 0; j < nd; ++j) in_desc |= std::ptrdiff_t(i) >= descs[j] && std::ptrdiff_t(i) < descs[j] + 128;
+    if (b0[i] != b1[i] && !in_desc) { std::printf("%s%zu", first ? "" : ", ", i); first = false; }
+  }
   std::printf("], \"encodes\": [");
   for (size_t j = 0; j < gpk_records.size(); ++j) {
     GpkEncodeRecord const& r = gpk_records[j];
@@ -648,20 +782,32 @@ def _sm90_probe_source(entries: list[dict], src_dir: Path) -> str:
                 rest.append(line)
         bodies.append(f"namespace gpk_i{i} {{\n" + "\n".join(rest) + f"\n}}  // namespace gpk_i{i}\n")
     # GemmUniversal's ping-pong Params has no workspace pointer (the cooperative one has): printed only
-    # where the member exists
-    members = "\n  ".join(f"GPK_MEMBER({m})" if m != "workspace" else
-                           "if constexpr (gpk_has_workspace<Params>::value) { GPK_MEMBER(workspace) }"
-                           for m in SM90_PROBE_MEMBERS)
+    # where the member exists. Kind 0: direct-store epilogue, 1: TMA epilogue.
+    funcs = []
+    for kind, probe_entry in ((0, {"epilogue_schedule": "NoSmemWarpSpecialized"}),
+                              (1, {"epilogue_schedule": "TmaWarpSpecialized"})):
+        lines = []
+        for m, x in sm90_probe_members(probe_entry):
+            if m == "workspace":
+                lines.append('if constexpr (gpk_has_workspace<Params>::value) { GPK_MEMBER("workspace", p->workspace) }')
+            elif x is None:
+                if m == "epilogue.thread.beta":
+                    lines.append("gpk_thread_leaves<Op>(p, first);")
+            else:
+                lines.append(f'GPK_MEMBER("{m}", {x})')
+        body = "\n  ".join(lines)
+        funcs.append(f"template <class Op, class Params>\nstatic void gpk_members_{kind}(Params const* p, bool& first) {{\n"
+                     f"  {body}\n}}\n")
     main = ["int main() {"]
     for i, e in enumerate(entries):
-        for j, c in enumerate(SM90_PROBE_CASES):
+        for j, c in enumerate(sm90_probe_cases(e)):
             M, N, K, lda, ldb, ldc, ldd, al, be, pa, pb, pc, pd, sms, swz, ras = c
-            main.append(f'  gpk_dump<gpk_i{i}::{e["kernel_type"]}>("{e["key"]}", {j}, {M}, {N}, {K}, '
+            main.append(f'  gpk_dump<gpk_i{i}::{e["kernel_type"]}, {int(sm90_epi_tma(e))}>("{e["key"]}", {j}, {M}, {N}, {K}, '
                         f"{lda}LL, {ldb}LL, {ldc}LL, {ldd}LL, {al!r}f, {be!r}f, {pa}ULL, {pb}ULL, "
                         f"{pc}ULL, {pd}ULL, {sms}, {swz}, {ras});")
     main += ["  return 0;", "}"]
     return ("\n".join(includes) + "\n" + _SM90_PROBE_PRELUDE + "\n".join(bodies)
-            + _SM90_PROBE_DUMP.replace("GPK_MEMBERS", members) + "\n".join(main) + "\n")
+            + _SM90_PROBE_DUMP.replace("GPK_MEMBER_FUNCTIONS", "\n".join(funcs)) + "\n".join(main) + "\n")
 
 
 def probe_sm90_run(entries: list[dict], src_dir: Path, nvcc: str = "nvcc") -> list[dict]:
@@ -701,10 +847,13 @@ def _zero_bytes(hexstr: str, where: list[int]) -> str:
     return raw.hex()
 
 
-def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc") -> dict:
+def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
+                      families: list[str] | None = None) -> dict:
     """Run the SM90 probe; return {key: host_params} after checking that everything the Python builder
-    takes as a per-instance constant (layout, TMA settings, transaction bytes) is the same in every case."""
-    sm90 = [e for e in entries if e["arch"] >= 90]
+    takes as a per-instance constant (layout, TMA settings, transaction bytes) is the same in every case.
+    ``families``: probe only these (the others keep their recorded host_params)."""
+    sm90 = [e for e in entries if e["arch"] >= 90
+            and (families is None or e["key"].split("/")[3] in families)]
     rows = probe_sm90_run(sm90, src_dir, nvcc)
     by_key: dict[str, list[dict]] = {}
     for r in rows:
@@ -712,23 +861,27 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc") ->
     out = {}
     for e in sm90:
         dumps = sorted(by_key.get(e["key"], []), key=lambda r: r["case"])
-        if len(dumps) != len(SM90_PROBE_CASES):
+        cases = sm90_probe_cases(e)
+        epi_tma = sm90_epi_tma(e)
+        containers = sm90_probe_containers(e)
+        if len(dumps) != len(cases):
             raise RuntimeError(f"{e['key']}: probe printed {len(dumps)} cases")
         r0 = dumps[0]
         fixed = ("size", "align", "smem", "threads", "min_blocks", "block", "cluster", "offsets",
-                 "desc_a", "desc_b", "workspace")
+                 "descs", "workspace")
         for r in dumps:
             for f in fixed:
                 if r[f] != r0[f]:
                     raise RuntimeError(f"{e['key']}: {f} differs between probe cases")
             if not r["can_implement"]:
                 raise RuntimeError(f"{e['key']}: CUTLASS cannot implement probe case {r['case']}")
-            if len(r["encodes"]) != 2:
-                raise RuntimeError(f"{e['key']}: expected 2 TMA descriptors, CUTLASS made {len(r['encodes'])}")
+            n_desc = 4 if epi_tma else 2
+            if len(r["encodes"]) != n_desc or len(r["descs"]) != n_desc:
+                raise RuntimeError(f"{e['key']}: expected {n_desc} TMA descriptors, CUTLASS made {len(r['encodes'])}")
         offs = r0["offsets"]
         covered = set()
         for m, (off, size) in offs.items():
-            if m not in SM90_PROBE_CONTAINERS:
+            if m not in containers:
                 covered.update(range(off, off + size))
         padding = sorted(set(range(r0["size"])) - covered)
         for r in dumps:
@@ -739,17 +892,33 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc") ->
                "box_A": enc0[0]["box"], "box_B": enc0[1]["box"], "elem_strides": enc0[0]["elem_strides"],
                "interleave": enc0[0]["interleave"], "swizzle": enc0[0]["swizzle"],
                "l2_promotion": enc0[0]["l2_promotion"], "oob_fill": enc0[0]["oob_fill"]}
+        if epi_tma:
+            # the epilogue's C load and D store: their own box (the epilogue subtile) and swizzle
+            tma["epilogue"] = {name: {"data_type": enc0[j]["dtype"], "rank": enc0[j]["rank"], "box": enc0[j]["box"],
+                                      "elem_strides": enc0[j]["elem_strides"], "interleave": enc0[j]["interleave"],
+                                      "swizzle": enc0[j]["swizzle"], "l2_promotion": enc0[j]["l2_promotion"],
+                                      "oob_fill": enc0[j]["oob_fill"]} for j, name in ((2, "C"), (3, "D"))}
         for r in dumps:
             for j, enc in enumerate(r["encodes"]):
                 for f in ("dtype", "rank", "elem_strides", "interleave", "swizzle", "l2_promotion", "oob_fill"):
                     if enc[f] != enc0[j][f]:
                         raise RuntimeError(f"{e['key']}: TMA {f} depends on the problem")
-                if enc["box"] != tma["box_A" if j == 0 else "box_B"]:
+                if j < 2 and enc["box"] != tma["box_A" if j == 0 else "box_B"]:
                     raise RuntimeError(f"{e['key']}: TMA box depends on the problem")
+                if j >= 2 and enc["box"] != enc0[j]["box"]:
+                    raise RuntimeError(f"{e['key']}: epilogue TMA box depends on the problem")
         raw0 = bytes.fromhex(r0["hex"])
         tx = [int.from_bytes(raw0[offs[m][0]:offs[m][0] + 4], "little") for m in
               ("mainloop.tma_transaction_bytes", "mainloop.tma_transaction_bytes_mk",
                "mainloop.tma_transaction_bytes_nk")]
+        descs = dict(zip("ABCD", r0["descs"]))
+        extra = {}
+        if epi_tma:
+            ep = offs["epilogue.tma_transaction_bytes"][0]
+            extra["epilogue_tma_transaction_bytes"] = int.from_bytes(raw0[ep:ep + 4], "little")
+            # CUTLASS encodes the C descriptor whatever beta is (ElementC is not void); the kernel skips the
+            # C loads while beta == 0 (the LinearCombination tree's is_C_load_needed)
+            extra["c_descriptor_when_beta_0"] = "encoded (a valid C address is needed; C is not read)"
         out[e["key"]] = {
             "status": "probed",
             "probe": "gen_cutlass.py --probe-sm90: GemmKernel::to_underlying_arguments with a recording "
@@ -764,16 +933,17 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc") ->
             "workspace_bytes": r0["workspace"],
             "offsets": {k: v[0] for k, v in offs.items()},
             "sizes": {k: v[1] for k, v in offs.items()},
-            "containers": SM90_PROBE_CONTAINERS,
+            "containers": containers,
             "padding": _ranges(padding),
-            "descriptors": {"A": r0["desc_a"], "B": r0["desc_b"]},
+            "descriptors": descs,
             "tma": tma,
             "tma_transaction_bytes": tx,
+            **extra,
             "stub_pattern": "byte i of the n-th descriptor of a case = (37 * i + 11 + 101 * n) & 0xff",
             # padding bytes zeroed: CUTLASS leaves stack leftovers there (ASLR-dependent); the kernel never
             # reads them, and the Python builder writes zeros, so the goldens compare whole
             "golden": [{"case": list(c), "grid": r["grid"], "hex": _zero_bytes(r["hex"], padding),
-                        "encodes": r["encodes"]} for c, r in zip(SM90_PROBE_CASES, dumps)],
+                        "encodes": r["encodes"]} for c, r in zip(cases, dumps)],
         }
     return out
 
@@ -792,14 +962,14 @@ def _comparable(entry: dict) -> dict:
     return {k: v for k, v in entry.items() if k != "host_params"}
 
 
-def write(out_dir: Path, probe: bool, probe_sm90: bool = False) -> dict:
+def write(out_dir: Path, probe: bool, probe_sm90: bool = False, families: list[str] | None = None) -> dict:
     old = {}
     if (out_dir / MANIFEST).is_file():
         old = {e["key"]: e for e in json.loads((out_dir / MANIFEST).read_text())["instances"]}
     entries = emit_all(out_dir)
     probed = probe_layout(entries, out_dir) if probe else {}
     if probe_sm90:
-        probed.update(probe_sm90_layout(entries, out_dir))
+        probed.update(probe_sm90_layout(entries, out_dir, families=families))
     for e in entries:
         if e["key"] in probed:
             e["host_params"] = probed[e["key"]]
@@ -850,11 +1020,14 @@ def main(argv=None) -> int:
     ap.add_argument("--probe", action="store_true", help="record the SM80 Params layout (needs nvcc)")
     ap.add_argument("--probe-sm90", action="store_true",
                     help="record the SM90 Params layout and TMA encode arguments (needs nvcc, no GPU)")
+    ap.add_argument("--families", default=None,
+                    help="with --probe-sm90: comma-separated SM90 families to probe (default: all)")
     ap.add_argument("--out", type=Path, default=OUT_DIR, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.check:
         return check(args.out)
-    manifest = write(args.out, args.probe, args.probe_sm90)
+    fams = args.families.split(",") if args.families else None
+    manifest = write(args.out, args.probe, args.probe_sm90, fams)
     for e in manifest["instances"]:
         print(f"{e['key']:32s} {e['file']:36s} {e['bytes']:6d} B  {e['host_params']['status']}")
     return 0

@@ -1,7 +1,10 @@
 """GPU tests of the SM90 CUTLASS GEMM instances launched from Python (launch_sm90.linear_tn_sm90).
 
 Every test runs for each instance family (``large``: 128x128x64 tile, cluster 1x1x1; ``xl``: 128x256x64
-tile, cluster 2x1x1; ``pp``: 128x128x64 ping-pong, cluster 2x1x1; the 2x1x1 ones are cluster launches). Needs a CC 9.0 GPU (the cubins are sm_90a) and either the CUTLASS
+tile, cluster 2x1x1; ``pp``: 128x128x64 ping-pong, cluster 2x1x1; with CUTLASS's TMA epilogue: ``ppt``:
+128x128x64 ping-pong and ``coopt``: 256x128x64 cooperative, both cluster 2x1x1; the 2x1x1 ones are cluster
+launches; the TMA-epilogue ones need N, ldc, ldd multiples of 8 and 16-byte aligned C and D).
+GPU run of only the TMA-epilogue families: pytest -m gpu tests/kernels/test_cutlass_sm90_gpu.py -k "ppt or coopt". Needs a CC 9.0 GPU (the cubins are sm_90a) and either the CUTLASS
 headers plus nvcc/NVRTC to compile the six instances, or their cubins prebuilt into $GPK_CACHE_DIR/sm_90a/
 (python -m gpk_array._kernels.cutlass.launch_sm90 --prebuild, no GPU needed). References: float64 NumPy of the same
 rounded float16/bfloat16 inputs; tolerance relative to max|ref|: float16 5e-3, bfloat16 2e-2 (the output
@@ -19,7 +22,8 @@ TOL = {"float16": 5e-3, "bfloat16": 2e-2}
 M_ODD = [1, 3, 17, 1000]
 NK = [(8, 8), (24, 768), (768, 3072), (3072, 768), (1000, 1000)]
 BIG = [(2048, 2048, 2048), (4096, 4096, 4096)]
-FAMILIES = ["large", "xl", "pp"]
+FAMILIES = ["large", "xl", "pp", "ppt", "coopt"]
+EPI_TMA = {"ppt", "coopt"}     # D through shared memory and a TMA store (C by TMA load)
 KEYS = [f"gemm/{d}/tn/{f}/sm90" for f in FAMILIES for d in ("f16", "bf16")]
 
 
@@ -92,10 +96,15 @@ def test_linear_large_square(L, gemm, dtype, m, n, k):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("m,n,k", [(1, 13, 64), (17, 13, 8), (300, 1001, 72), (129, 131, 136)])
-def test_n_not_a_multiple_of_8(L, gemm, dtype, m, n, k):
-    # CUTLASS's can_implement accepts any N (the no-smem epilogue stores element by element)
+def test_n_not_a_multiple_of_8(L, gemm, family, dtype, m, n, k):
+    # CUTLASS's can_implement accepts any N (the no-smem epilogue stores element by element); the TMA
+    # epilogue needs 16-byte rows of C and D, so those instances refuse (the caller falls back to cuBLAS)
     rng = np.random.default_rng(n)
     x, w = _rand(rng, (m, k), dtype), _rand(rng, (n, k), dtype)
+    if family in EPI_TMA:
+        with pytest.raises(ValueError, match="N must"):
+            gemm(x, w)
+        return
     _check(gemm(x, w), _f64(x) @ _f64(w).T, dtype)
 
 
@@ -118,14 +127,24 @@ def test_alpha_beta_with_c(L, gemm, dtype, m, n, k):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
-def test_padded_leading_dimensions_and_untouched_borders(L, gemm, dtype):
+def test_padded_leading_dimensions_and_untouched_borders(L, gemm, family, dtype):
     import cupy
     rng = np.random.default_rng(5)
     m, n, k = 203, 250, 136
+    if family in EPI_TMA:
+        n = 248                                 # TMA epilogue: N, ldd multiples of 8, D 16-byte aligned
     xb, wb = _rand(rng, (m, k + 24), dtype), _rand(rng, (n, k + 8), dtype)
     x, w = xb[:, 8:8 + k], wb[:, :k]          # lda = k + 24, ldb = k + 8, A offset by 16 bytes
-    ob = cupy.asarray(np.full((m + 3, n + 13), 7.0, dtype=dtype))
-    out = ob[1:1 + m, 5:5 + n]                  # ldd = n + 13, D at an offset of 2 * (n + 13 + 5) bytes
+    if family in EPI_TMA:
+        ob = cupy.asarray(np.full((m + 3, n + 16), 7.0, dtype=dtype))
+        out = ob[1:1 + m, 8:8 + n]              # ldd = n + 16, D at an offset of 2 * (n + 16 + 8) bytes
+        if (out.data.ptr % 16) == 0:
+            # the TMA epilogue refuses a D that is not 16-byte aligned
+            with pytest.raises(ValueError, match="16-byte"):
+                gemm(x, w, out=ob[1:1 + m, 5:5 + n])
+    else:
+        ob = cupy.asarray(np.full((m + 3, n + 13), 7.0, dtype=dtype))
+        out = ob[1:1 + m, 5:5 + n]              # ldd = n + 13, D at an offset of 2 * (n + 13 + 5) bytes
     gemm(x, w, out=out)
     _check(out, _f64(x) @ _f64(w).T, dtype)
     host = _f64(ob)

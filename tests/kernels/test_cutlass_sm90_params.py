@@ -72,7 +72,16 @@ FAMILY = {
            "tx": [49152, 16384, 32768]},
     "pp": {"tile": [128, 128, 64], "cluster": [2, 1, 1], "box_A": [64, 128, 1], "box_B": [64, 64, 1],
            "tx": [32768, 16384, 16384], "stages": 7, "schedule": "TmaWarpSpecializedPingpong"},
+    # TMA epilogue: 1792-byte Params with C and D descriptors; epi: the epilogue subtile box (N, M, 1) and
+    # its transaction bytes (one C subtile of 16-bit elements)
+    "ppt": {"tile": [128, 128, 64], "cluster": [2, 1, 1], "box_A": [64, 128, 1], "box_B": [64, 64, 1],
+            "tx": [32768, 16384, 16384], "stages": 6, "schedule": "TmaWarpSpecializedPingpong",
+            "epilogue": "TmaWarpSpecialized", "params_size": 1792, "epi_box": [32, 64, 1], "epi_tx": 4096},
+    "coopt": {"tile": [256, 128, 64], "cluster": [2, 1, 1], "box_A": [64, 256, 1], "box_B": [64, 64, 1],
+              "tx": [49152, 32768, 16384], "stages": 4, "epilogue": "TmaWarpSpecializedCooperative",
+              "params_size": 1792, "epi_box": [32, 128, 1], "epi_tx": 8192},
 }
+EPI_TMA = [e for e in SM90 if "epi_box" in FAMILY[e["key"].split("/")[3]]]
 
 
 def _family(entry):
@@ -88,15 +97,17 @@ def test_manifest_has_probed_sm90_instances():
         assert e["tile"] == fam["tile"] and e["cluster"] == fam["cluster"]
         assert e["stages"] == fam.get("stages", 4)
         assert e["kernel_schedule"] == fam.get("schedule", "TmaWarpSpecializedCooperative")
+        assert e["epilogue_schedule"] == fam.get("epilogue", "NoSmemWarpSpecialized")
         assert len(hp["golden"]) >= 9
-        assert hp["params_size"] == 1024 and hp["params_align"] == 128
+        assert hp["params_size"] == fam.get("params_size", 1024) and hp["params_align"] == 128
         assert hp["threads"] == 384 and hp["block"] == [384, 1, 1] and hp["cluster"] == fam["cluster"]
         assert hp["workspace_bytes"] == 0
         # the stages of (tile_m x 64 + tile_n x 64) halves plus the barriers
         tm, tn, tk = fam["tile"]
         assert e["stages"] * (tm * tk + tn * tk) * 2 <= hp["smem_bytes"] <= 227 * 1024
         # descriptors 64-byte aligned inside a 128-byte aligned Params
-        assert hp["descriptors"]["A"] % 64 == 0 and hp["descriptors"]["B"] % 64 == 0
+        assert all(off % 64 == 0 for off in hp["descriptors"].values())
+        assert sorted(hp["descriptors"]) == (["A", "B", "C", "D"] if "epi_box" in fam else ["A", "B"])
         # TMA: 16-bit elements as UINT16, 3-D (K, rows, L), box = (tile_k, rows per CTA, 1), 128B swizzle
         t = hp["tma"]
         assert t["data_type"] == 1 and t["rank"] == 3 and t["swizzle"] == 3
@@ -104,6 +115,20 @@ def test_manifest_has_probed_sm90_instances():
         assert hp["tma_transaction_bytes"] == fam["tx"]
         for g in hp["golden"]:     # CUTLASS's grid is a whole number of clusters (or empty: sm_count 1)
             assert all(x % c == 0 for x, c in zip(g["grid"], hp["cluster"])), (e["key"], g)
+        if "epi_box" in fam:
+            # C load and D store: 16-bit floats as FLOAT16 (6) / BFLOAT16 (9), the epilogue subtile as box,
+            # 64-byte swizzle (32 elements of 2 bytes per row), 128-byte L2 promotion
+            for name in ("C", "D"):
+                d = t["epilogue"][name]
+                assert d["data_type"] == {"f16": 6, "bf16": 9}[e["dtype"]] and d["rank"] == 3
+                assert d["box"] == fam["epi_box"] and d["swizzle"] == 2 and d["l2_promotion"] == 2
+            assert hp["epilogue_tma_transaction_bytes"] == fam["epi_tx"]
+            assert "epilogue.ptr_C" not in hp["offsets"] and "epilogue.tma_store_d.tma_desc_" in hp["offsets"]
+            # the probe had to keep C and D 16-byte aligned (CUTLASS asserts it when encoding)
+            assert all(g["case"][11] % 16 == 0 and g["case"][12] % 16 == 0 for g in hp["golden"])
+            # four encodes per case, C (even with beta == 0) and then D after A and B
+            for g in hp["golden"]:
+                assert [c["addr"] for c in g["encodes"]] == g["case"][9:13]
 
 
 @pytest.mark.parametrize("entry", SM90, ids=[e["key"] for e in SM90])
@@ -210,6 +235,46 @@ def test_unsupported_problems_give_reasons():
     with pytest.raises(ValueError, match="raster"):
         S.build_sm90_launch(e, 16, 16, 16, 0x1000, 0x2000, 0x3000, 0x3000, encode=RecordingEncoder(),
                             raster="diagonal")
+
+
+@pytest.mark.parametrize("entry", EPI_TMA, ids=[e["key"] for e in EPI_TMA])
+def test_tma_epilogue_descriptors_follow_the_problem(entry):
+    """C and D descriptors: (N, M, 1) with byte strides (ld, M * ld), encoded third and fourth (stub pattern
+    2 and 3 at their offsets), C's even when beta == 0; alpha and beta at the probed leaves."""
+    import struct
+    hp = entry["host_params"]
+    la, enc = _build(entry, (1000, 3000, 4104, 4112, 4120, 3008, 3016, 0.5, 0.0,
+                             0x7f0000001000, 0x7f0000200000, 0x7f0000400000, 0x7f0000600000, 132, 1, 0))
+    assert len(enc.calls) == 4
+    c, d = enc.calls[2], enc.calls[3]
+    assert c["addr"] == 0x7f0000400000 and c["dims"] == [3000, 1000, 1] and c["strides"] == [6016, 6016000]
+    assert d["addr"] == 0x7f0000600000 and d["dims"] == [3000, 1000, 1] and d["strides"] == [6032, 6032000]
+    for name, n in (("A", 0), ("B", 1), ("C", 2), ("D", 3)):
+        o = hp["descriptors"][name]
+        assert la.params[o:o + 128] == stub_pattern(n), name
+    off = hp["offsets"]
+    assert struct.unpack_from("<f", la.params, off["epilogue.thread.alpha"])[0] == 0.5
+    assert struct.unpack_from("<f", la.params, off["epilogue.thread.beta"])[0] == 0.0
+    for leaf in ("alpha_ptr", "beta_ptr", "dAlpha", "dBeta"):
+        o = off[f"epilogue.thread.{leaf}"]
+        assert la.params[o:o + 8] == bytes(8), leaf
+    assert struct.unpack_from("<I", la.params, off["epilogue.tma_transaction_bytes"])[0] == \
+        hp["epilogue_tma_transaction_bytes"]
+
+
+def test_tma_epilogue_refuses_what_its_tma_store_cannot_do():
+    e = S.instance("gemm/f16/tn/ppt/sm90")
+    pp = S.instance("gemm/f16/tn/pp/sm90")
+    ok = dict(m=17, n=24, k=64, lda=64, ldb=64, ldc=24, ldd=24, ptrs=(0x1000, 0x2000, 0x3000, 0x3000))
+    assert S.sm90_unsupported(e, **ok) is None and S.is_epi_tma(e) and not S.is_epi_tma(pp)
+    for bad, word in (({"n": 13, "ldc": 13, "ldd": 13}, "N must"), ({"ldc": 28}, "ldc and ldd"),
+                      ({"ldd": 36}, "ldc and ldd"), ({"ptrs": (0x1000, 0x2000, 0x3008, 0x3000)}, "16-byte"),
+                      ({"ptrs": (0x1000, 0x2000, 0x3000, 0x3002)}, "16-byte")):
+        why = S.sm90_unsupported(e, **{**ok, **bad})
+        assert why and word in why, (bad, why)
+        assert S.sm90_unsupported(pp, **{**ok, **bad}) is None     # direct stores take them
+    with pytest.raises(ValueError, match="N must"):
+        S.build_sm90_launch(e, 16, 12, 16, 0x1000, 0x2000, 0x3000, 0x3000, encode=RecordingEncoder())
 
 
 def test_modules_import_without_touching_the_driver():
@@ -415,7 +480,7 @@ def test_real_encoder_path_through_ctypes(entry, tma_stub):
     driver: the C side must receive exactly CUTLASS's encode arguments, and its 128 bytes must land at the
     descriptor offsets, with every other byte equal to CUTLASS's."""
     hp = entry["host_params"]
-    offs = [hp["descriptors"]["A"], hp["descriptors"]["B"]]
+    offs = [hp["descriptors"][name] for name in sorted(hp["descriptors"])]    # A, B (, C, D): encode order
     for g in hp["golden"]:
         m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = g["case"]
         la = S.build_sm90_launch(entry, m, n, k, pa, pb, pc, pd, lda, ldb, ldc, ldd, alpha, beta,
@@ -463,7 +528,8 @@ def test_launch_structs_match_cuda_h(launch_stub):
     assert mine == list(v)
 
 
-@pytest.mark.parametrize("key", ["gemm/f16/tn/xl/sm90", "gemm/bf16/tn/large/sm90", "gemm/bf16/tn/pp/sm90"])
+@pytest.mark.parametrize("key", ["gemm/f16/tn/xl/sm90", "gemm/bf16/tn/large/sm90", "gemm/bf16/tn/pp/sm90",
+                                 "gemm/f16/tn/ppt/sm90"])
 def test_launch_passes_grid_cluster_and_params_to_the_driver(key, launch_stub, monkeypatch):
     """launch_sm90.launch through ctypes into a C stand-in for the driver: cluster instances go through
     cuLaunchKernelEx with one CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION attribute, 1x1x1 ones through

@@ -252,8 +252,11 @@ def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = Non
            f"cuLaunchKernelEx({la.kernel}, cluster {la.cluster})")
 
 
-FAMILIES = ("large", "xl", "pp")   # 128x128x64 cluster 1x1x1 cooperative; 128x256x64 cluster 2x1x1
-                                   # cooperative; 128x128x64 cluster 2x1x1 ping-pong
+# 128x128x64 cluster 1x1x1 cooperative; 128x256x64 cluster 2x1x1 cooperative; 128x128x64 cluster 2x1x1
+# ping-pong (these three store D from registers); with CUTLASS's TMA epilogue (D through shared memory
+# and a TMA store, C by TMA load; N, ldc, ldd multiples of 8, C and D 16-byte aligned): "ppt" 128x128x64
+# ping-pong and "coopt" 256x128x64 cooperative, both cluster 2x1x1
+FAMILIES = ("large", "xl", "pp", "ppt", "coopt")
 
 
 def default_key(dtype, family: str = "large") -> str:

@@ -10,6 +10,12 @@ scheduler) takes one ``__grid_constant__ GemmKernel::Params`` by value. CUTLASS 
 * the two TMA descriptors of the mainloop (A and B, 128 bytes each) come from the driver's
   ``cuTensorMapEncodeTiled``; ``build_sm90_launch`` calls an ``encode`` callable with exactly the
   arguments CUTLASS passes (``tma.encode_tiled`` is the real one, tests pass a recording stub).
+* instances with CUTLASS's TMA epilogue (``epi_tma``: families "ppt" and "coopt"; Params of 1792 bytes)
+  have two more descriptors, C (TMA load) and D (TMA store), encoded after A and B; their epilogue
+  Params hold no C/D pointers or strides, only the LinearCombination scalars (alpha, beta, their null
+  pointers and zero batch strides), the two TMA atoms and the epilogue's transaction bytes. CUTLASS
+  encodes the C descriptor whatever beta is; with beta == 0 the kernel never loads C (any valid,
+  16-byte aligned address of an (M, N) tensor with stride ldc does, e.g. D's).
 
 Member offsets, sizes, shared memory, threads and the TMA settings (data type, box, swizzle, L2
 promotion) were measured by ``scripts/gen_cutlass.py --probe-sm90`` (CUTLASS's own host code with a
@@ -163,6 +169,28 @@ def tma_encode_args(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: int,
     ]
 
 
+def is_epi_tma(entry: dict) -> bool:
+    """Does the instance write D (and read C) through TMA descriptors (CUTLASS's TMA epilogue)?"""
+    return "C" in entry.get("host_params", {}).get("descriptors", {})
+
+
+def tma_epilogue_encode_args(entry: dict, m: int, n: int, ptr_c: int, ptr_d: int, ldc: int,
+                             ldd: int) -> list[dict]:
+    """cuTensorMapEncodeTiled arguments of the TMA epilogue's C load and D store, in call order (after
+    A and B). C and D are (M, N) row-major: dims (N, M, L=1), byte strides (ld, M * ld) * element size;
+    the box is the epilogue subtile, data type, swizzle and L2 promotion as CUTLASS chose them (probed)."""
+    t = entry["host_params"]["tma"]["epilogue"]
+    es = _ELEMENT_BYTES[entry["dtype"]]
+    out = []
+    for name, ptr, ld in (("C", ptr_c, ldc), ("D", ptr_d, ldd)):
+        d = t[name]
+        out.append({"address": ptr, "dims": [n, m, 1], "strides": [ld * es, m * ld * es],
+                    "box": list(d["box"]), "data_type": d["data_type"], "rank": d["rank"],
+                    "elem_strides": list(d["elem_strides"]), "interleave": d["interleave"],
+                    "swizzle": d["swizzle"], "l2_promotion": d["l2_promotion"], "oob_fill": d["oob_fill"]})
+    return out
+
+
 def sm90_unsupported(entry: dict, m: int, n: int, k: int, lda: int, ldb: int, ldc: int, ldd: int,
                      ptrs: tuple[int, ...] = (), sm_count: int = 1) -> str | None:
     """Why this instance cannot run the problem (None if it can). ptrs = (A, B, C, D)."""
@@ -185,11 +213,22 @@ def sm90_unsupported(entry: dict, m: int, n: int, k: int, lda: int, ldb: int, ld
         return f"lda and ldb must be multiples of {align} (16-byte TMA strides)"
     if max(m * lda, n * ldb) * es >= _TMA_MAX_STRIDE or max(m, n, k) > _TMA_MAX_DIM:
         return "operand too large for a TMA descriptor"
+    if is_epi_tma(entry):
+        # CollectiveEpilogue::can_implement (TMA store of D, TMA load of C): 16-byte rows and strides
+        if n % align:
+            return f"N must be a multiple of {align} (TMA epilogue: 16-byte rows of C and D)"
+        if ldc % align or ldd % align:
+            return f"ldc and ldd must be multiples of {align} (TMA epilogue)"
+        if max(m * ldc, m * ldd) * es >= _TMA_MAX_STRIDE:
+            return "C or D too large for a TMA descriptor"
     if ptrs:
         pa, pb = ptrs[0], ptrs[1]
         if pa % _TMA_ALIGN_BYTES or pb % _TMA_ALIGN_BYTES:
             return "A and B must be 16-byte aligned (TMA)"
-        if any(p % es for p in ptrs[2:]):
+        if is_epi_tma(entry):
+            if any(p % _TMA_ALIGN_BYTES for p in ptrs[2:]):
+                return "C and D must be 16-byte aligned (TMA epilogue)"
+        elif any(p % es for p in ptrs[2:]):
             return f"C and D must be {es}-byte aligned"
     return None
 
@@ -234,14 +273,24 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
     struct.pack_into("<I", buf, off["mainloop.tma_transaction_bytes"], tx)
     struct.pack_into("<I", buf, off["mainloop.tma_transaction_bytes_mk"], tx_mk)
     struct.pack_into("<I", buf, off["mainloop.tma_transaction_bytes_nk"], tx_nk)
-    # epilogue: LinearCombination params (alpha, beta; the scalar pointers stay null), C and D with
-    # their (ld, 1, batch) strides; cute's static 1 takes no bytes
+    # epilogue: LinearCombination params (alpha, beta; the scalar pointers stay null)
     struct.pack_into("<f", buf, off["epilogue.thread.alpha"], alpha)
     struct.pack_into("<f", buf, off["epilogue.thread.beta"], beta)
-    struct.pack_into("<Q", buf, off["epilogue.ptr_C"], ptr_c)
-    struct.pack_into("<2q", buf, off["epilogue.dC"], ldc, m * ldc)
-    struct.pack_into("<Q", buf, off["epilogue.ptr_D"], ptr_d)
-    struct.pack_into("<2q", buf, off["epilogue.dD"], ldd, m * ldd)
+    if is_epi_tma(entry):
+        # TMA epilogue: the C load and D store descriptors (their atoms' tails are padding), the
+        # epilogue's transaction bytes; the scalars' batch strides stay 0 (one alpha, one beta)
+        for name, a in zip(("C", "D"), tma_epilogue_encode_args(entry, m, n, ptr_c, ptr_d, ldc, ldd)):
+            encode(buf, hp["descriptors"][name], a["data_type"], a["rank"], a["address"], a["dims"],
+                   a["strides"], a["box"], a["elem_strides"], a["interleave"], a["swizzle"],
+                   a["l2_promotion"], a["oob_fill"])
+        struct.pack_into("<I", buf, off["epilogue.tma_transaction_bytes"],
+                         hp["epilogue_tma_transaction_bytes"])
+    else:
+        # direct stores: C and D with their (ld, 1, batch) strides; cute's static 1 takes no bytes
+        struct.pack_into("<Q", buf, off["epilogue.ptr_C"], ptr_c)
+        struct.pack_into("<2q", buf, off["epilogue.dC"], ldc, m * ldc)
+        struct.pack_into("<Q", buf, off["epilogue.ptr_D"], ptr_d)
+        struct.pack_into("<2q", buf, off["epilogue.dD"], ldd, m * ldd)
     # hw_info: device id, sm count; max_active_clusters 0 (not given), the rest zero
     struct.pack_into("<i", buf, off["hw_info.device_id"], device_id)
     struct.pack_into("<i", buf, off["hw_info.sm_count"], sm_count)
