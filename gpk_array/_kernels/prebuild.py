@@ -3,7 +3,9 @@
     python -m gpk_array._kernels.prebuild [--arch 90] [--jobs N] [--force]
 
 The CUTLASS GEMM instances (gemm.py) are among the modules: they take the longest, 6 to 18 s each on two cores
-(NVRTC or nvcc, sm_90), and need the nvidia-cutlass package's headers.
+(NVRTC or nvcc, sm_90), and need the nvidia-cutlass package's headers. For an SM90 GPU (arch 90) the SM90 CUTLASS
+instances (cutlass/launch_sm90.py, sm_90a cubins, 30-100 s each with nvcc on two cores) are built too; without the
+headers they are skipped, and a cubin built elsewhere can be copied into the cache.
 
 Without --arch the local GPU's compute capability is used (that needs a GPU); with it, nothing
 touches a GPU. ``prebuild()`` returns one dict per module: file, options, arch, path, cached,
@@ -52,11 +54,33 @@ def prebuild(arch=None, *, jobs: int | None = None, verbose: bool = False, force
                   flush=True)
         return info
 
+    sm90 = []
+    if variants is None and arch.startswith("90"):
+        from .cutlass import launch_sm90
+        sm90 = launch_sm90.instance_keys()
+
+    def one_sm90(key):
+        from .cutlass import launch_sm90
+        try:
+            r = launch_sm90.build(key, force=force)
+        except launch_sm90.CutlassUnavailable as e:
+            if verbose:
+                print(f"gpk_array: {key} skipped: {str(e).splitlines()[0]}", file=sys.stderr, flush=True)
+            return None
+        if verbose:
+            state = "cached" if r["cached"] else f"{r['seconds']:.1f}s"
+            print(f"gpk_array: {key} sm_{launch_sm90.ARCH}: {state}", file=sys.stderr, flush=True)
+        return {"file": key, "options": (), "arch": launch_sm90.ARCH, "path": r["path"], "cached": r["cached"],
+                "seconds": r["seconds"]}
+
     t0 = time.perf_counter()
     # NVRTC releases the GIL while it compiles, and nvcc runs as a subprocess: threads suffice.
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for info in pool.map(one, todo):
             results.append(info)
+        for info in pool.map(one_sm90, sm90):
+            if info is not None:
+                results.append(info)
     if verbose:
         built = sum(1 for r in results if not r["cached"])
         print(f"gpk_array: {built} of {len(results)} modules built for sm_{arch} in "

@@ -342,6 +342,12 @@ def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
     return out
 
 
+def instance_keys() -> list[str]:
+    """Registry keys of every launchable SM90 instance in the manifest."""
+    return [e["key"] for e in P.load_manifest()["instances"]
+            if e["arch"] == 90 and e["host_params"].get("status") == "probed"]
+
+
 def _main(argv=None) -> int:
     import argparse
     ap = argparse.ArgumentParser(description="prebuild the SM90 CUTLASS cubins into the disk cache")
@@ -350,8 +356,7 @@ def _main(argv=None) -> int:
     ap.add_argument("--backend", choices=["nvcc", "nvrtc"], default=None)
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
-    keys = [e["key"] for e in P.load_manifest()["instances"]
-            if e["arch"] == 90 and e["host_params"].get("status") == "probed"]
+    keys = instance_keys()
     if not args.prebuild:
         for k in keys:
             p = cubin_path(k)
