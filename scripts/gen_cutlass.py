@@ -13,7 +13,8 @@ Usage
     python scripts/gen_cutlass.py --probe-sm90   # the same for the SM90 instances (nvcc, ~1 min, no GPU):
                                              # Params layout, TMA encode arguments, goldens
     python scripts/gen_cutlass.py --probe-sm90 --families ppt,coopt   # probe only these families (the
-                                             # others keep their recorded host_params)
+                                             # others keep their recorded host_params); "nn/ppt" names
+                                             # one layout's instances of a family only
 
 The emitter runs with its working directory set to a temporary directory (importing its backend
 writes ``compiled_cache.db`` into the current directory). PYTHONHASHSEED is forced to 0 by re-executing
@@ -26,6 +27,11 @@ Layout
 All instances compute y = x @ W^T as torch.nn.functional.linear does: A = x is (M, K) row-major,
 B = W is stored (N, K) row-major, which is the (K, N) column-major operand CUTLASS calls
 ``layout::ColumnMajor`` (so the CUTLASS layout tag is "tn"), C and D are (M, N) row-major.
+The SM90 TMA-epilogue families ppt and coopt are also emitted for the "nn" layout (a family entry's
+"layout", LAYOUTS, MANIFEST ``layout_tag``): B = (K, N) row-major, N contiguous (CUTLASS ``layout::RowMajor``
+B, MN-major in shared memory), D = A @ B as matmul(a, b) has it; A, C, D as above. CUTLASS keeps the
+128-byte swizzle for that B; its TMA box is (64 of N, 32 of K, 1) (the 2x1x1 multicast halves the k-block,
+the 128-wide N tile takes two boxes); dims (N, K, 1), byte strides (ldb, K * ldb); N and ldb multiples of 8.
 Element types: A, B, C, D all FP16 (or all BF16), accumulator and epilogue scalars FP32.
 Epilogue: D = alpha * acc + beta * C (``LinearCombination``; C may alias D or be any valid pointer
 when beta == 0, it is not read then).

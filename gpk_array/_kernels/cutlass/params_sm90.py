@@ -17,6 +17,11 @@ scheduler) takes one ``__grid_constant__ GemmKernel::Params`` by value. CUTLASS 
   encodes the C descriptor whatever beta is; with beta == 0 the kernel never loads C (any valid,
   16-byte aligned address of an (M, N) tensor with stride ldc does, e.g. D's).
 
+* the operand layout is the instance's (``layout_of``: MANIFEST ``layout_tag``): "tn" takes B as the (N, K)
+  row-major weight (D = A @ B^T), "nn" (families ppt and coopt) as (K, N) row-major, N contiguous
+  (D = A @ B, matmul's layout); only B's encode arguments (dims, strides, box) and the unsupported rules
+  (N and ldb multiples of 8, ldb >= N) differ, the Params layout is the same.
+
 Member offsets, sizes, shared memory, threads and the TMA settings (data type, box, swizzle, L2
 promotion) were measured by ``scripts/gen_cutlass.py --probe-sm90`` (CUTLASS's own host code with a
 stub encoder) and are read from MANIFEST.json; ``tests/kernels/test_cutlass_sm90_params.py`` checks the
