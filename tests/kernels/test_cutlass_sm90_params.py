@@ -655,3 +655,57 @@ def test_nn_launch_prepare_and_keys(monkeypatch):
     with pytest.raises(ValueError, match="layout"):
         L.default_key(a.dtype, "ppt", "tt")
     assert set(L.LAYOUT_FAMILIES["nn"]) == {_family(e) for e in NN}
+
+
+class _HostArray:
+    """A NumPy array seen as launch_sm90.prepare sees a CuPy one (its host address as the device pointer)."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.strides, self.ndim = a, a.shape, a.strides, a.ndim
+        self.dtype, self.itemsize = a.dtype, a.itemsize
+        self.data = type("Mem", (), {"ptr": a.ctypes.data})()
+
+
+def _tma_view(call, dtype):
+    """The (dims[1], dims[0]) matrix a TMA descriptor's arguments describe, read from host memory."""
+    import numpy as np
+    es = np.dtype(dtype).itemsize
+    d0, d1, _ = call["dims"]
+    s1 = call["strides"][0]
+    size = (d1 - 1) * s1 + d0 * es
+    buf = (ctypes.c_char * size).from_address(call["addr"])
+    return np.lib.stride_tricks.as_strided(np.frombuffer(buf, dtype), (d1, d0), (s1, es), writeable=True)
+
+
+@pytest.mark.parametrize("layout", ["tn", "nn"])
+def test_encode_arguments_describe_the_operands_in_memory(layout, monkeypatch):
+    """prepare() on padded, offset host arrays; the A, B, C, D descriptors' arguments read back the arrays
+    themselves: A (M, K), B as stored ((N, K) for tn, (K, N) for nn), C and D (M, N); a GEMM through those
+    views written through D's equals the reference and leaves D's borders alone."""
+    import numpy as np
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L, tma
+    enc = RecordingEncoder()
+    monkeypatch.setattr(tma, "encode_tiled", enc)
+    monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+    monkeypatch.setattr(L, "_params_cache", {})
+    rng = np.random.default_rng(0)
+    m, n, k = 37, 40, 24
+    ab = rng.uniform(-1, 1, (m, k + 16)).astype(np.float16)
+    bb = rng.uniform(-1, 1, (k, n + 8) if layout == "nn" else (n, k + 8)).astype(np.float16)
+    cb = rng.uniform(-1, 1, (m, n + 8)).astype(np.float16)
+    ob = np.full((m + 2, n + 24), 7.0, np.float16)
+    a, c, out = ab[:, 8:8 + k], cb[:, :n], ob[1:1 + m, 8:8 + n]
+    b = bb[:, 8:8 + n] if layout == "nn" else bb[:, :k]
+    key = f"gemm/f16/{layout}/ppt/sm90"
+    L.prepare(_HostArray(a), _HostArray(b), _HostArray(out), 0.5, 2.0, _HostArray(c), key, 132)
+    va, vb, vc, vd = (_tma_view(call, np.float16) for call in enc.calls)
+    assert va.shape == (m, k) and (va == a).all() and (vc == c).all() and vd.shape == (m, n)
+    assert vb.shape == b.shape and (vb == b).all()
+    bkn = vb if layout == "nn" else vb.T                     # the (K, N) operand the kernel multiplies by
+    vd[...] = (0.5 * (va.astype(np.float64) @ bkn.astype(np.float64)) + 2.0 * vc).astype(np.float16)
+    ref = 0.5 * (a.astype(np.float64) @ (b if layout == "nn" else b.T).astype(np.float64)) + 2.0 * c
+    assert np.abs(out.astype(np.float64) - ref).max() < 1e-2
+    mask = np.ones(ob.shape, bool)
+    mask[1:1 + m, 8:8 + n] = False
+    assert (ob[mask] == 7.0).all()
