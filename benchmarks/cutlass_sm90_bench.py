@@ -1,6 +1,7 @@
-"""The SM90 CUTLASS instances (launched from Python, launch_sm90) against CuPy's cuBLAS (x @ w.T), same run.
+"""The SM90 CUTLASS instances (launched from Python, launch_sm90) against CuPy's cuBLAS, same run.
 
-    python -m benchmarks.cutlass_sm90_bench [--json OUT] [--dtypes f16,bf16] [--families large,xl,pp] [--reps N]
+    python -m benchmarks.cutlass_sm90_bench [--json OUT] [--dtypes f16,bf16] [--families large,xl,pp]
+                                            [--layouts tn,nn] [--reps N]
 
 Instances: per dtype, each family (large: 128x128x64 tile, cluster 1x1x1, cooperative; xl: 128x256x64 tile,
 cluster 2x1x1, cooperative; pp: 128x128x64 tile, cluster 2x1x1, ping-pong; with CUTLASS's TMA epilogue:
@@ -8,10 +9,16 @@ ppt: 128x128x64 ping-pong and coopt: 256x128x64 cooperative, both cluster 2x1x1;
 cluster launches), timed beside one cuBLAS timing of the same inputs.
 
     python -m benchmarks.cutlass_sm90_bench --families pp,ppt,coopt     # the TMA epilogues beside pp
+    python -m benchmarks.cutlass_sm90_bench --layouts nn                # only matmul's layout (ppt, coopt)
 
-Shapes (M, K, N): square 1024..8192, and GPT-2's M in {128, 1024, 8192} x (K, N) in {(768, 3072), (3072, 768)}.
+Layouts: "tn" (linear_tn_sm90: x (M, K) @ w.T with w (N, K); cuBLAS x @ w.T) and "nn" (matmul_nn_sm90:
+a (M, K) @ b with b (K, N) row-major; cuBLAS a @ b; only the families launch_sm90.LAYOUT_FAMILIES["nn"]
+lists, ppt and coopt; the rest of --families is skipped for nn).
+
+Shapes (M, K, N): square 1024..8192, and GPT-2's M in {128, 1024, 8192} x (K, N) in {(768, 3072), (3072, 768)}
+(for "nn" also (768, 2304), the fused QKV projection, and (768, 768), the attention output).
 Each figure is the median of CUDA-event timings of single calls after warm-up ("ours": the launch with
-prepared Params, as a repeated call takes it; "cublas": CuPy's x @ w.T); TFLOP/s = 2 M N K / t; ratio =
+prepared Params, as a repeated call takes it; "cublas": CuPy's x @ w.T, resp. a @ b); TFLOP/s = 2 M N K / t; ratio =
 ours / cublas in TFLOP/s (> 1: ours faster). Every result is also checked against cuBLAS (max relative
 difference to max|cuBLAS|). Takes well under 120 s on an H200 once the cubins are cached (about
 half of that for three families).
@@ -31,11 +38,14 @@ import numpy as np
 SQUARE = [1024, 2048, 4096, 8192]
 GPT2_M = [128, 1024, 8192]
 GPT2_KN = [(768, 3072), (3072, 768)]
+GPT2_KN_NN = GPT2_KN + [(768, 2304), (768, 768)]
 FAMILIES = ("large", "xl", "pp", "ppt", "coopt")   # see launch_sm90.FAMILIES
+LAYOUTS = ("tn", "nn")
 
 
-def shapes():
-    return [(n, n, n) for n in SQUARE] + [(m, k, n) for m in GPT2_M for k, n in GPT2_KN]
+def shapes(layout="tn"):
+    kn = GPT2_KN_NN if layout == "nn" else GPT2_KN
+    return [(n, n, n) for n in SQUARE] + [(m, k, n) for m in GPT2_M for k, n in kn]
 
 
 def _time(fn, cp, reps):
@@ -72,7 +82,7 @@ def _bf16_casts(cp):
         return False
 
 
-def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES):
+def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS):
     import cupy as cp
     from gpk_array._kernels import loader
     from gpk_array._kernels.cutlass import launch_sm90 as L
@@ -88,28 +98,31 @@ def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES):
         pass
     rows = []
     t_all = time.perf_counter()
-    for dt in dtypes:
+    for layout, dt in [(lay, dt) for lay in layouts for dt in dtypes]:
         if dt not in np_dt:
             continue
-        keys = [f"gemm/{dt}/tn/{fam}/sm90" for fam in families]
+        fams = [f for f in families if f in L.LAYOUT_FAMILIES[layout]]
+        keys = [f"gemm/{dt}/{layout}/{fam}/sm90" for fam in fams]
+        nn = layout == "nn"
         bf16_ok = dt == "bf16" and _bf16_casts(cp)
         for key in keys:
             t0 = time.perf_counter()
             L.get_function(key)
             print(f"{key}: kernel ready in {time.perf_counter() - t0:.1f} s", flush=True)
         rng = np.random.default_rng(0)
-        for m, k, n in shapes():
+        for m, k, n in shapes(layout):
             x = cp.asarray(rng.uniform(-1, 1, (m, k)).astype(np_dt[dt]))
-            w = cp.asarray(rng.uniform(-1, 1, (n, k)).astype(np_dt[dt]))
-            ref = x @ w.T
-            cublas = _time(lambda: x @ w.T, cp, reps)
+            w = cp.asarray(rng.uniform(-1, 1, (k, n) if nn else (n, k)).astype(np_dt[dt]))
+            ref = x @ w if nn else x @ w.T
+            cublas = _time((lambda: x @ w) if nn else (lambda: x @ w.T), cp, reps)
             r32 = ref.astype(cp.float32) if dt == "f16" or bf16_ok else None
-            for fam, key in zip(families, keys):
+            call_fn = L.matmul_nn_sm90 if nn else L.linear_tn_sm90
+            for fam, key in zip(fams, keys):
                 out = cp.empty((m, n), np_dt[dt])
                 la, packed = L.prepare(x, w, out, 1.0, 0.0, None, key, loader.sm_count())
                 stream = cp.cuda.get_current_stream().ptr
                 ours = _time(lambda: L.launch(key, la, packed, stream), cp, reps)
-                call = _time(lambda: L.linear_tn_sm90(x, w, out=out, key=key), cp, reps)
+                call = _time(lambda: call_fn(x, w, out=out, key=key), cp, reps)
                 diff = float("nan")
                 try:   # a CuPy without bfloat16 casts: skip the check, keep the timing
                     if r32 is not None:
@@ -118,13 +131,13 @@ def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES):
                 except Exception:  # noqa: BLE001
                     pass
                 fl = 2.0 * m * n * k
-                row = {"key": key, "family": fam, "dtype": dt, "m": m, "k": k, "n": n,
+                row = {"key": key, "layout": layout, "family": fam, "dtype": dt, "m": m, "k": k, "n": n,
                        "ours_us": ours * 1e6, "ours_call_us": call * 1e6, "cublas_us": cublas * 1e6,
                        "ours_tflops": fl / ours / 1e12, "cublas_tflops": fl / cublas / 1e12,
                        "ratio": cublas / ours, "max_rel_diff": diff, "grid": list(la.grid),
                        "cluster": list(la.cluster)}
                 rows.append(row)
-                print(f"{dt:4s} {fam:5s} M={m:5d} K={k:5d} N={n:5d}  ours {row['ours_tflops']:7.1f} TFLOP/s "
+                print(f"{layout} {dt:4s} {fam:5s} M={m:5d} K={k:5d} N={n:5d}  ours {row['ours_tflops']:7.1f} TFLOP/s "
                       f"({row['ours_us']:8.1f} us, call {row['ours_call_us']:8.1f} us)  cuBLAS "
                       f"{row['cublas_tflops']:7.1f} ({row['cublas_us']:8.1f} us)  ratio {row['ratio']:.2f}  "
                       f"diff {diff:.1e}", flush=True)
@@ -141,8 +154,9 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--layouts", default=",".join(LAYOUTS))
     a = ap.parse_args(argv)
-    res = run(tuple(a.dtypes.split(",")), a.reps, tuple(a.families.split(",")))
+    res = run(tuple(a.dtypes.split(",")), a.reps, tuple(a.families.split(",")), tuple(a.layouts.split(",")))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

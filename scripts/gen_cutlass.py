@@ -13,7 +13,8 @@ Usage
     python scripts/gen_cutlass.py --probe-sm90   # the same for the SM90 instances (nvcc, ~1 min, no GPU):
                                              # Params layout, TMA encode arguments, goldens
     python scripts/gen_cutlass.py --probe-sm90 --families ppt,coopt   # probe only these families (the
-                                             # others keep their recorded host_params)
+                                             # others keep their recorded host_params); "nn/ppt" names
+                                             # one layout's instances of a family only
 
 The emitter runs with its working directory set to a temporary directory (importing its backend
 writes ``compiled_cache.db`` into the current directory). PYTHONHASHSEED is forced to 0 by re-executing
@@ -26,6 +27,11 @@ Layout
 All instances compute y = x @ W^T as torch.nn.functional.linear does: A = x is (M, K) row-major,
 B = W is stored (N, K) row-major, which is the (K, N) column-major operand CUTLASS calls
 ``layout::ColumnMajor`` (so the CUTLASS layout tag is "tn"), C and D are (M, N) row-major.
+The SM90 TMA-epilogue families ppt and coopt are also emitted for the "nn" layout (a family entry's
+"layout", LAYOUTS, MANIFEST ``layout_tag``): B = (K, N) row-major, N contiguous (CUTLASS ``layout::RowMajor``
+B, MN-major in shared memory), D = A @ B as matmul(a, b) has it; A, C, D as above. CUTLASS keeps the
+128-byte swizzle for that B; its TMA box is (64 of N, 32 of K, 1) (the 2x1x1 multicast halves the k-block,
+the 128-wide N tile takes two boxes); dims (N, K, 1), byte strides (ldb, K * ldb); N and ldb multiples of 8.
 Element types: A, B, C, D all FP16 (or all BF16), accumulator and epilogue scalars FP32.
 Epilogue: D = alpha * acc + beta * C (``LinearCombination``; C may alias D or be any valid pointer
 when beta == 0, it is not read then).
@@ -121,7 +127,8 @@ HASH_SEED = "0"
 CUTLASS_VERSION = "4.2.0.0"          # nvidia-cutlass wheel the emitted files came from
 NVCC_VERSION_FOR_EMITTER = "13.0"    # set before the emitter asks nvcc (it only gates features)
 OPTION_REGISTRY_CC = 90              # target CC of the emitter's option registry (covers 80 and 90)
-LAYOUT = "tn"                        # A row-major (M, K), B column-major (K, N) = W (N, K) row-major
+LAYOUT = "tn"                        # default layout: A row-major (M, K), B column-major (K, N) = W (N, K)
+                                     # row-major; a family entry's "layout" overrides it (LAYOUTS below)
 COMPILE_FLAGS = ["--expt-relaxed-constexpr", "-DNDEBUG", "-O3", "-std=c++17"]
 
 DTYPES = {"f16": "f16", "bf16": "bf16"}   # registry dtype name -> cutlass_library DataType attribute
@@ -163,18 +170,40 @@ FAMILIES = [
     {"arch": 90, "family": "coopt", "tile": (256, 128, 64), "stages": 4, "warps": (4, 1, 1),
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
      "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8},
+    # "nn": the same two TMA-epilogue families for B = (K, N) row-major (N-contiguous, MN-major), what
+    # matmul(a, b) holds; A, C, D as for "tn". Only the mainloop's B operand (its shared-memory layout
+    # and TMA box/swizzle) differs. Emitted after every "tn" instance, so those stay byte-identical.
+    {"arch": 90, "family": "ppt", "tile": (128, 128, 64), "stages": 6, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
+     "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "layout": "nn"},
+    {"arch": 90, "family": "coopt", "tile": (256, 128, 64), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "layout": "nn"},
 ]
+
+# Operand layouts by tag (first letter: A, second: B; C and D are always (M, N) row-major). "tn": B is the
+# (N, K) row-major weight, CUTLASS's ColumnMajor (K, N); "nn": B is (K, N) row-major, CUTLASS's RowMajor.
+LAYOUTS = {
+    "tn": {"B": "ColumnMajor", "doc": {"A": "RowMajor (M,K)", "B": "ColumnMajor (K,N) = W (N,K) row-major",
+                                        "C": "RowMajor (M,N)", "D": "RowMajor (M,N)"}},
+    "nn": {"B": "RowMajor", "doc": {"A": "RowMajor (M,K)", "B": "RowMajor (K,N), N contiguous",
+                                     "C": "RowMajor (M,N)", "D": "RowMajor (M,N)"}},
+}
+
+
+def fam_layout(fam: dict) -> str:
+    return fam.get("layout", LAYOUT)
 
 # The SM80 instance the slow compile test builds (smallest tile, fewest template instantiations).
 COMPILE_TEST_KEY = "gemm/f16/tn/small/sm80"
 
 
 def registry_key(dtype: str, fam: dict) -> str:
-    return f"gemm/{dtype}/{LAYOUT}/{fam['family']}/sm{fam['arch']}"
+    return f"gemm/{dtype}/{fam_layout(fam)}/{fam['family']}/sm{fam['arch']}"
 
 
 def file_name(dtype: str, fam: dict) -> str:
-    return f"gemm_{dtype}_{LAYOUT}_{fam['family']}_sm{fam['arch']}.cu"
+    return f"gemm_{dtype}_{fam_layout(fam)}_{fam['family']}_sm{fam['arch']}.cu"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -221,7 +250,8 @@ def _build_operation(dtype: str, fam: dict):
     elem = getattr(cl.DataType, DTYPES[dtype])
     arch = fam["arch"]
     gemm = Gemm(element=elem, element_accumulator=cl.DataType.f32,
-                layout_A=cl.LayoutType.RowMajor, layout_B=cl.LayoutType.ColumnMajor,
+                layout_A=cl.LayoutType.RowMajor,
+                layout_B=getattr(cl.LayoutType, LAYOUTS[fam_layout(fam)]["B"]),
                 layout_C=cl.LayoutType.RowMajor, cc=arch, kernel_cc=arch)
     if gemm.opclass != cl.OpcodeClass.TensorOp:
         raise RuntimeError(f"{dtype} sm{arch}: emitter did not pick TensorOp")
@@ -280,8 +310,8 @@ def _emit_one(dtype: str, fam: dict) -> tuple[str, dict]:
         "dtype": dtype,
         "element_accumulator": "f32",
         "element_epilogue": "f32",
-        "layout": {"A": "RowMajor (M,K)", "B": "ColumnMajor (K,N) = W (N,K) row-major",
-                   "C": "RowMajor (M,N)", "D": "RowMajor (M,N)"},
+        "layout": dict(LAYOUTS[fam_layout(fam)]["doc"]),
+        "layout_tag": fam_layout(fam),
         "epilogue": "LinearCombination: D = alpha*acc + beta*C",
         "tile": tile_cta,
         "warp_tile": warp_tile,
@@ -528,12 +558,24 @@ SM90_EPI_TMA_MEMBERS = {
 SM90_EPI_TMA_CONTAINERS = ["epilogue.tma_load_c", "epilogue.tma_store_d"]
 
 
+# "nn" (B = (K, N) row-major, ldb >= N): the TMA-epilogue cases with ldb moved to N plus the same padding
+# the "tn" case had beyond K (so padded and unpadded B rows are both probed).
+SM90_PROBE_CASES_NN = [c[:4] + (c[1] + c[4] - c[2],) + c[5:] for c in SM90_PROBE_CASES_EPI_TMA]
+
+
+def entry_layout(entry: dict) -> str:
+    """The instance's operand layout tag ("tn" or "nn"; entries from before the tag are "tn")."""
+    return entry.get("layout_tag", LAYOUT)
+
+
 def sm90_epi_tma(entry: dict) -> bool:
     """Does the instance use CUTLASS's TMA (shared-memory) epilogue?"""
     return not str(entry.get("epilogue_schedule") or "").startswith("NoSmem")
 
 
 def sm90_probe_cases(entry: dict) -> list:
+    if entry_layout(entry) == "nn":
+        return SM90_PROBE_CASES_NN
     return SM90_PROBE_CASES_EPI_TMA if sm90_epi_tma(entry) else SM90_PROBE_CASES
 
 
@@ -616,7 +658,12 @@ static void gpk_build(unsigned char* buf, int M, int N, int K, long long lda, lo
   args.mainloop.ptr_A = reinterpret_cast<typename Op::ElementA const*>(pa);
   get<0>(args.mainloop.dA) = lda; get<2>(args.mainloop.dA) = (long long)M * lda;
   args.mainloop.ptr_B = reinterpret_cast<typename Op::ElementB const*>(pb);
-  get<0>(args.mainloop.dB) = ldb; get<2>(args.mainloop.dB) = (long long)N * ldb;
+  // B: (N, K) with stride (ldb, 1) ("tn", K-major) or (1, ldb) ("nn", N-major); packed batch stride
+  if constexpr (cute::is_static<cute::remove_cvref_t<decltype(get<0>(args.mainloop.dB))>>::value) {
+    get<1>(args.mainloop.dB) = ldb; get<2>(args.mainloop.dB) = (long long)K * ldb;
+  } else {
+    get<0>(args.mainloop.dB) = ldb; get<2>(args.mainloop.dB) = (long long)N * ldb;
+  }
   args.epilogue.thread.alpha = alpha;
   args.epilogue.thread.beta = beta;
   args.epilogue.ptr_C = reinterpret_cast<typename Op::ElementC const*>(pc);
@@ -853,7 +900,8 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
     takes as a per-instance constant (layout, TMA settings, transaction bytes) is the same in every case.
     ``families``: probe only these (the others keep their recorded host_params)."""
     sm90 = [e for e in entries if e["arch"] >= 90
-            and (families is None or e["key"].split("/")[3] in families)]
+            and (families is None or e["key"].split("/")[3] in families
+                 or "/".join(e["key"].split("/")[2:4]) in families)]
     rows = probe_sm90_run(sm90, src_dir, nvcc)
     by_key: dict[str, list[dict]] = {}
     for r in rows:
@@ -892,6 +940,13 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
                "box_A": enc0[0]["box"], "box_B": enc0[1]["box"], "elem_strides": enc0[0]["elem_strides"],
                "interleave": enc0[0]["interleave"], "swizzle": enc0[0]["swizzle"],
                "l2_promotion": enc0[0]["l2_promotion"], "oob_fill": enc0[0]["oob_fill"]}
+        b_own = {f: enc0[1][f] for f in ("dtype", "rank", "elem_strides", "interleave", "swizzle",
+                                          "l2_promotion", "oob_fill") if enc0[1][f] != enc0[0][f]}
+        if b_own:
+            # B's settings differ from A's (none of the pinned instances so far: an N-contiguous "nn" B
+            # keeps A's 128-byte swizzle, only its box differs): record B's own, the builder takes them
+            tma["B"] = {("data_type" if f == "dtype" else f): enc0[1][f] for f in
+                        ("dtype", "rank", "elem_strides", "interleave", "swizzle", "l2_promotion", "oob_fill")}
         if epi_tma:
             # the epilogue's C load and D store: their own box (the epilogue subtile) and swizzle
             tma["epilogue"] = {name: {"data_type": enc0[j]["dtype"], "rank": enc0[j]["rank"], "box": enc0[j]["box"],
@@ -953,7 +1008,8 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
 def _settings() -> dict:
     return {"cutlass_version": CUTLASS_VERSION, "python_hash_seed": HASH_SEED,
             "nvcc_version_for_emitter": NVCC_VERSION_FOR_EMITTER,
-            "option_registry_cc": OPTION_REGISTRY_CC, "layout": LAYOUT,
+            "option_registry_cc": OPTION_REGISTRY_CC,
+            "layouts": {tag: v["doc"]["B"] for tag, v in LAYOUTS.items()},
             "compile_flags": COMPILE_FLAGS, "compile_test_key": COMPILE_TEST_KEY,
             "include_dirs": ["<cutlass_library>/source/include", "<cuda>/include"]}
 

@@ -81,17 +81,28 @@ FAMILY = {
               "tx": [49152, 32768, 16384], "stages": 4, "epilogue": "TmaWarpSpecializedCooperative",
               "params_size": 1792, "epi_box": [32, 128, 1], "epi_tx": 8192},
 }
+# "nn" (B = (K, N) row-major, N contiguous): the same two TMA-epilogue families; only B's TMA box differs.
+# CUTLASS keeps the 128-byte swizzle and UINT16 type, boxes B as (64 of N, K per CTA, 1): the 2x1x1 cluster
+# multicast halves the k-block (32 rows of K per CTA) and the 128-row N tile takes two 64-wide boxes.
+NN_FAMILY = {f: {**FAMILY[f], "box_B": [64, 32, 1]} for f in ("ppt", "coopt")}
 EPI_TMA = [e for e in SM90 if "epi_box" in FAMILY[e["key"].split("/")[3]]]
+NN = [e for e in SM90 if S.layout_of(e) == "nn"]
 
 
 def _family(entry):
     return entry["key"].split("/")[3]
 
 
+def _fam(entry):
+    return (NN_FAMILY if S.layout_of(entry) == "nn" else FAMILY)[_family(entry)]
+
+
 def test_manifest_has_probed_sm90_instances():
-    assert {e["key"] for e in SM90} == {f"gemm/{d}/tn/{f}/sm90" for d in ("f16", "bf16") for f in FAMILY}
+    assert {e["key"] for e in SM90} == (
+        {f"gemm/{d}/tn/{f}/sm90" for d in ("f16", "bf16") for f in FAMILY}
+        | {f"gemm/{d}/nn/{f}/sm90" for d in ("f16", "bf16") for f in NN_FAMILY})
     for e in SM90:
-        fam = FAMILY[_family(e)]
+        fam = _fam(e)
         hp = e["host_params"]
         assert hp["status"] == "probed"
         assert e["tile"] == fam["tile"] and e["cluster"] == fam["cluster"]
@@ -529,7 +540,7 @@ def test_launch_structs_match_cuda_h(launch_stub):
 
 
 @pytest.mark.parametrize("key", ["gemm/f16/tn/xl/sm90", "gemm/bf16/tn/large/sm90", "gemm/bf16/tn/pp/sm90",
-                                 "gemm/f16/tn/ppt/sm90"])
+                                 "gemm/f16/tn/ppt/sm90", "gemm/f16/nn/ppt/sm90"])
 def test_launch_passes_grid_cluster_and_params_to_the_driver(key, launch_stub, monkeypatch):
     """launch_sm90.launch through ctypes into a C stand-in for the driver: cluster instances go through
     cuLaunchKernelEx with one CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION attribute, 1x1x1 ones through
@@ -560,3 +571,141 @@ def test_launch_passes_grid_cluster_and_params_to_the_driver(key, launch_stub, m
         bad = S.LaunchArgs(la.kernel, grid, la.block, (2, 1, 1), la.shared_mem, la.params)
         with pytest.raises(ValueError, match="multiple of cluster"):
             L._packed(bad)
+
+
+# --------------------------------------------------------------------------------------------------
+# "nn" instances: B = (K, N) row-major (N contiguous), as matmul(a, b) holds it
+# --------------------------------------------------------------------------------------------------
+def _tn_twin(entry):
+    return S.instance(entry["key"].replace("/nn/", "/tn/"))
+
+
+@pytest.mark.parametrize("entry", NN, ids=[e["key"] for e in NN])
+def test_nn_differs_from_its_tn_twin_only_in_b(entry):
+    """Same Params layout, offsets, padding, smem and transaction bytes as the "tn" instance of the family;
+    for every probe case the encode calls differ only in B's (dims (N, K, 1), strides (ldb, K * ldb) bytes,
+    box (64, 32, 1)), so with the stub encoder the Params bytes are the twin's."""
+    tn = _tn_twin(entry)
+    hp, tp = entry["host_params"], tn["host_params"]
+    for f in ("params_size", "params_align", "smem_bytes", "threads", "block", "cluster", "offsets", "sizes",
+              "padding", "descriptors", "tma_transaction_bytes", "epilogue_tma_transaction_bytes"):
+        assert hp[f] == tp[f], f
+    assert hp["tma"] == {**tp["tma"], "box_B": [64, 32, 1]}
+    assert entry["layout"]["B"].startswith("RowMajor") and "RowMajor, 8" in (KDIR / entry["file"]).read_text()
+    for g in hp["golden"]:
+        m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = g["case"]
+        assert ldb >= n and ldb % 8 == 0
+        b = g["encodes"][1]
+        assert b["dims"] == [n, k, 1] and b["strides"] == [2 * ldb, 2 * ldb * k] and b["box"] == [64, 32, 1]
+        twin_case = (m, n, k, lda, k + ldb - n) + tuple(g["case"][5:])
+        la, enc = _build(entry, g["case"])
+        tla, tenc = _build(tn, twin_case)
+        assert la.params == tla.params and la.grid == tla.grid, g["case"]
+        assert enc.calls[0] == tenc.calls[0] and enc.calls[2:] == tenc.calls[2:]
+
+
+def test_nn_unsupported_problems_give_reasons():
+    e = S.instance("gemm/f16/nn/ppt/sm90")
+    ok = dict(m=17, n=24, k=8, lda=8, ldb=24, ldc=24, ldd=24, ptrs=(0x1000, 0x2000, 0x3000, 0x3000))
+    assert S.sm90_unsupported(e, **ok) is None
+    assert S.sm90_unsupported(e, **{**ok, "k": 1000, "lda": 1000}) is None          # K needs no 64
+    for bad, word in (({"n": 20, "ldc": 24, "ldd": 24}, "N must"),
+                      ({"ldb": 16}, "smaller"),                                      # ldb >= N, not K
+                      ({"ldb": 28}, "lda and ldb"),
+                      ({"k": 12, "lda": 16}, "K must"),
+                      ({"ptrs": (0x1000, 0x2008, 0x3000, 0x3000)}, "16-byte"),
+                      ({"ptrs": (0x1000, 0x2000, 0x3000, 0x3004)}, "16-byte")):
+        why = S.sm90_unsupported(e, **{**ok, **bad})
+        assert why and word in why, (bad, why)
+    # the "tn" twin wants ldb >= K instead: the nn problem's ldb of 24 with K = 1000 is fine for nn only
+    assert S.sm90_unsupported(e, **{**ok, "k": 1000, "lda": 1000, "ldb": 24}) is None
+    assert "smaller" in S.sm90_unsupported(_tn_twin(e), **{**ok, "k": 1000, "lda": 1000, "ldb": 24})
+    # default ldb is N for nn (K for tn)
+    rec = RecordingEncoder()
+    S.build_sm90_launch(e, 17, 24, 40, 0x1000, 0x2000, 0x3000, 0x3000, encode=rec)
+    assert rec.calls[1]["dims"] == [24, 40, 1] and rec.calls[1]["strides"] == [48, 48 * 40]
+    with pytest.raises(ValueError, match="N must"):
+        S.build_sm90_launch(e, 16, 12, 16, 0x1000, 0x2000, 0x3000, 0x3000, encode=RecordingEncoder())
+    assert S.layout_of({"key": "old"}) == "tn"
+    with pytest.raises(ValueError, match="layout"):
+        S.layout_of({"key": "x", "layout_tag": "tt"})
+
+
+def test_nn_launch_prepare_and_keys(monkeypatch):
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L, tma
+    enc = RecordingEncoder()
+    monkeypatch.setattr(tma, "encode_tiled", enc)
+    monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+    monkeypatch.setattr(L, "_params_cache", {})
+    m, n, k = 203, 248, 136
+    a = _FakeArray((m, k), (2 * (k + 24), 2), 0x10000)
+    b = _FakeArray((k, n), (2 * (n + 8), 2), 0x20000)       # (K, N) with padded rows
+    out = _FakeArray((m, n), (2 * (n + 16), 2), 0x40000)
+    key = "gemm/bf16/nn/coopt/sm90"
+    la, (raw, kp, cfg) = L.prepare(a, b, out, 2.0, 0.0, None, key, 132)
+    ref = S.build_sm90_launch(S.instance(key), m, n, k, 0x10000, 0x20000, 0x40000, 0x40000,
+                              k + 24, n + 8, n + 16, n + 16, 2.0, 0.0, sm_count=132, encode=RecordingEncoder())
+    assert la == ref and cfg is not None
+    assert enc.calls[1]["dims"] == [n, k, 1] and enc.calls[1]["strides"] == [2 * (n + 8), 2 * (n + 8) * k]
+    assert L.default_key(a.dtype, "ppt", "nn") == "gemm/f16/nn/ppt/sm90"
+    assert L.default_key("bfloat16", "coopt", "nn") == key
+    with pytest.raises(ValueError, match="family"):
+        L.default_key(a.dtype, "large", "nn")                # only the TMA-epilogue families have nn
+    with pytest.raises(ValueError, match="layout"):
+        L.default_key(a.dtype, "ppt", "tt")
+    assert set(L.LAYOUT_FAMILIES["nn"]) == {_family(e) for e in NN}
+
+
+class _HostArray:
+    """A NumPy array seen as launch_sm90.prepare sees a CuPy one (its host address as the device pointer)."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.strides, self.ndim = a, a.shape, a.strides, a.ndim
+        self.dtype, self.itemsize = a.dtype, a.itemsize
+        self.data = type("Mem", (), {"ptr": a.ctypes.data})()
+
+
+def _tma_view(call, dtype):
+    """The (dims[1], dims[0]) matrix a TMA descriptor's arguments describe, read from host memory."""
+    import numpy as np
+    es = np.dtype(dtype).itemsize
+    d0, d1, _ = call["dims"]
+    s1 = call["strides"][0]
+    size = (d1 - 1) * s1 + d0 * es
+    buf = (ctypes.c_char * size).from_address(call["addr"])
+    return np.lib.stride_tricks.as_strided(np.frombuffer(buf, dtype), (d1, d0), (s1, es), writeable=True)
+
+
+@pytest.mark.parametrize("layout", ["tn", "nn"])
+def test_encode_arguments_describe_the_operands_in_memory(layout, monkeypatch):
+    """prepare() on padded, offset host arrays; the A, B, C, D descriptors' arguments read back the arrays
+    themselves: A (M, K), B as stored ((N, K) for tn, (K, N) for nn), C and D (M, N); a GEMM through those
+    views written through D's equals the reference and leaves D's borders alone."""
+    import numpy as np
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L, tma
+    enc = RecordingEncoder()
+    monkeypatch.setattr(tma, "encode_tiled", enc)
+    monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+    monkeypatch.setattr(L, "_params_cache", {})
+    rng = np.random.default_rng(0)
+    m, n, k = 37, 40, 24
+    ab = rng.uniform(-1, 1, (m, k + 16)).astype(np.float16)
+    bb = rng.uniform(-1, 1, (k, n + 8) if layout == "nn" else (n, k + 8)).astype(np.float16)
+    cb = rng.uniform(-1, 1, (m, n + 8)).astype(np.float16)
+    ob = np.full((m + 2, n + 24), 7.0, np.float16)
+    a, c, out = ab[:, 8:8 + k], cb[:, :n], ob[1:1 + m, 8:8 + n]
+    b = bb[:, 8:8 + n] if layout == "nn" else bb[:, :k]
+    key = f"gemm/f16/{layout}/ppt/sm90"
+    L.prepare(_HostArray(a), _HostArray(b), _HostArray(out), 0.5, 2.0, _HostArray(c), key, 132)
+    va, vb, vc, vd = (_tma_view(call, np.float16) for call in enc.calls)
+    assert va.shape == (m, k) and (va == a).all() and (vc == c).all() and vd.shape == (m, n)
+    assert vb.shape == b.shape and (vb == b).all()
+    bkn = vb if layout == "nn" else vb.T                     # the (K, N) operand the kernel multiplies by
+    vd[...] = (0.5 * (va.astype(np.float64) @ bkn.astype(np.float64)) + 2.0 * vc).astype(np.float16)
+    ref = 0.5 * (a.astype(np.float64) @ (b if layout == "nn" else b.T).astype(np.float64)) + 2.0 * c
+    assert np.abs(out.astype(np.float64) - ref).max() < 1e-2
+    mask = np.ones(ob.shape, bool)
+    mask[1:1 + m, 8:8 + n] = False
+    assert (ob[mask] == 7.0).all()

@@ -2,6 +2,7 @@
 
     y = linear_tn_sm90(x, w)            # y = x @ w.T, x (M, K), w (N, K), float16 or bfloat16 CuPy arrays
     y = linear_tn_sm90(x, w, alpha=0.5, beta=1.0, c=c)   # alpha * x @ w.T + beta * c
+    y = matmul_nn_sm90(a, b)            # y = a @ b, a (M, K), b (K, N) row-major ("nn": families ppt, coopt)
 
 The instance's cubin (sm_90a, so CC 9.0 devices only) is compiled once and kept in the loader's disk
 cache (``$GPK_CACHE_DIR/sm_90a/``, default ``~/.cache/gpk_array/kernels/sm_90a/``) under a key of the
@@ -257,16 +258,21 @@ def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = Non
 # and a TMA store, C by TMA load; N, ldc, ldd multiples of 8, C and D 16-byte aligned): "ppt" 128x128x64
 # ping-pong and "coopt" 256x128x64 cooperative, both cluster 2x1x1
 FAMILIES = ("large", "xl", "pp", "ppt", "coopt")
+# families emitted per operand layout ("tn": B the (N, K) weight; "nn": B (K, N) row-major, as matmul has it)
+LAYOUT_FAMILIES = {"tn": FAMILIES, "nn": ("ppt", "coopt")}
 
 
-def default_key(dtype, family: str = "large") -> str:
+def default_key(dtype, family: str = "large", layout: str = "tn") -> str:
     name = getattr(dtype, "name", str(dtype))
-    if family not in FAMILIES:
-        raise ValueError(f"gpk_array: SM90 family must be one of {FAMILIES}, not {family!r}")
+    fams = LAYOUT_FAMILIES.get(layout)
+    if fams is None:
+        raise ValueError(f"gpk_array: SM90 layout must be one of {tuple(LAYOUT_FAMILIES)}, not {layout!r}")
+    if family not in fams:
+        raise ValueError(f"gpk_array: SM90 family for layout {layout!r} must be one of {fams}, not {family!r}")
     if name == "float16":
-        return f"gemm/f16/tn/{family}/sm90"
+        return f"gemm/f16/{layout}/{family}/sm90"
     if name == "bfloat16":
-        return f"gemm/bf16/tn/{family}/sm90"
+        return f"gemm/bf16/{layout}/{family}/sm90"
     raise TypeError(f"gpk_array: the SM90 CUTLASS GEMM takes float16 or bfloat16, not {name}")
 
 
@@ -283,9 +289,10 @@ def _rows(a, name: str) -> int:
 
 
 def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heuristic"):
-    """(LaunchArgs, packed) for the call, cached by everything that decides the Params bytes."""
+    """(LaunchArgs, packed) for the call, cached by everything that decides the Params bytes.
+    x: A (M, K); w: B as the instance's layout stores it ((N, K) for "tn", (K, N) for "nn")."""
     m, k = x.shape
-    n = w.shape[0]
+    n = out.shape[1]
     lda, ldb, ldd = _rows(x, "x"), _rows(w, "w"), _rows(out, "out")
     cc = out if c is None else c
     ldc = _rows(cc, "c")
@@ -313,13 +320,36 @@ def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
     rows (leading dimensions may be padded: K, lda, ldb multiples of 8; A and B 16-byte aligned).
     c is read only when beta != 0 (it may be out itself). Raises ValueError for what the instance
     cannot run (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
-    import cupy
     if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"gpk_array: shapes {x.shape} and {w.shape} do not make x @ w.T")
+    return _gemm(x, w, w.shape[0], out, alpha, beta, c, key or default_key(x.dtype, family, "tn"), "tn",
+                 max_swizzle, raster)
+
+
+def matmul_nn_sm90(a, b, out=None, alpha=1.0, beta=0.0, c=None, key: str | None = None,
+                   max_swizzle: int = 1, raster: str = "heuristic", family: str = "ppt"):
+    """out = alpha * a @ b + beta * c on the current CuPy stream, with an SM90 "nn" CUTLASS instance.
+
+    a: (M, K), b: (K, N) (matmul's layout: b's rows, of N elements, contiguous), c and out: (M, N), all
+    float16 or all bfloat16 CuPy arrays with contiguous rows (leading dimensions may be padded: K, N, lda,
+    ldb, ldc, ldd multiples of 8; all four pointers 16-byte aligned). ``family``: "ppt" (ping-pong
+    128x128x64) or "coopt" (cooperative 256x128x64), both cluster 2x1x1 with the TMA epilogue.
+    c is read only when beta != 0 (it may be out itself). Raises ValueError for what the instance
+    cannot run (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"gpk_array: shapes {a.shape} and {b.shape} do not make a @ b")
+    return _gemm(a, b, b.shape[1], out, alpha, beta, c, key or default_key(a.dtype, family, "nn"), "nn",
+                 max_swizzle, raster)
+
+
+def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster):
+    """The shared body of linear_tn_sm90 and matmul_nn_sm90: x (M, K), w the B operand in ``layout``."""
+    import cupy
     if x.dtype != w.dtype:
-        raise TypeError("gpk_array: x and w must have the same dtype")
-    key = key or default_key(x.dtype, family)
-    m, n = x.shape[0], w.shape[0]
+        raise TypeError("gpk_array: both operands must have the same dtype")
+    if P.layout_of(_entry(key)) != layout:
+        raise ValueError(f"gpk_array: {key} is not a {layout!r} instance")
+    m = x.shape[0]
     if out is None:
         out = cupy.empty((m, n), dtype=x.dtype)
     if out.shape != (m, n) or out.dtype != x.dtype:

@@ -17,6 +17,11 @@ scheduler) takes one ``__grid_constant__ GemmKernel::Params`` by value. CUTLASS 
   encodes the C descriptor whatever beta is; with beta == 0 the kernel never loads C (any valid,
   16-byte aligned address of an (M, N) tensor with stride ldc does, e.g. D's).
 
+* the operand layout is the instance's (``layout_of``: MANIFEST ``layout_tag``): "tn" takes B as the (N, K)
+  row-major weight (D = A @ B^T), "nn" (families ppt and coopt) as (K, N) row-major, N contiguous
+  (D = A @ B, matmul's layout); only B's encode arguments (dims, strides, box) and the unsupported rules
+  (N and ldb multiples of 8, ldb >= N) differ, the Params layout is the same.
+
 Member offsets, sizes, shared memory, threads and the TMA settings (data type, box, swizzle, L2
 promotion) were measured by ``scripts/gen_cutlass.py --probe-sm90`` (CUTLASS's own host code with a
 stub encoder) and are read from MANIFEST.json; ``tests/kernels/test_cutlass_sm90_params.py`` checks the
@@ -149,23 +154,46 @@ def sm90_schedule(entry: dict, m: int, n: int, sm_count: int, max_swizzle: int =
             "grid": grid}
 
 
+LAYOUTS = ("tn", "nn")
+_TMA_SETTINGS = ("data_type", "rank", "elem_strides", "interleave", "swizzle", "l2_promotion", "oob_fill")
+
+
+def layout_of(entry: dict) -> str:
+    """The instance's operand layout (MANIFEST ``layout_tag``; entries without one are "tn").
+
+    "tn": B is the (N, K) row-major weight (K contiguous), D = A @ B^T; "nn": B is (K, N) row-major
+    (N contiguous), D = A @ B. A is (M, K) row-major and C, D are (M, N) row-major in both."""
+    tag = entry.get("layout_tag", "tn")
+    if tag not in LAYOUTS:
+        raise ValueError(f"{entry.get('key')}: unknown operand layout {tag!r}")
+    return tag
+
+
+def b_rows(entry: dict, n: int, k: int) -> tuple[int, int]:
+    """(rows, row length) of B as stored: (N, K) for "tn", (K, N) for "nn"; ldb >= row length."""
+    return (n, k) if layout_of(entry) == "tn" else (k, n)
+
+
 def tma_encode_args(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: int, lda: int,
                     ldb: int) -> list[dict]:
     """The arguments CUTLASS passes to cuTensorMapEncodeTiled for A and B, in call order.
 
-    A is (M, K) row-major: TMA dims (K, M, L=1), byte strides (lda, M * lda) * element size; B is the
-    (N, K) row-major weight: dims (K, N, 1), strides (ldb, N * ldb) * element size (the L strides are the
-    packed ones, as cutlass::make_cute_packed_stride gives them; with L = 1 they are never stepped)."""
+    A is (M, K) row-major: TMA dims (K, M, L=1), byte strides (lda, M * lda) * element size. B as stored
+    (``b_rows``): "tn", the (N, K) row-major weight: dims (K, N, 1), strides (ldb, N * ldb) * element
+    size; "nn", (K, N) row-major: dims (N, K, 1), strides (ldb, K * ldb) * element size (the L strides
+    are the packed ones, as cutlass::make_cute_packed_stride gives them; with L = 1 they are never
+    stepped). B's settings are A's unless the probe recorded its own (``tma["B"]``: an N-contiguous B
+    may get another swizzle or box)."""
     t = entry["host_params"]["tma"]
     es = _ELEMENT_BYTES[entry["dtype"]]
-    common = {"data_type": t["data_type"], "rank": t["rank"], "elem_strides": list(t["elem_strides"]),
-              "interleave": t["interleave"], "swizzle": t["swizzle"], "l2_promotion": t["l2_promotion"],
-              "oob_fill": t["oob_fill"]}
+    common = {f: (list(t[f]) if f == "elem_strides" else t[f]) for f in _TMA_SETTINGS}
+    b_set = {f: (list(v) if isinstance(v, list) else v) for f, v in t.get("B", common).items()}
+    rows, length = b_rows(entry, n, k)
     return [
         {"address": ptr_a, "dims": [k, m, 1], "strides": [lda * es, m * lda * es],
          "box": list(t["box_A"]), **common},
-        {"address": ptr_b, "dims": [k, n, 1], "strides": [ldb * es, n * ldb * es],
-         "box": list(t["box_B"]), **common},
+        {"address": ptr_b, "dims": [length, rows, 1], "strides": [ldb * es, rows * ldb * es],
+         "box": list(t["box_B"]), **b_set},
     ]
 
 
@@ -204,14 +232,18 @@ def sm90_unsupported(entry: dict, m: int, n: int, k: int, lda: int, ldb: int, ld
         return "sm_count must be positive"
     es = _ELEMENT_BYTES[entry["dtype"]]
     align = _TMA_ALIGN_BYTES // es
-    # CollectiveMainloop::can_implement: A (M, K) and B (N, K) TMA-aligned in their contiguous K
+    b_n, b_len = b_rows(entry, n, k)
+    # CollectiveMainloop::can_implement: A (M, K) TMA-aligned in its contiguous K, B in its contiguous
+    # dimension (K for "tn", N for "nn")
     if k % align:
         return f"K must be a multiple of {align} (16-byte TMA rows)"
-    if lda < k or ldb < k or ldc < n or ldd < n:
+    if b_len % align:
+        return f"N must be a multiple of {align} (16-byte TMA rows of B)"
+    if lda < k or ldb < b_len or ldc < n or ldd < n:
         return "leading dimension smaller than the row"
     if lda % align or ldb % align:
         return f"lda and ldb must be multiples of {align} (16-byte TMA strides)"
-    if max(m * lda, n * ldb) * es >= _TMA_MAX_STRIDE or max(m, n, k) > _TMA_MAX_DIM:
+    if max(m * lda, b_n * ldb) * es >= _TMA_MAX_STRIDE or max(m, n, k) > _TMA_MAX_DIM:
         return "operand too large for a TMA descriptor"
     if is_epi_tma(entry):
         # CollectiveEpilogue::can_implement (TMA store of D, TMA load of C): 16-byte rows and strides
@@ -239,16 +271,17 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
                       beta: float = 0.0, sm_count: int = 132, encode: Encoder | None = None,
                       max_swizzle: int = 1, raster: str = "heuristic",
                       device_id: int = 0) -> LaunchArgs:
-    """Launch arguments for D(m, n) = alpha * A(m, k) @ B(n, k)^T + beta * C(m, n).
+    """Launch arguments for D(m, n) = alpha * A(m, k) @ op(B) + beta * C(m, n).
 
-    A, C, D row-major with leading dimensions lda, ldc, ldd (defaults k, n, n); B the (n, k) row-major
-    weight (ldb, default k). Pointers are device addresses. C is not read when beta == 0 (pass ptr_d).
+    A, C, D row-major with leading dimensions lda, ldc, ldd (defaults k, n, n); B as the instance's
+    layout stores it: "tn", the (n, k) row-major weight, op(B) = B^T (ldb, default k); "nn", (k, n)
+    row-major, op(B) = B (ldb, default n). Pointers are device addresses. C is not read when beta == 0 (pass ptr_d).
     ``sm_count``: the device's multiprocessor count (the persistent grid is min(sm_count, tiles)).
     ``encode``: see ``Encoder``; default ``tma.encode_tiled`` (the driver, needs libcuda).
     ``max_swizzle`` (1, 2, 4, 8) and ``raster`` ("heuristic", "along_m", "along_n"): the tile
     scheduler's Arguments (CUTLASS's defaults: 1, heuristic)."""
     lda = k if lda is None else lda
-    ldb = k if ldb is None else ldb
+    ldb = b_rows(entry, n, k)[1] if ldb is None else ldb
     ldc = n if ldc is None else ldc
     ldd = n if ldd is None else ldd
     why = sm90_unsupported(entry, m, n, k, lda, ldb, ldc, ldd, (ptr_a, ptr_b, ptr_c, ptr_d), sm_count)
