@@ -964,6 +964,8 @@ class Context:
     def _move_to(self, new):
         """Make ``new`` the context's stream, ordered after everything queued on the old one. Only while the context
         is entered by at most this thread (or not at all): sessions elsewhere keep one stream order."""
+        # Not locked against a thread entering the context at this very moment (that thread may still queue its
+        # work on the old stream): the enter path stays lock-free for its per-call cost.
         entered = len(self._entered)
         here = _cuda.active_context() is self
         if entered > 1 or (entered == 1 and not here):
