@@ -28,49 +28,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import time
 
 import numpy as np
 
+from benchmarks.__main__ import _env
+from benchmarks.gemm_bench import _time  # median of CUDA-event timings of single calls after warm-up
+from gpk_array._kernels.cutlass.launch_sm90 import FAMILIES
+
 SQUARE = [1024, 2048, 4096, 8192]
 GPT2_M = [128, 1024, 8192]
 GPT2_KN = [(768, 3072), (3072, 768)]
 GPT2_KN_NN = GPT2_KN + [(768, 2304), (768, 768)]
-FAMILIES = ("large", "xl", "pp", "ppt", "coopt")   # see launch_sm90.FAMILIES
 LAYOUTS = ("tn", "nn")
 
 
 def shapes(layout="tn"):
     kn = GPT2_KN_NN if layout == "nn" else GPT2_KN
     return [(n, n, n) for n in SQUARE] + [(m, k, n) for m in GPT2_M for k, n in kn]
-
-
-def _time(fn, cp, reps):
-    for _ in range(3):
-        fn()
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    out = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        out.append(cp.cuda.get_elapsed_time(start, end) * 1e-3)
-    return float(np.median(out))
-
-
-def _commit():
-    c = os.environ.get("GPK_COMMIT", "")
-    if c:
-        return c
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "unknown"
-    except Exception:
-        return "unknown"
 
 
 def _bf16_casts(cp):
@@ -87,9 +63,7 @@ def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS):
     from gpk_array._kernels import loader
     from gpk_array._kernels.cutlass import launch_sm90 as L
 
-    props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
-    env = {"gpu": props["name"].decode(), "sm_count": loader.sm_count(), "commit": _commit(),
-           "cupy": cp.__version__, "cuda_runtime": cp.cuda.runtime.runtimeGetVersion()}
+    env = {**_env(), "sm_count": loader.sm_count()}
     np_dt = {"f16": np.dtype(np.float16)}
     try:
         import ml_dtypes

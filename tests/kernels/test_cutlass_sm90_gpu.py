@@ -13,15 +13,15 @@ rounding is 2^-11 resp. 2^-8 of the value; the accumulator is float32)."""
 import numpy as np
 import pytest
 
-from tests.kernels._gpu_common import BF16, gpu_marks
+from tests.kernels._gpu_common import gpu_marks
+from tests.kernels._sm90_common import BIG, DTYPES, M_ODD, load_instances
+from tests.kernels._sm90_common import check as _check
+from tests.kernels._sm90_common import f64 as _f64
+from tests.kernels._sm90_common import rand as _rand
 
 pytestmark = gpu_marks()
 
-DTYPES = [np.dtype(np.float16)] + ([BF16] if BF16 else [])
-TOL = {"float16": 5e-3, "bfloat16": 2e-2}
-M_ODD = [1, 3, 17, 1000]
 NK = [(8, 8), (24, 768), (768, 3072), (3072, 768), (1000, 1000)]
-BIG = [(2048, 2048, 2048), (4096, 4096, 4096)]
 FAMILIES = ["large", "xl", "pp", "ppt", "coopt"]
 EPI_TMA = {"ppt", "coopt"}     # D through shared memory and a TMA store (C by TMA load)
 KEYS = [f"gemm/{d}/tn/{f}/sm90" for f in FAMILIES for d in ("f16", "bf16")]
@@ -29,18 +29,7 @@ KEYS = [f"gemm/{d}/tn/{f}/sm90" for f in FAMILIES for d in ("f16", "bf16")]
 
 @pytest.fixture(scope="module")
 def L():
-    import cupy
-    from gpk_array._kernels import loader
-    from gpk_array._kernels.cutlass import launch_sm90
-    if loader.device_arch() != "90":
-        pytest.skip(f"the SM90 instances are sm_90a; this GPU is sm_{loader.device_arch()}")
-    try:
-        for key in KEYS:
-            launch_sm90.get_function(key)
-    except launch_sm90.CutlassUnavailable as e:
-        pytest.skip(str(e))
-    cupy.cuda.Device().synchronize()
-    return launch_sm90
+    return load_instances(KEYS)
 
 
 @pytest.fixture(params=FAMILIES)
@@ -54,24 +43,6 @@ def gemm(L, family):
     def call(*args, **kw):
         return L.linear_tn_sm90(*args, family=family, **kw)
     return call
-
-
-def _rand(rng, shape, dtype, scale=1.0):
-    import cupy
-    return cupy.asarray((rng.uniform(-1, 1, shape) * scale).astype(dtype))
-
-
-def _f64(a):
-    return a.get().astype(np.float64)
-
-
-def _check(got, ref, dtype):
-    got = _f64(got)
-    assert np.isfinite(got).all()
-    scale = max(np.abs(ref).max(), 1e-30)
-    err = np.abs(got - ref).max() / scale
-    assert err <= TOL[dtype.name], f"max rel err {err:.3g} > {TOL[dtype.name]}"
-    return err
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
