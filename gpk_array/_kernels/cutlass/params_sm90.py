@@ -34,6 +34,7 @@ import struct
 from dataclasses import dataclass
 from typing import Callable
 
+from .params import _log_tile
 from .params import instance, load_manifest  # noqa: F401  (re-exported for callers)
 
 _ELEMENT_BYTES = {"f16": 2, "bf16": 2}
@@ -87,15 +88,8 @@ def fast_divmod_u64(divisor: int) -> tuple[int, int, int, int]:
 
 
 def _log_swizzle(tiles_m: int, tiles_n: int, max_swizzle: int) -> int:
-    # PersistentTileSchedulerSm90Params::get_log_swizzle_size
-    lo = min(tiles_m, tiles_n)
-    if max_swizzle >= 8 and lo >= 6:
-        return 3
-    if max_swizzle >= 4 and lo >= 3:
-        return 2
-    if max_swizzle >= 2 and lo >= 2:
-        return 1
-    return 0
+    # PersistentTileSchedulerSm90Params::get_log_swizzle_size: the SM80 swizzle's thresholds, on the shorter side
+    return _log_tile(max_swizzle, min(tiles_m, tiles_n))
 
 
 _MAX_SM_PER_GPC = 18   # CUTLASS's GH100 model: 8 GPCs of up to 9 TPCs (18 SMs)
