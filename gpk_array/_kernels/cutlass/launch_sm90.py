@@ -82,15 +82,12 @@ class CutlassUnavailable(RuntimeError):
 
 
 def cutlass_include_dir() -> Path | None:
+    """The CUTLASS headers to compile with: $GPK_CUTLASS_INCLUDE, else the nvidia-cutlass wheel's (the loader's)."""
     env = os.environ.get("GPK_CUTLASS_INCLUDE")
     if env:
         return Path(env)
-    try:
-        import cutlass_library
-    except Exception:
-        return None
-    p = Path(cutlass_library.__file__).resolve().parent / "source" / "include"
-    return p if (p / "cutlass" / "cutlass.h").is_file() else None
+    inc = loader.cutlass_headers()[0]
+    return Path(inc) if inc else None
 
 
 def _entry(key: str) -> dict:
