@@ -44,7 +44,11 @@ GPT2_KN_NN = GPT2_KN + [(768, 2304), (768, 768)]
 LAYOUTS = ("tn", "nn")
 
 
-def shapes(layout="tn"):
+def shapes(layout="tn", sweep=False):
+    """The default shapes, or with ``sweep`` those of ``python -m benchmarks gemm`` (benchmarks/gemm_bench.py)."""
+    if sweep:
+        from benchmarks.gemm_bench import _shapes
+        return _shapes()
     kn = GPT2_KN_NN if layout == "nn" else GPT2_KN
     return [(n, n, n) for n in SQUARE] + [(m, k, n) for m in GPT2_M for k, n in kn]
 
@@ -58,10 +62,11 @@ def _bf16_casts(cp):
         return False
 
 
-def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS):
+def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS, sweep=False):
     import cupy as cp
     from gpk_array._kernels import loader
     from gpk_array._kernels.cutlass import launch_sm90 as L
+    from gpk_array._kernels.cutlass import params_sm90 as P
 
     env = {**_env(), "sm_count": loader.sm_count()}
     np_dt = {"f16": np.dtype(np.float16)}
@@ -84,7 +89,7 @@ def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS):
             L.get_function(key)
             print(f"{key}: kernel ready in {time.perf_counter() - t0:.1f} s", flush=True)
         rng = np.random.default_rng(0)
-        for m, k, n in shapes(layout):
+        for m, k, n in shapes(layout, sweep):
             x = cp.asarray(rng.uniform(-1, 1, (m, k)).astype(np_dt[dt]))
             w = cp.asarray(rng.uniform(-1, 1, (k, n) if nn else (n, k)).astype(np_dt[dt]))
             ref = x @ w if nn else x @ w.T
@@ -93,6 +98,10 @@ def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS):
             call_fn = L.matmul_nn_sm90 if nn else L.linear_tn_sm90
             for fam, key in zip(fams, keys):
                 out = cp.empty((m, n), np_dt[dt])
+                why = P.sm90_unsupported(P.instance(key), m, n, k, k, n if nn else k, n, n)
+                if why:
+                    print(f"{layout} {dt:4s} {fam:5s} M={m:5d} K={k:5d} N={n:5d}  not covered: {why}", flush=True)
+                    continue
                 la, packed = L.prepare(x, w, out, 1.0, 0.0, None, key, loader.sm_count())
                 stream = cp.cuda.get_current_stream().ptr
                 ours = _time(lambda: L.launch(key, la, packed, stream), cp, reps)
@@ -129,8 +138,10 @@ def main(argv=None):
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--layouts", default=",".join(LAYOUTS))
+    ap.add_argument("--sweep", action="store_true", help="the shapes of python -m benchmarks gemm instead")
     a = ap.parse_args(argv)
-    res = run(tuple(a.dtypes.split(",")), a.reps, tuple(a.families.split(",")), tuple(a.layouts.split(",")))
+    res = run(tuple(a.dtypes.split(",")), a.reps, tuple(a.families.split(",")), tuple(a.layouts.split(",")),
+              a.sweep)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
