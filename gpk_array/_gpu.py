@@ -20,10 +20,15 @@ back to plain CuPy code when a name is absent or returns None.
   ("high") or with GPK_TF32=1 (gpk_array/_precision.py). Inside a paced gpk_array.sched context (best effort
   while a higher tier is busy, or a bandwidth cap) GEMMs plan for the context's share of the SMs
   (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest of the device to the higher tier.
-- Opt-in, ``GPK_GEMM=cutlass`` (read once, at import): float16/bfloat16 ``linear`` of more than 8 rows without an
-  activation (a bias is added after the GEMM), and ``matmul(a, b)`` where ``b.T`` is a row-major (N, K) weight (a
-  transposed view), through the CUTLASS SM80 instances of gpk_array._kernels.gemm where its ``select`` covers the
-  problem; everything else as above. Off by default: no H200 run has shown them faster than cuBLAS yet.
+- float16/bfloat16 ``matmul`` (2-D b; a 2-D or C-contiguous with its leading dims flattened; b row-major or a
+  transposed row-major weight) and ``linear`` of more than 8 rows without bias or activation, on a CC 9.0 device:
+  the CUTLASS SM90 instances of gpk_array._kernels.gemm where its shape rule (``sm90_family``) says they beat
+  cuBLAS (same-run H200 sweep); everything they do not cover (alignment, strides, K or N not a multiple of 8,
+  batched b, a paced sched context) falls through to the paths above.
+- ``GPK_GEMM`` (read once, at import): unset or ``auto`` as above; ``cublas``: no CUTLASS at all; ``cutlass``: a
+  checking mode, every problem the CUTLASS instances cover goes to them (SM90 without the shape rule's cuBLAS
+  cases; on devices other than CC 9.0 the SM80 instances, slower than cuBLAS on Hopper, for ``linear`` without an
+  activation and ``x @ w.T``-layout matmuls).
 """
 
 import os
@@ -47,20 +52,21 @@ OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
 _REDUCE_ALWAYS = ("var", "std")
 
 
-def _gemm_switch(value):
+def _gemm_mode(value):
     v = (value or "").strip().lower()
-    if v in ("", "cublas", "default"):
-        return False
-    if v == "cutlass":
-        return True
+    if v in ("", "auto", "default"):
+        return "auto"
+    if v in ("cublas", "cutlass"):
+        return v
     import warnings
-    warnings.warn(f"gpk_array: GPK_GEMM={value!r} is not one of 'cutlass', 'cublas': using cuBLAS", stacklevel=2)
-    return False
+    warnings.warn(f"gpk_array: GPK_GEMM={value!r} is not one of 'auto', 'cutlass', 'cublas': using 'auto'",
+                  stacklevel=2)
+    return "auto"
 
 
-# GPK_GEMM=cutlass: f16/bf16 GEMMs of the "x @ w.T" layout through gpk_array._kernels.gemm (CUTLASS SM80 instances)
-# where its select() covers them. Off by default until an H200 benchmark shows them beating cuBLAS.
-GEMM_CUTLASS = _gemm_switch(os.environ.get("GPK_GEMM"))
+GEMM_MODE = _gemm_mode(os.environ.get("GPK_GEMM"))
+# GPK_GEMM=cutlass on devices other than CC 9.0: f16/bf16 GEMMs of the "x @ w.T" layout through the SM80 instances
+GEMM_CUTLASS = GEMM_MODE == "cutlass"
 
 
 def binary(bname, a, b):
@@ -137,13 +143,64 @@ def _cutlass_tn(x2d, w):
         return None
 
 
+_sm90_off = GEMM_MODE == "cublas"
+
+
+def _sm90(x2d, w, layout):
+    """x2d @ w ("nn") or x2d @ w.T ("tn") through gpk_array._kernels.gemm's SM90 instances, or None (not a
+    CC 9.0 device, not covered, cuBLAS faster, inside a paced sched context, or the instances unavailable)."""
+    global _sm90_off
+    if _sm90_off or x2d.dtype.itemsize != 2 or x2d.strides[1] != 2 or _sm_target():
+        return None
+    from ._kernels import loader
+    if loader.device_arch() != "90":
+        return None
+    global _gemm
+    if _gemm is None:
+        from ._kernels import gemm
+        _gemm = gemm
+    try:
+        return _gemm.gemm_sm90(x2d, w, layout, forced=GEMM_MODE == "cutlass")
+    except Exception as e:  # no cubin and nothing to build it with: cuBLAS from now on
+        from ._kernels.cutlass.launch_sm90 import CutlassUnavailable
+        from ._kernels.cutlass.tma import TmaError
+        from ._kernels.errors import KernelCompileError
+        if not isinstance(e, (CutlassUnavailable, KernelCompileError, TmaError)):
+            raise
+        import warnings
+        warnings.warn(f"gpk_array: the CUTLASS SM90 GEMMs are unavailable, using cuBLAS: {e}", stacklevel=3)
+        _sm90_off = True
+        return None
+
+
+def _sm90_matmul(a, b):
+    """a @ b (a (..., M, K), b (K, N)) through _sm90 with the leading dims of a C-contiguous a flattened; b
+    row-major takes the "nn" instances, a transposed row-major weight (b.T C-contiguous rows) the "tn" ones."""
+    if a.ndim > 2 and not a.flags.c_contiguous:
+        return None
+    a2 = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+    if b.shape[1] == 1 or b.strides[1] == b.itemsize:
+        y = _sm90(a2, b, "nn")
+    elif b.shape[0] == 1 or b.strides[0] == b.itemsize:
+        y = _sm90(a2, b.T, "tn")
+    else:
+        return None
+    return None if y is None else y.reshape(a.shape[:-1] + (b.shape[1],))
+
+
 def matmul(a, b):
     """Matrix product of two CuPy arrays of one dtype (already promoted).
 
-    cuBLASLt (gpk_array._kernels.blas) where CuPy's cuBLAS cannot serve: inside a CUDA-graph capture, for TF32,
-    and for a scheduler context's SM share. Otherwise CuPy's cuBLAS call, whose host overhead per call is lower
-    than the ctypes path's (measured on the H200: the same kernels, 26 us against 41 us per 1024x768x3072 call)."""
+    float16/bfloat16 with a 2-D b on a CC 9.0 device: our CUTLASS SM90 instances where they cover the problem
+    and beat cuBLAS. cuBLASLt (gpk_array._kernels.blas) where CuPy's cuBLAS cannot serve: inside a CUDA-graph
+    capture, for TF32, and for a scheduler context's SM share. Otherwise CuPy's cuBLAS call, whose host overhead
+    per call is lower than the ctypes path's (measured on the H200: the same kernels, 26 us against 41 us per
+    1024x768x3072 call)."""
     import cupy
+    if a.ndim >= 2 and b.ndim == 2 and a.dtype.itemsize == 2 and not _sm90_off:
+        y = _sm90_matmul(a, b)
+        if y is not None:
+            return y
     if GEMM_CUTLASS and a.ndim >= 2 and b.ndim == 2 and (a.ndim == 2 or a.flags.c_contiguous):
         y = _cutlass_tn(a.reshape(-1, a.shape[-1]), b.T)
         if y is not None:
@@ -164,6 +221,10 @@ def linear(x2d, w, bias, activation):
     with the bias/activation epilogue; None when neither covers it (then gpk_array/_ops/nn.py's plain code runs)."""
     if x2d.shape[0] <= 8 and x2d.dtype.itemsize <= 4:
         y = _nn.gemv(x2d, w, bias, activation)
+        if y is not None:
+            return y
+    if bias is None and activation is None and x2d.dtype.itemsize == 2 and not _sm90_off:
+        y = _sm90(x2d, w, "tn")
         if y is not None:
             return y
     if GEMM_CUTLASS and activation is None:

@@ -1,5 +1,18 @@
-"""CUTLASS SM80 GEMMs (mma.sync + cp.async, CUTLASS 2.x ``GemmUniversal``), compiled by the loader, launched from
-Python on the current CuPy stream.
+"""The CUTLASS GEMM registry and its selection rules: SM90 instances (wgmma + TMA, the default on CC 9.0 devices
+where the rule below says they beat cuBLAS) and SM80 instances (mma.sync + cp.async, CUTLASS 2.x ``GemmUniversal``,
+opt-in), launched from Python on the current CuPy stream.
+
+SM90 (``select_sm90``, ``gemm_sm90``; instances and launch in ``cutlass/launch_sm90.py``): float16 / bfloat16,
+layouts "nn" (``a @ b``, b (K, N) row-major) and "tn" (``x @ w.T``, w (N, K) row-major), keys
+``gemm/<f16|bf16>/<nn|tn>/<ppt|coopt>/sm90``. Shape rule (``sm90_family``), from the H200 sweep of
+``python -m benchmarks.cutlass_sm90_bench --sweep`` (benchmarks/results/h200_2026-11-30_s5_sm90_sweep_4092c4f.*,
+same-run cuBLAS): cuBLAS when M*N*K >= SM90_MAX_WORK (8192^3: ours 0.82-0.97x) or when the problem has fewer than
+SM90_FEW_TILES 128x128 output tiles and K >= SM90_LONG_K (cuBLAS splits K there; ours 0.92-1.13x at M <= 128,
+K = 3072, N = 768); "coopt" (cooperative 256x128x64) when M and N are both at least SM90_BIG_MN (4096^3: 1.02-1.23x),
+else "ppt" (ping-pong 128x128x64: 1.2-1.4x at GPT-2's M = 8192 shapes, 1.5-2x at 512-2048). ``forced=True`` (the
+``GPK_GEMM=cutlass`` checking mode) drops the two cuBLAS cases.
+
+SM80, the rest of this docstring:
 
 They compute ``D (M, N) = alpha * X (M, K) @ W (N, K)^T + beta * C (M, N)`` in float16 or bfloat16 with float32
 accumulation: the layout of ``torch.nn.functional.linear`` ("tn": X and W both K-contiguous). The instances are the
@@ -277,3 +290,56 @@ def linear_tn(x, w, out=None, alpha=1.0, beta=0.0, c=None, key=None):
                           (x.data.ptr, w.data.ptr, ptr_c, out.data.ptr))
     loader.launch(fn, la.grid, la.block, (arg,), shared_mem=la.shared_mem)
     return out
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# SM90
+
+SM90_LAYOUTS = ("nn", "tn")
+SM90_MAX_WORK = 1 << 38
+SM90_FEW_TILES = 32
+SM90_LONG_K = 2048
+SM90_BIG_MN = 4096
+
+
+def sm90_family(m: int, n: int, k: int, forced: bool = False) -> str | None:
+    """The SM90 family for an (M, N, K) problem, or None where cuBLAS is faster (see the module docstring)."""
+    if not forced:
+        if m * n * k >= SM90_MAX_WORK:
+            return None
+        if -(-m // 128) * -(-n // 128) < SM90_FEW_TILES and k >= SM90_LONG_K:
+            return None
+    return "coopt" if m >= SM90_BIG_MN and n >= SM90_BIG_MN else "ppt"
+
+
+def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False) -> str | None:
+    """The registry key of the SM90 instance for the problem (D (m, n) = A (m, k) @ B in ``layout``), or None."""
+    dt = dtype_name(dtype)
+    if dt is None or layout not in SM90_LAYOUTS or min(m, n, k) <= 0:
+        return None
+    fam = sm90_family(m, n, k, forced)
+    return None if fam is None else f"gemm/{dt}/{layout}/{fam}/sm90"
+
+
+_sm90 = None
+
+
+def gemm_sm90(x, w, layout: str, forced: bool = False):
+    """``x @ w`` (layout "nn": w (K, N)) or ``x @ w.T`` (layout "tn": w (N, K)) for 2-D CuPy arrays of one dtype
+    (float16 or bfloat16) with contiguous rows, through the SM90 instance ``select_sm90`` picks, into a new (M, N)
+    array; None where no instance covers the problem (the caller uses cuBLAS). Needs a CC 9.0 device (the caller
+    checks); raises launch_sm90.CutlassUnavailable where the instance can be neither loaded nor built."""
+    global _sm90
+    if x.dtype != w.dtype:
+        return None
+    m, k = x.shape
+    n = w.shape[1] if layout == "nn" else w.shape[0]
+    key = select_sm90(x.dtype, layout, m, n, k, forced)
+    if key is None:
+        return None
+    if _sm90 is None:
+        from .cutlass import launch_sm90
+        _sm90 = launch_sm90
+    import cupy
+    out = cupy.empty((m, n), dtype=x.dtype)
+    return out if _sm90.gemm_into(key, x, w, out) else None

@@ -3,7 +3,8 @@
  * NVIDIA's cuda.h when one is found (-DGPK_REAL_HEADER), so the prototypes must match the real ones.
  * Instead of a real descriptor it writes its arguments into the 128 bytes, little-endian:
  * u32 dtype, u32 rank, u64 address, u64 dims[3], u64 strides[2], u32 box[3], u32 elem_strides[3],
- * u32 interleave, swizzle, l2_promotion, oob_fill; then zeros. Rank above 3 is refused. */
+ * u32 interleave, swizzle, l2_promotion, oob_fill; then zeros. Rank above 3 is refused.
+ * cuTensorMapReplaceAddress rewrites the address field of such a record (misaligned: refused). */
 #include <stdint.h>
 #include <string.h>
 
@@ -45,5 +46,12 @@ CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType dt
   for (uint32_t i = 0; i < 3; ++i) { u32[i] = i < rank ? box[i] : 0; u32[3 + i] = i < rank ? estr[i] : 0; }
   u32[6] = (uint32_t)il; u32[7] = (uint32_t)sw; u32[8] = (uint32_t)l2; u32[9] = (uint32_t)oob;
   memcpy(p + 56, u32, 40);
+  return (CUresult)0;
+}
+
+CUresult CUDAAPI cuTensorMapReplaceAddress(CUtensorMap* map, void* addr) {
+  uint64_t a = (uint64_t)(uintptr_t)addr;
+  if (((uintptr_t)map & 63) || (a & 15)) return (CUresult)1;
+  memcpy((unsigned char*)map + 8, &a, 8);
   return (CUresult)0;
 }

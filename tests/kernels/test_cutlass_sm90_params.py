@@ -447,8 +447,25 @@ def test_cubin_key_ignores_runtime_versions_and_names_the_arch(tmp_path, monkeyp
     assert p.parent == tmp_path / "sm_90a" and p.suffix == ".cubin"
     assert L.cubin_key("gemm/f16/tn/large/sm90") != L.cubin_key("gemm/bf16/tn/large/sm90")
     monkeypatch.setattr(L, "cutlass_include_dir", lambda: None)
+    assert L.build("gemm/f16/tn/large/sm90")["path"] == str(L.shipped_path("gemm/f16/tn/large/sm90"))
+    monkeypatch.setattr(L, "SHIPPED_DIR", tmp_path / "none")    # nothing shipped, nothing cached, no headers
     with pytest.raises(L.CutlassUnavailable, match="prebuild"):
         L.build("gemm/f16/tn/large/sm90")
+
+
+@pytest.mark.parametrize("key", [e["key"] for e in SM90])
+def test_shipped_cubin_matches_the_instance(key):
+    """The package ships every SM90 instance's cubin under the hash of its current .cu text, flags and CUTLASS
+    version (a changed instance without a rebuilt cubin fails here): `launch_sm90 --ship` after a change."""
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    p = L.shipped_path(key)
+    assert p.is_file(), f"{key}: no shipped cubin {p.name}: run python -m gpk_array._kernels.cutlass.launch_sm90 --ship"
+    cubin = p.read_bytes()
+    assert cubin[:4] == b"\x7fELF"
+    assert S.instance(key)["kernel"] in loader.cubin_symbols(cubin)
+    names = {L.shipped_path(e["key"]).name for e in SM90}
+    assert {q.name for q in L.SHIPPED_DIR.glob("*.cubin")} == names     # nothing stale shipped
 
 
 @pytest.fixture
@@ -505,6 +522,23 @@ def test_real_encoder_path_through_ctypes(entry, tma_stub):
         assert mine == gold, g["case"]
     with pytest.raises(tma_stub.TmaError, match="CUDA_ERROR_INVALID_VALUE"):   # the stub refuses rank 4
         tma_stub.encode_tiled(bytearray(128), 0, 1, 4, 0x1000, [1] * 4, [16] * 3, [1] * 4, [1] * 4, 0, 0, 0, 0)
+
+
+@pytest.mark.parametrize("entry", SM90, ids=[e["key"] for e in SM90])
+def test_set_pointers_equals_a_fresh_build(entry, tma_stub):
+    """A Params buffer built for one pointer set and re-pointed with set_pointers (cuTensorMapReplaceAddress
+    for descriptors, stores for the direct epilogue's C/D) is byte for byte the buffer built for the new set."""
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    m, n, k = 1000, 3072, 768
+    old = (0x7000_0000, 0x7100_0000, 0x7200_0000, 0x7200_0000)
+    new = (0x9000_0100, 0x9100_0010, 0x9200_0400, 0x9200_0400)
+    la = S.build_sm90_launch(entry, m, n, k, *old, sm_count=132)
+    fresh = S.build_sm90_launch(entry, m, n, k, *new, sm_count=132)
+    raw, kp, _ = L._packed(la)
+    L.set_pointers(entry, kp[0], new)
+    assert ctypes.string_at(kp[0], len(fresh.params)) == bytes(fresh.params)
+    with pytest.raises(tma_stub.TmaError, match="ReplaceAddress"):      # the stub refuses a misaligned address
+        L.set_pointers(entry, kp[0], (0x9000_0102,) + new[1:])
 
 
 @pytest.fixture

@@ -136,8 +136,9 @@ def test_loader_builds_an_sm80_instance_for_sm90(backend, monkeypatch, tmp_path)
 
 
 def test_gpk_gemm_switch_is_read_at_import():
-    code = "import gpk_array._gpu as g; print(g.GEMM_CUTLASS)"
-    for value, want in (("cutlass", "True"), ("CUTLASS ", "True"), ("cublas", "False"), ("", "False")):
+    code = "import gpk_array._gpu as g; print(g.GEMM_MODE, g.GEMM_CUTLASS, g._sm90_off)"
+    for value, want in (("cutlass", "cutlass True False"), ("CUTLASS ", "cutlass True False"),
+                        ("cublas", "cublas False True"), ("", "auto False False"), ("auto", "auto False False")):
         env = dict(os.environ, GPK_GEMM=value, GPK_DEVICE="cpu")
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=str(ROOT),
                            timeout=120, check=False)
@@ -147,9 +148,28 @@ def test_gpk_gemm_switch_is_read_at_import():
 
 def test_gpk_gemm_switch_values():
     from gpk_array import _gpu
-    assert _gpu._gemm_switch("cutlass") and not _gpu._gemm_switch(None) and not _gpu._gemm_switch("default")
+    assert _gpu._gemm_mode("cutlass") == "cutlass" and _gpu._gemm_mode(None) == "auto"
+    assert _gpu._gemm_mode("default") == "auto" and _gpu._gemm_mode(" cuBLAS") == "cublas"
     with pytest.warns(UserWarning, match="GPK_GEMM"):
-        assert not _gpu._gemm_switch("cutlas")
+        assert _gpu._gemm_mode("cutlas") == "auto"
+
+
+@pytest.mark.parametrize("m, n, k, fam", [
+    (8192, 3072, 768, "ppt"), (8192, 768, 3072, "ppt"), (1, 3072, 768, "ppt"), (4096, 4096, 4096, "coopt"),
+    (8192, 8192, 8192, None), (4096, 8192, 8192, None), (128, 768, 3072, None), (1024, 768, 3072, "ppt"),
+    (1000, 1000, 1000, "ppt"), (4096, 1024, 4096, "ppt")])
+def test_sm90_shape_rule(m, n, k, fam):
+    assert gemm.sm90_family(m, n, k) == fam
+    assert gemm.sm90_family(m, n, k, forced=True) in ("ppt", "coopt")
+    key = gemm.select_sm90("float16", "nn", m, n, k)
+    assert key == (None if fam is None else f"gemm/f16/nn/{fam}/sm90")
+    if key is not None:
+        from gpk_array._kernels.cutlass import params_sm90 as P
+        assert P.instance(key)["arch"] == 90          # every key the rule makes is a real instance
+        assert P.instance(key.replace("/nn/", "/tn/").replace("f16", "bf16"))["arch"] == 90
+    assert gemm.select_sm90("float32", "nn", m, n, k) is None
+    assert gemm.select_sm90("float16", "nt", m, n, k) is None
+    assert gemm.select_sm90("float16", "nn", 0, n, k) is None
 
 
 def test_cutlass_instances_try_nvcc_then_nvrtc(monkeypatch, tmp_path):

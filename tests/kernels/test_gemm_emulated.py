@@ -186,6 +186,7 @@ def test_refused_before_any_launch(emu, dt):
 def test_gpu_dispatch_routes_when_switched_on(emu, dt, monkeypatch):
     from gpk_array import _gpu
     monkeypatch.setattr(_gpu, "GEMM_CUTLASS", True)
+    monkeypatch.setattr(_gpu, "_sm90_off", True)       # the SM80 instances, not the SM90 ones the arch would take
     cp = emu.cupy
     rng = np.random.default_rng(3)
     a = cp.asarray(_rand(rng, (2, 12, 64), dt))

@@ -33,6 +33,7 @@ from .. import loader
 from . import params_sm90 as P
 
 KDIR = Path(__file__).resolve().parent
+SHIPPED_DIR = KDIR / "cubin"
 ARCH = "90a"
 # CUTLASS's flags (MANIFEST settings.compile_flags) minus -std=c++17, which the loader always adds
 _NVCC_FLAGS = ("--expt-relaxed-constexpr", "-DNDEBUG", "-O3")
@@ -110,14 +111,23 @@ def cubin_path(key: str, arch: str = ARCH) -> Path:
     return loader.cache_path(cubin_key(key, arch), arch)
 
 
+def shipped_path(key: str, arch: str = ARCH) -> Path:
+    """Where the package ships the instance's prebuilt cubin (``cutlass/cubin/<cubin_key>.cubin``): the
+    name holds the hash of the .cu text, flags and CUTLASS version, so a changed instance never loads a
+    stale cubin (it is then built into the cache as before). ``--ship`` writes them."""
+    return SHIPPED_DIR / f"{cubin_key(key, arch)}.cubin"
+
+
 def build(key: str, arch: str = ARCH, backend: str | None = None, force: bool = False) -> dict:
     """Make sure the instance's cubin is in the disk cache (no GPU needed). Returns
     {"key", "path", "cached", "seconds", "backend"}."""
     e = _entry(key)
     path = cubin_path(key, arch)
     t0 = time.perf_counter()
-    if path.is_file() and not force:
-        return {"key": key, "path": str(path), "cached": True, "seconds": 0.0, "backend": None}
+    if not force:
+        for p in (shipped_path(key, arch), path):
+            if p.is_file():
+                return {"key": key, "path": str(p), "cached": True, "seconds": 0.0, "backend": None}
     inc = cutlass_include_dir()
     if inc is None:
         raise CutlassUnavailable(
@@ -369,6 +379,90 @@ def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster):
     return out
 
 
+# ---- repeated calls (the namespace's path, gpk_array/_kernels/gemm.py): one dict lookup, one driver call -------
+_calls: dict = {}       # (key, pointers, shapes, strides, device, stream) -> (driver entry point, its args, keep-alive)
+_templates: dict = {}   # (key, m, n, k, lda, ldb, ldd, sm_count, device) -> LaunchArgs encoded for other pointers
+_CALLS_MAX = 1024
+
+
+def set_pointers(entry: dict, params_addr: int, ptrs: tuple[int, int, int, int]) -> None:
+    """Point a Params buffer (at host address ``params_addr``, 128-byte aligned) built for other operands of
+    the same shapes and strides at new ones (A, B, C, D): each TMA descriptor through
+    ``cuTensorMapReplaceAddress``, the direct-store epilogue's C and D pointers by value. Every other byte
+    (shapes, strides, boxes, scheduler) depends on the shapes only, so the result equals a fresh build."""
+    from . import tma
+    hp = entry["host_params"]
+    for name, ptr in zip("ABCD", ptrs):
+        off = hp["descriptors"].get(name)
+        if off is not None:
+            tma.replace_address(params_addr + off, ptr)
+        else:
+            field = hp["offsets"].get(f"epilogue.ptr_{name}")
+            if field is not None:
+                ctypes.c_uint64.from_address(params_addr + field).value = ptr
+
+
+def _call_entry(key, x, w, out, dev, stream):
+    e = _entry(key)
+    m, k = x.shape
+    n = out.shape[1]
+    try:
+        lda, ldb, ldd = _rows(x, "x"), _rows(w, "w"), _rows(out, "out")
+    except ValueError:
+        return None
+    ptrs = (x.data.ptr, w.data.ptr, out.data.ptr, out.data.ptr)
+    sms = loader.sm_count(dev)
+    if P.sm90_unsupported(e, m, n, k, lda, ldb, ldd, ldd, ptrs, sms):
+        return None
+    _, handle, _ = get_function(key)
+    tk = (key, m, n, k, lda, ldb, ldd, sms, dev)
+    la = _templates.get(tk)
+    if la is None:
+        la = P.build_sm90_launch(e, m, n, k, *ptrs, lda, ldb, ldd, ldd, 1.0, 0.0, sm_count=sms, device_id=dev)
+        raw, kp, cfg = _packed(la)
+        if len(_templates) >= _CALLS_MAX:
+            _templates.clear()
+        _templates[tk] = la
+    else:
+        raw, kp, cfg = _packed(la)
+        set_pointers(e, kp[0], ptrs)
+    if cfg is None:
+        g, b = la.grid, la.block
+        hit = (_lib().cuLaunchKernel, (handle, g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem, stream, kp, None),
+               raw)
+    else:
+        cfg.hStream = stream
+        hit = (_lib().cuLaunchKernelEx, (ctypes.byref(cfg), handle, kp, None), (raw, cfg))
+    return hit
+
+
+def gemm_into(key: str, x, w, out) -> bool:
+    """``out = x @ op(w)`` (alpha 1, beta 0) with instance ``key`` on the current CuPy stream, for repeated
+    calls: the launch (Params, descriptors, the driver call's arguments) is cached per operand pointers,
+    shapes, strides, device and stream; a new pointer set of known shapes patches a cached Params
+    (``set_pointers``) instead of encoding it again. x (M, K); w as the instance's layout stores B ((N, K)
+    for "tn", (K, N) for "nn"); out (M, N), all of the instance's dtype (not checked here: the caller's
+    selection did). Returns False, launching nothing, where the instance cannot run these operands
+    (``params_sm90.sm90_unsupported``: alignment, strides, sizes)."""
+    import cupy
+    dev = cupy.cuda.runtime.getDevice()
+    stream = cupy.cuda.get_current_stream().ptr
+    ck = (key, x.data.ptr, w.data.ptr, out.data.ptr, x.shape, w.shape, out.shape, x.strides, w.strides,
+          out.strides, dev, stream)
+    hit = _calls.get(ck)
+    if hit is None:
+        hit = _call_entry(key, x, w, out, dev, stream)
+        if hit is None:
+            return False
+        if len(_calls) >= _CALLS_MAX:
+            _calls.clear()
+        _calls[ck] = hit
+    rc = hit[0](*hit[1])
+    if rc:
+        _check(rc, f"launch of {key}")
+    return True
+
+
 def instance_keys() -> list[str]:
     """Registry keys of every launchable SM90 instance in the manifest."""
     return [e["key"] for e in P.load_manifest()["instances"]
@@ -382,12 +476,31 @@ def _main(argv=None) -> int:
     ap.add_argument("--force", action="store_true")
     ap.add_argument("--backend", choices=["nvcc", "nvrtc"], default=None)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--ship", action="store_true",
+                    help="copy every instance's cubin (built first where missing) into cutlass/cubin/, the "
+                         "package's shipped set, and remove shipped cubins no instance names any more")
     args = ap.parse_args(argv)
     keys = instance_keys()
+    if args.ship:
+        import shutil
+        SHIPPED_DIR.mkdir(exist_ok=True)
+        keep = set()
+        for k in keys:
+            info = build(k, backend=args.backend, force=args.force)
+            dst = shipped_path(k)
+            keep.add(dst.name)
+            if Path(info["path"]) != dst:
+                shutil.copyfile(info["path"], dst)
+            print(f"{k}: shipped {dst.name}")
+        for old in SHIPPED_DIR.glob("*.cubin"):
+            if old.name not in keep:
+                old.unlink()
+                print(f"removed stale {old.name}")
+        return 0
     if not args.prebuild:
         for k in keys:
-            p = cubin_path(k)
-            print(f"{k}: {p} {'present' if p.is_file() else 'missing'}")
+            p, q = shipped_path(k), cubin_path(k)
+            print(f"{k}: {'shipped' if p.is_file() else (str(q) + (' present' if q.is_file() else ' missing'))}")
         return 0
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(max(1, args.jobs)) as ex:

@@ -61,10 +61,15 @@ def _bind(lib):
     lib.cuInit.argtypes = [ctypes.c_uint]
     lib.cuGetErrorName.restype = ctypes.c_int
     lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    replace = getattr(lib, "cuTensorMapReplaceAddress", None)
+    if replace is not None:
+        replace.restype = ctypes.c_int
+        replace.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     rc = lib.cuInit(0)
     if rc:
         raise TmaError(f"gpk_array: cuInit failed ({_error_name(lib, rc)})")
     _state["lib"] = lib
+    _state["replace"] = replace
     _state["fn"] = fn
     return fn
 
@@ -113,3 +118,17 @@ def encode_tiled(out: bytearray, offset: int, data_type: int, rank: int, address
                        f"(data_type {data_type}, rank {rank}, address {address:#x}, dims {list(dims)}, "
                        f"strides {list(strides)}, box {list(box)}, swizzle {swizzle})")
     out[offset:offset + DESCRIPTOR_BYTES] = ctypes.string_at(dst, DESCRIPTOR_BYTES)
+
+
+def replace_address(descriptor: int, address: int) -> None:
+    """cuTensorMapReplaceAddress: point the encoded descriptor at host address ``descriptor`` (64-byte aligned,
+    inside a Params buffer) at a new global ``address``, which must meet the alignment of the original
+    encode (16 bytes here). Everything else the descriptor holds (dims, strides, box, swizzle) stays."""
+    _driver()
+    replace = _state.get("replace")
+    if replace is None:
+        raise TmaError("gpk_array: this CUDA driver has no cuTensorMapReplaceAddress (CUDA 12.0+)")
+    rc = replace(descriptor, address)
+    if rc:
+        raise TmaError(f"gpk_array: cuTensorMapReplaceAddress failed: {_error_name(_state['lib'], rc)} "
+                       f"(address {address:#x})")
