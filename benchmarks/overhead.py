@@ -37,7 +37,11 @@ def run(device=None):
         ra, rb = a._data, b._data
         idx = xp.asarray(np.arange(0, 1000, 7), device=dev)
         ridx = idx._data
+        ha = xp.astype(xp.reshape(a[:576], (24, 24)), xp.float16)
+        hb = xp.astype(xp.reshape(b[:576], (24, 24)), xp.float16)
+        rha, rhb = ha._data, hb._data
         cases = [
+            ("matmul f16 24^2", lambda: ha @ hb, lambda: base.matmul(rha, rhb)),
             ("add", lambda: xp.add(a, b), lambda: base.add(ra, rb)),
             ("a + b", lambda: a + b, lambda: ra + rb),
             ("a * 2.0", lambda: a * 2.0, lambda: ra * 2.0),

@@ -33,6 +33,8 @@ back to plain CuPy code when a name is absent or returns None.
 
 import os
 
+import numpy as np
+
 from ._kernels import elementwise as _ew
 from ._kernels._common import dtype_code as _dtype_code
 from ._kernels import nn as _nn
@@ -149,18 +151,18 @@ _sm90_off = GEMM_MODE == "cublas"
 def _sm90(x2d, w, layout):
     """x2d @ w ("nn") or x2d @ w.T ("tn") through gpk_array._kernels.gemm's SM90 instances, or None (not a
     CC 9.0 device, not covered, cuBLAS faster, inside a paced sched context, or the instances unavailable)."""
-    global _sm90_off
+    global _sm90_off, _gemm
     if _sm90_off or x2d.dtype.itemsize != 2 or x2d.strides[1] != 2 or _sm_target():
         return None
-    from ._kernels import loader
-    if loader.device_arch() != "90":
-        return None
-    global _gemm
     if _gemm is None:
         from ._kernels import gemm
         _gemm = gemm
+    import cupy
+    dev = cupy.cuda.runtime.getDevice()
+    if not _gemm.sm90_device(dev):
+        return None
     try:
-        return _gemm.gemm_sm90(x2d, w, layout, forced=GEMM_MODE == "cutlass")
+        return _gemm.gemm_sm90(x2d, w, layout, forced=GEMM_MODE == "cutlass", device=dev)
     except Exception as e:  # no cubin and nothing to build it with: cuBLAS from now on
         from ._kernels.cutlass.launch_sm90 import CutlassUnavailable
         from ._kernels.cutlass.tma import TmaError
@@ -188,6 +190,14 @@ def _sm90_matmul(a, b):
     return None if y is None else y.reshape(a.shape[:-1] + (b.shape[1],))
 
 
+def _bits_contiguous(x):
+    """x, C-contiguous: a copy of its 16-bit elements' bits where it is not (for dtypes CuPy cannot copy)."""
+    if x.flags.c_contiguous:
+        return x
+    import cupy
+    return cupy.ascontiguousarray(x.view(cupy.uint16)).view(x.dtype)
+
+
 def matmul(a, b):
     """Matrix product of two CuPy arrays of one dtype (already promoted).
 
@@ -205,6 +215,8 @@ def matmul(a, b):
         y = _cutlass_tn(a.reshape(-1, a.shape[-1]), b.T)
         if y is not None:
             return y.reshape(a.shape[:-1] + (b.shape[1],))
+    if a.dtype.name == "bfloat16":   # CuPy's own copy kernels do not know bfloat16: copy its bits as uint16
+        a, b = _bits_contiguous(a), _bits_contiguous(b)
     blas = _get_blas()
     if blas and a.ndim >= 2 and b.ndim >= 2:
         use_tf32 = tf32() and a.dtype == cupy.float32
@@ -214,6 +226,25 @@ def matmul(a, b):
             if y is not None:
                 return y
     return cupy.matmul(a, b)
+
+
+def tensordot(a, b, axes):
+    """``cupy.tensordot(a, b, axes)`` (axes: two lists of the contracted axes, validated by the caller), for
+    float16/bfloat16 as one ``matmul`` of the operands moved and reshaped to (M, K) @ (K, N), so the SM90
+    instances serve it; other dtypes through CuPy."""
+    import cupy
+    if a.dtype.itemsize != 2 or a.dtype.kind not in "fV" or b.dtype != a.dtype:
+        return cupy.tensordot(a, b, axes=axes)
+    ka = [i % a.ndim for i in axes[0]]
+    kb = [j % b.ndim for j in axes[1]]
+    free_a = [i for i in range(a.ndim) if i not in ka]
+    free_b = [j for j in range(b.ndim) if j not in kb]
+    m = int(np.prod([a.shape[i] for i in free_a], dtype=np.int64))
+    k = int(np.prod([a.shape[i] for i in ka], dtype=np.int64))
+    n = int(np.prod([b.shape[j] for j in free_b], dtype=np.int64))
+    a2 = _bits_contiguous(a.transpose(free_a + ka)).reshape(m, k)
+    b2 = _bits_contiguous(b.transpose(kb + free_b)).reshape(k, n)
+    return matmul(a2, b2).reshape([a.shape[i] for i in free_a] + [b.shape[j] for j in free_b])
 
 
 def linear(x2d, w, bias, activation):

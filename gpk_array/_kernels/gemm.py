@@ -322,9 +322,18 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 
 
 _sm90 = None
+_sm90_devices: dict = {}
 
 
-def gemm_sm90(x, w, layout: str, forced: bool = False):
+def sm90_device(device_id: int) -> bool:
+    """Whether the SM90 instances (sm_90a cubins) run on this device: compute capability 9.0 exactly."""
+    ok = _sm90_devices.get(device_id)
+    if ok is None:
+        ok = _sm90_devices[device_id] = loader.device_arch(device_id) == "90"
+    return ok
+
+
+def gemm_sm90(x, w, layout: str, forced: bool = False, device: int | None = None):
     """``x @ w`` (layout "nn": w (K, N)) or ``x @ w.T`` (layout "tn": w (N, K)) for 2-D CuPy arrays of one dtype
     (float16 or bfloat16) with contiguous rows, through the SM90 instance ``select_sm90`` picks, into a new (M, N)
     array; None where no instance covers the problem (the caller uses cuBLAS). Needs a CC 9.0 device (the caller
@@ -342,4 +351,4 @@ def gemm_sm90(x, w, layout: str, forced: bool = False):
         _sm90 = launch_sm90
     import cupy
     out = cupy.empty((m, n), dtype=x.dtype)
-    return out if _sm90.gemm_into(key, x, w, out) else None
+    return out if _sm90.gemm_into(key, x, w, out, device) else None

@@ -55,6 +55,9 @@ def tensordot(x1, x2, /, *, axes=2):
             raise ValueError(f"shape mismatch for contraction: {a.shape}[{i}] != {b.shape}[{j}]")
     if not ax[0]:  # no contraction: the outer product (CuPy refuses zero-dimensional operands here)
         return new(a.reshape(a.shape + (1,) * b.ndim) * b, dev)
+    if dev.kind == "cuda":
+        from .._gpu import tensordot as gpu_tensordot
+        return new(gpu_tensordot(a, b, ax), dev)
     return new(dev.xp.tensordot(a, b, axes=ax), dev)
 
 

@@ -37,9 +37,9 @@ def spy(L, monkeypatch):
     seen = {"calls": 0, "ran": 0, "keys": []}
     real = L.gemm_into
 
-    def wrapped(key, x, w, out):
+    def wrapped(key, x, w, out, device=None):
         seen["calls"] += 1
-        ok = real(key, x, w, out)
+        ok = real(key, x, w, out, device)
         seen["ran"] += ok
         seen["keys"].append(key)
         return ok
@@ -158,3 +158,19 @@ def test_other_stream_and_cuda_graph(spy, dt):
     g.launch(stream=s)
     s.synchronize()
     _check(y._data, _f64(a._data) @ _f64(b._data), dt)
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
+def test_tensordot_is_one_matmul(spy, dt):
+    import gpk_array as xp
+    rng = np.random.default_rng(13)
+    a, b, c = _xp_arrays(rng, dt, (4, 32, 768), (768, 2304), (32, 768, 24))
+    y = xp.tensordot(a, b, axes=1)
+    assert spy["ran"] == 1 and y.shape == (4, 32, 2304)
+    _check(y._data, np.tensordot(_f64(a._data), _f64(b._data), axes=1), dt)
+    y = xp.tensordot(a, c, axes=([1, 2], [0, 1]))       # (4, 24576) @ (24576, 24): K long, few tiles: cuBLAS
+    _check(y._data, np.tensordot(_f64(a._data), _f64(c._data), axes=([1, 2], [0, 1])), dt)
+    y = xp.tensordot(c, a, axes=([0, 1], [1, 2]))       # moved axes: copies, then (24, K) @ (K, 4)
+    _check(y._data, np.tensordot(_f64(c._data), _f64(a._data), axes=([0, 1], [1, 2])), dt)
+    y = xp.tensordot(a, b, axes=([-1], [-2]))
+    _check(y._data, np.tensordot(_f64(a._data), _f64(b._data), axes=([-1], [-2])), dt)

@@ -436,16 +436,17 @@ def _call_entry(key, x, w, out, dev, stream):
     return hit
 
 
-def gemm_into(key: str, x, w, out) -> bool:
+def gemm_into(key: str, x, w, out, device: int | None = None) -> bool:
     """``out = x @ op(w)`` (alpha 1, beta 0) with instance ``key`` on the current CuPy stream, for repeated
     calls: the launch (Params, descriptors, the driver call's arguments) is cached per operand pointers,
     shapes, strides, device and stream; a new pointer set of known shapes patches a cached Params
     (``set_pointers``) instead of encoding it again. x (M, K); w as the instance's layout stores B ((N, K)
     for "tn", (K, N) for "nn"); out (M, N), all of the instance's dtype (not checked here: the caller's
     selection did). Returns False, launching nothing, where the instance cannot run these operands
-    (``params_sm90.sm90_unsupported``: alignment, strides, sizes)."""
+    (``params_sm90.sm90_unsupported``: alignment, strides, sizes). ``device``: the current device's id, if the
+    caller has it."""
     import cupy
-    dev = cupy.cuda.runtime.getDevice()
+    dev = cupy.cuda.runtime.getDevice() if device is None else device
     stream = cupy.cuda.get_current_stream().ptr
     ck = (key, x.data.ptr, w.data.ptr, out.data.ptr, x.shape, w.shape, out.shape, x.strides, w.strides,
           out.strides, dev, stream)
