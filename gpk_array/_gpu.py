@@ -67,6 +67,9 @@ def _gemm_mode(value):
 
 
 GEMM_MODE = _gemm_mode(os.environ.get("GPK_GEMM"))
+# matmul through cuBLASLt before CuPy's cuBLAS call (same kernels; less host time per call since blas.py's calls
+# are prepared once per pointer set): GPK_GEMM_LT=0 turns it off
+LT_FIRST = os.environ.get("GPK_GEMM_LT", "1") != "0"
 # GPK_GEMM=cutlass on devices other than CC 9.0: f16/bf16 GEMMs of the "x @ w.T" layout through the SM80 instances
 GEMM_CUTLASS = GEMM_MODE == "cutlass"
 
@@ -202,10 +205,9 @@ def matmul(a, b):
     """Matrix product of two CuPy arrays of one dtype (already promoted).
 
     float16/bfloat16 with a 2-D b on a CC 9.0 device: our CUTLASS SM90 instances where they cover the problem
-    and beat cuBLAS. cuBLASLt (gpk_array._kernels.blas) where CuPy's cuBLAS cannot serve: inside a CUDA-graph
-    capture, for TF32, and for a scheduler context's SM share. Otherwise CuPy's cuBLAS call, whose host overhead
-    per call is lower than the ctypes path's (measured on the H200: the same kernels, 26 us against 41 us per
-    1024x768x3072 call)."""
+    and beat cuBLAS. Then cuBLASLt (gpk_array._kernels.blas: the kernels cuBLAS picks, a repeated call prepared
+    in one dict lookup, less host time than CuPy's cuBLAS call; LT_FIRST) for the float dtypes and layouts it
+    takes, which also serves CUDA-graph captures, TF32 and a scheduler context's SM share; else CuPy."""
     import cupy
     if a.ndim >= 2 and b.ndim == 2 and a.dtype.itemsize == 2 and not _sm90_off:
         y = _sm90_matmul(a, b)
@@ -221,7 +223,7 @@ def matmul(a, b):
     if blas and a.ndim >= 2 and b.ndim >= 2:
         use_tf32 = tf32() and a.dtype == cupy.float32
         sm = _sm_target()
-        if use_tf32 or sm or _capturing():
+        if LT_FIRST or use_tf32 or sm or _capturing():
             y = blas.matmul(a, b, tf32=use_tf32, sm_target=sm)
             if y is not None:
                 return y

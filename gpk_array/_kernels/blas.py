@@ -299,6 +299,8 @@ def _set(fn, obj, attr, value):
 _handles = {}      # device id -> cublasLtHandle_t
 _workspaces = {}   # (device id, stream ptr) -> cupy.cuda.Memory
 _plans = {}        # key -> _Entry, or None when cuBLASLt has no algorithm
+_calls = {}        # (plan, pointers, epilogue, types, sm target, stream, device) -> (cublasLtMatmul's args, _Entry)
+_checked = {}      # matmul/linear operand metadata -> what their checks concluded (see _matmul_prep, _linear_prep)
 
 
 def _handle(lib, dev):
@@ -323,6 +325,7 @@ class _Entry:
 
     def __init__(self, lib):
         self.lib, self.desc, self.layouts, self.pref = lib, None, [], None
+        self.bias_ptr = 0   # the descriptor's bias pointer attribute as last set
 
     def destroy(self):
         for lay in self.layouts:
@@ -392,7 +395,32 @@ def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns, sm_target=0, n_
 
 
 def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
-    """Look up (or build) the key's entry and launch; False when cuBLASLt has no algorithm for it."""
+    """Launch a repeated call from ``_calls`` (one dict lookup, then cublasLtMatmul with its arguments prepared,
+    the bias pointer set first where it changed), else ``_run_new``; False when cuBLASLt has no algorithm."""
+    import cupy
+    dev = cupy.cuda.runtime.getDevice()
+    stream = cupy.cuda.get_current_stream().ptr
+    pbias = bias.data.ptr if bias is not None else 0
+    use_tf32 = dtype_name == "float32" and (TF32_DEFAULT if tf32 is None else tf32)
+    ck = (plan, a.data.ptr, b.data.ptr, out.data.ptr, pbias, epilogue, dtype_name, out.dtype, use_tf32, sm_target,
+          stream, dev)
+    hit = _calls.get(ck)
+    if hit is None:
+        return _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, ck)
+    args, e = hit
+    if pbias:
+        with _lock:   # the bias pointer is an attribute of the entry's descriptor, shared by its calls
+            if e.bias_ptr != pbias:
+                _set(_lib.cublasLtMatmulDescSetAttribute, e.desc, DESC_BIAS_POINTER, _p(pbias))
+                e.bias_ptr = pbias
+            _check(_lib.cublasLtMatmul(*args), "cublasLtMatmul")
+    else:
+        _check(_lib.cublasLtMatmul(*args), "cublasLtMatmul")
+    return True
+
+
+def _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, call_key):
+    """Look up (or build) the key's entry and launch; remember the call's arguments under ``call_key``."""
     import cupy
     lib = _library()
     dev = cupy.cuda.runtime.getDevice()
@@ -427,9 +455,13 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
             return False
         if bias is not None:
             _set(lib.cublasLtMatmulDescSetAttribute, e.desc, DESC_BIAS_POINTER, _p(pbias))
-        _check(lib.cublasLtMatmul(handle, e.desc, ctypes.byref(e.alpha), pb, e.a, pa, e.b, ctypes.byref(e.beta),
-                                  pc, e.c, pc, e.c, ctypes.byref(e.result.algo), ws.ptr, WORKSPACE_BYTES, stream),
-               "cublasLtMatmul")
+            e.bias_ptr = pbias
+        args = (handle, e.desc, ctypes.byref(e.alpha), pb, e.a, pa, e.b, ctypes.byref(e.beta), pc, e.c, pc, e.c,
+                ctypes.byref(e.result.algo), ws.ptr, WORKSPACE_BYTES, stream)
+        _check(lib.cublasLtMatmul(*args), "cublasLtMatmul")
+        if len(_calls) >= _MAX_CACHE:
+            _calls.clear()
+        _calls[call_key] = (args, e)
     return True
 
 
@@ -465,6 +497,7 @@ def _autotune(lib, handle, e, pa, pb, out, pbias, ws, stream):
 def clear_cache():
     """Destroy the cached descriptors (handles and workspaces stay)."""
     with _lock:
+        _calls.clear()   # their arguments point into the entries destroyed here
         for e in _plans.values():
             if e is not None:
                 e.destroy()
@@ -505,10 +538,18 @@ def _output(out, shape, dtype):
     return out if st is not None and _c_contiguous(out.shape, st) else None
 
 
-def matmul(a, b, out=None, *, tf32=None, sm_target=0, out_dtype=None):
-    """``a @ b`` for CuPy arrays (..., M, K) and (..., K, N) of one float dtype, batch dims broadcast (a broadcast
-    batch operand needs stride 0); out_dtype float32 for float16/bfloat16 operands keeps the float32 accumulator. Operands C-contiguous or transposes of C-contiguous (any leading dimension);
-    anything else, other dtypes, empty problems: None. ``out``: C-contiguous (..., M, N), written and returned."""
+def _memo(key, fn):
+    hit = _checked.get(key, _checked)
+    if hit is _checked:
+        hit = fn()
+        if len(_checked) >= _MAX_CACHE:
+            _checked.clear()
+        _checked[key] = hit
+    return hit
+
+
+def _matmul_prep(a, b, out_dtype):
+    """(dtype name, plan, output dtype) of a matmul from its operands' metadata, or None (not for cuBLASLt)."""
     if a.ndim < 2 or b.ndim < 2:
         return None
     name = _dtype_name(a.dtype)
@@ -523,16 +564,27 @@ def matmul(a, b, out=None, *, tf32=None, sm_target=0, out_dtype=None):
     if out_dtype is not None and np.dtype(out_dtype) != a.dtype and not (
             np.dtype(out_dtype) == np.float32 and name in ("float16", "bfloat16")):
         return None
-    out = _output(out, plan.out_shape, a.dtype if out_dtype is None else np.dtype(out_dtype))
+    return name, plan, a.dtype if out_dtype is None else np.dtype(out_dtype)
+
+
+def matmul(a, b, out=None, *, tf32=None, sm_target=0, out_dtype=None):
+    """``a @ b`` for CuPy arrays (..., M, K) and (..., K, N) of one float dtype, batch dims broadcast (a broadcast
+    batch operand needs stride 0); out_dtype float32 for float16/bfloat16 operands keeps the float32 accumulator. Operands C-contiguous or transposes of C-contiguous (any leading dimension);
+    anything else, other dtypes, empty problems: None. ``out``: C-contiguous (..., M, N), written and returned.
+    A shape problem (K differs, batch dims that do not broadcast) raises ValueError."""
+    prep = _memo(("mm", a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, out_dtype),
+                 lambda: _matmul_prep(a, b, out_dtype))
+    if prep is None:
+        return None
+    name, plan, odt = prep
+    out = _output(out, plan.out_shape, odt)
     if out is None or not _run(plan, name, a, b, out, None, EPILOGUE_DEFAULT, tf32, sm_target):
         return None
     return out
 
 
-def linear(x, w, bias=None, activation=None, out=None, *, tf32=None, sm_target=0):
-    """``activation(x @ w.T + bias)`` in one cuBLASLt matmul with an epilogue (torch.nn.functional.linear layout):
-    x (..., K), w (N, K), bias (N,) or None, activation None | "relu" | "gelu_tanh". x with more than 2 dims must
-    be C-contiguous. Returns (..., N), or None for what it cannot do in one call (the caller falls back)."""
+def _linear_prep(x, w, bias, activation):
+    """(dtype name, plan, leading shape, K, N) of a linear from its operands' metadata, or None."""
     if activation not in (None, "relu", "gelu_tanh") or x.ndim < 1 or w.ndim != 2:
         return None
     name = _dtype_name(x.dtype)
@@ -550,11 +602,25 @@ def linear(x, w, bias=None, activation=None, out=None, *, tf32=None, sm_target=0
     if x.ndim != 2:
         if not _c_contiguous(x.shape, sx):
             return None
-        x = x.reshape(-1, K)
         sx = (K, 1)
-    plan = _plan(x.shape, sx, (K, N), (sw[1], sw[0]))
+    plan = _plan((int(np.prod(lead, dtype=np.int64)), K), sx, (K, N), (sw[1], sw[0]))
     if plan is None:
         return None
+    return name, plan, lead, K, N
+
+
+def linear(x, w, bias=None, activation=None, out=None, *, tf32=None, sm_target=0):
+    """``activation(x @ w.T + bias)`` in one cuBLASLt matmul with an epilogue (torch.nn.functional.linear layout):
+    x (..., K), w (N, K), bias (N,) or None, activation None | "relu" | "gelu_tanh". x with more than 2 dims must
+    be C-contiguous. Returns (..., N), or None for what it cannot do in one call (the caller falls back)."""
+    bmeta = None if bias is None else (bias.shape, bias.strides, bias.dtype)
+    prep = _memo(("lin", x.shape, x.strides, x.dtype, w.shape, w.strides, w.dtype, bmeta, activation),
+                 lambda: _linear_prep(x, w, bias, activation))
+    if prep is None:
+        return None
+    name, plan, lead, K, N = prep
+    if x.ndim != 2:
+        x = x.reshape(-1, K)
     res = _output(out, lead + (N,), x.dtype)
     if res is None:
         return None

@@ -4,13 +4,14 @@ opt-in), launched from Python on the current CuPy stream.
 
 SM90 (``select_sm90``, ``gemm_sm90``; instances and launch in ``cutlass/launch_sm90.py``): float16 / bfloat16,
 layouts "nn" (``a @ b``, b (K, N) row-major) and "tn" (``x @ w.T``, w (N, K) row-major), keys
-``gemm/<f16|bf16>/<nn|tn>/<ppt|coopt>/sm90``. Shape rule (``sm90_family``), from the H200 sweep of
-``python -m benchmarks.cutlass_sm90_bench --sweep`` (benchmarks/results/h200_2026-11-30_s5_sm90_sweep_4092c4f.*,
-same-run cuBLAS): cuBLAS when M*N*K >= SM90_MAX_WORK (8192^3: ours 0.82-0.97x) or when the problem has fewer than
-SM90_FEW_TILES 128x128 output tiles and K >= SM90_LONG_K (cuBLAS splits K there; ours 0.92-1.13x at M <= 128,
-K = 3072, N = 768); "coopt" (cooperative 256x128x64) when M and N are both at least SM90_BIG_MN (4096^3: 1.02-1.23x),
-else "ppt" (ping-pong 128x128x64: 1.2-1.4x at GPT-2's M = 8192 shapes, 1.5-2x at 512-2048). ``forced=True`` (the
-``GPK_GEMM=cutlass`` checking mode) drops the two cuBLAS cases.
+``gemm/<f16|bf16>/<nn|tn>/<ppt|coopt>/sm90``. Shape rule (``sm90_family``) from GPU-only times (CUDA graphs of 20
+calls, against cuBLASLt's heuristic choice, which is cuBLAS's kernel) over the gemm bench's 27 shapes on the H200
+(.gpu diag, benchmarks/results/h200_2026-11-30_s5_diag_sm90_37c8273.*): "ppt" (ping-pong 128x128x64) for
+M >= 4096, N >= 2048, K <= 1024 (GPT-2's MLP up-projection and fused QKV at 8192 rows: 1.02-1.06x); bfloat16 "coopt"
+(cooperative 256x128x64) when M, N, K >= 4096 and M*N*K < 2^38 (4096^3: 1.07x; float16 there 0.96x, cuBLAS's float16
+kernel is faster). Everywhere else cuBLAS is faster: our instances take at least ~8 us (cuBLAS ~3.3 us) on small
+problems, 0.53-0.96x at M <= 2048, and 0.94-1.00x at 8192^3. ``forced=True`` (the ``GPK_GEMM=cutlass`` checking
+mode) takes ppt/coopt for every covered problem.
 
 SM80, the rest of this docstring:
 
@@ -297,19 +298,18 @@ def linear_tn(x, w, out=None, alpha=1.0, beta=0.0, c=None, key=None):
 
 SM90_LAYOUTS = ("nn", "tn")
 SM90_MAX_WORK = 1 << 38
-SM90_FEW_TILES = 32
-SM90_LONG_K = 2048
-SM90_BIG_MN = 4096
 
 
-def sm90_family(m: int, n: int, k: int, forced: bool = False) -> str | None:
-    """The SM90 family for an (M, N, K) problem, or None where cuBLAS is faster (see the module docstring)."""
-    if not forced:
-        if m * n * k >= SM90_MAX_WORK:
-            return None
-        if -(-m // 128) * -(-n // 128) < SM90_FEW_TILES and k >= SM90_LONG_K:
-            return None
-    return "coopt" if m >= SM90_BIG_MN and n >= SM90_BIG_MN else "ppt"
+def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16") -> str | None:
+    """The SM90 family for an (M, N, K) problem of dtype code ``dt``, or None where cuBLAS is faster (see the
+    module docstring)."""
+    if forced:
+        return "coopt" if m >= 4096 and n >= 4096 else "ppt"
+    if m >= 4096 and n >= 2048 and k <= 1024:
+        return "ppt"
+    if dt == "bf16" and min(m, n, k) >= 4096 and m * n * k < SM90_MAX_WORK:
+        return "coopt"
+    return None
 
 
 def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False) -> str | None:
@@ -317,7 +317,7 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
     dt = dtype_name(dtype)
     if dt is None or layout not in SM90_LAYOUTS or min(m, n, k) <= 0:
         return None
-    fam = sm90_family(m, n, k, forced)
+    fam = sm90_family(m, n, k, forced, dt)
     return None if fam is None else f"gemm/{dt}/{layout}/{fam}/sm90"
 
 

@@ -268,6 +268,7 @@ def stub(stub_path, monkeypatch):
     monkeypatch.setattr(blas, "_handles", {})
     monkeypatch.setattr(blas, "_workspaces", {})
     monkeypatch.setattr(blas, "_plans", {})
+    monkeypatch.setattr(blas, "_calls", {})
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
     lib.stub_heuristic_calls.restype = lib.stub_matmul_calls.restype = ctypes.c_long
     lib.stub_last_stream.restype = ctypes.c_void_p
@@ -320,7 +321,11 @@ def test_stub_linear_3d_out_and_cache(stub):
         _close(out, ref, np.dtype(np.float32))
     assert stub.stub_matmul_calls() - m0 == 3
     assert stub.stub_heuristic_calls() - h0 == len(blas._plans) <= 3
-    blas.linear(x, w, biases[0], "relu", out=out)
+    for bias in (biases[0], biases[0], biases[2]):   # repeated calls (the prepared arguments of _calls): the
+        blas.linear(x, w, bias, "relu", out=out)      # descriptor's bias pointer still follows each call
+        ref = np.maximum(np.asarray(x, np.float64) @ np.asarray(w, np.float64).T + np.asarray(bias), 0)
+        _close(out, ref, np.dtype(np.float32))
+    assert stub.stub_matmul_calls() - m0 == 6
     assert stub.stub_heuristic_calls() - h0 == len(blas._plans)  # no new query for a known key
     with pytest.raises(ValueError):
         blas.linear(x, w, out=_FakeArray.wrap(np.zeros((6, 6), np.float32)))

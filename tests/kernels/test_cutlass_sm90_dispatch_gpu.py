@@ -45,6 +45,7 @@ def spy(L, monkeypatch):
         return ok
 
     monkeypatch.setattr(L, "gemm_into", wrapped)
+    monkeypatch.setattr(_gpu, "GEMM_MODE", "cutlass")   # the checking mode: every covered problem to SM90
     return seen
 
 
@@ -55,25 +56,30 @@ def _xp_arrays(rng, dt, *shapes):
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
-@pytest.mark.parametrize("m, k, n, routed", [
-    (8192, 768, 3072, "ppt"), (1000, 1000, 1000, "ppt"), (1, 768, 2304, "ppt"), (129, 768, 768, "ppt"),
-    (4096, 4096, 4096, "coopt"), (128, 3072, 768, None), (24, 24, 8, "ppt")])
-def test_matmul_routes_by_the_shape_rule(spy, dt, m, k, n, routed):
+@pytest.mark.parametrize("m, k, n", [(8192, 768, 3072), (1000, 1000, 1000), (1, 768, 2304), (129, 768, 768),
+                                     (4096, 4096, 4096), (128, 3072, 768), (24, 24, 8)])
+def test_matmul_routes_by_the_shape_rule(spy, dt, m, k, n, monkeypatch):
     import gpk_array as xp
+    from gpk_array import _gpu
+    from gpk_array._kernels import gemm
     rng = np.random.default_rng(m + n)
     a, b, w = _xp_arrays(rng, dt, (m, k), (k, n), (n, k))
     ref = _f64(a._data) @ _f64(b._data)
-    y = a @ b
-    assert y.shape == (m, n) and y.dtype == a.dtype
-    _check(y._data, ref, dt)
-    if routed is None:
-        assert spy["calls"] == 0
-    else:
-        assert spy["ran"] == 1 and spy["keys"][-1].endswith(f"/nn/{routed}/sm90")
-    y2 = xp.matmul(a, xp.matrix_transpose(w))          # b.T a row-major weight: the "tn" instances
-    _check(y2._data, _f64(a._data) @ _f64(w._data).T, dt)
-    if routed is not None:
-        assert spy["ran"] == 2 and "/tn/" in spy["keys"][-1]
+    for mode in ("auto", "cutlass"):
+        monkeypatch.setattr(_gpu, "GEMM_MODE", mode)
+        fam = gemm.sm90_family(m, n, k, mode == "cutlass", "f16" if dt.name == "float16" else "bf16")
+        n0 = spy["ran"]
+        y = a @ b
+        assert y.shape == (m, n) and y.dtype == a.dtype
+        _check(y._data, ref, dt)
+        if fam is None:
+            assert spy["ran"] == n0
+        else:
+            assert spy["ran"] == n0 + 1 and spy["keys"][-1].endswith(f"/nn/{fam}/sm90")
+        y2 = xp.matmul(a, xp.matrix_transpose(w))          # b.T a row-major weight: the "tn" instances
+        _check(y2._data, _f64(a._data) @ _f64(w._data).T, dt)
+        if fam is not None:
+            assert spy["ran"] == n0 + 2 and "/tn/" in spy["keys"][-1]
 
 
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)

@@ -154,19 +154,23 @@ def test_gpk_gemm_switch_values():
         assert _gpu._gemm_mode("cutlas") == "auto"
 
 
-@pytest.mark.parametrize("m, n, k, fam", [
-    (8192, 3072, 768, "ppt"), (8192, 768, 3072, "ppt"), (1, 3072, 768, "ppt"), (4096, 4096, 4096, "coopt"),
-    (8192, 8192, 8192, None), (4096, 8192, 8192, None), (128, 768, 3072, None), (1024, 768, 3072, "ppt"),
-    (1000, 1000, 1000, "ppt"), (4096, 1024, 4096, "ppt")])
-def test_sm90_shape_rule(m, n, k, fam):
+@pytest.mark.parametrize("m, n, k, fam, fam_bf16", [
+    (8192, 3072, 768, "ppt", "ppt"), (8192, 2304, 768, "ppt", "ppt"), (8192, 768, 3072, None, None),
+    (8192, 768, 768, None, None), (1, 3072, 768, None, None), (4096, 4096, 4096, None, "coopt"),
+    (8192, 8192, 8192, None, None), (4096, 8192, 8192, None, None), (128, 768, 3072, None, None),
+    (1024, 3072, 768, None, None), (2048, 2048, 2048, None, None), (4096, 4096, 1024, "ppt", "ppt")])
+def test_sm90_shape_rule(m, n, k, fam, fam_bf16):
     assert gemm.sm90_family(m, n, k) == fam
+    assert gemm.sm90_family(m, n, k, dt="bf16") == fam_bf16
     assert gemm.sm90_family(m, n, k, forced=True) in ("ppt", "coopt")
-    key = gemm.select_sm90("float16", "nn", m, n, k)
-    assert key == (None if fam is None else f"gemm/f16/nn/{fam}/sm90")
-    if key is not None:
-        from gpk_array._kernels.cutlass import params_sm90 as P
-        assert P.instance(key)["arch"] == 90          # every key the rule makes is a real instance
-        assert P.instance(key.replace("/nn/", "/tn/").replace("f16", "bf16"))["arch"] == 90
+    for dt, want in (("float16", fam), ("bfloat16", fam_bf16)):
+        key = gemm.select_sm90(dt, "nn", m, n, k)
+        code = "f16" if dt == "float16" else "bf16"
+        assert key == (None if want is None else f"gemm/{code}/nn/{want}/sm90")
+        if key is not None:
+            from gpk_array._kernels.cutlass import params_sm90 as P
+            assert P.instance(key)["arch"] == 90          # every key the rule makes is a real instance
+            assert P.instance(key.replace("/nn/", "/tn/"))["arch"] == 90
     assert gemm.select_sm90("float32", "nn", m, n, k) is None
     assert gemm.select_sm90("float16", "nt", m, n, k) is None
     assert gemm.select_sm90("float16", "nn", 0, n, k) is None
