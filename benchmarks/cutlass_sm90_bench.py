@@ -17,6 +17,16 @@ lists, ppt and coopt; the rest of --families is skipped for nn).
 
 Shapes (M, K, N): square 1024..8192, and GPT-2's M in {128, 1024, 8192} x (K, N) in {(768, 3072), (3072, 768)}
 (for "nn" also (768, 2304), the fused QKV projection, and (768, 768), the attention output).
+Fused epilogues (``--epilogues [ACTS]``, "tn" only): linear_tn_sm90(x, w, bias=b, activation=act), the ppt GEMM
+with D = act(x @ w.T + b) in its epilogue (gemm/<dtype>/tn/ppt_bias[_<act>]/sm90), timed beside the bare ppt
+instance, CuPy's cuBLAS x @ w.T (the bare GEMM: the target is fused <= 1.05 x its time) and the unfused path
+(cuBLAS x @ w.T, then one CuPy elementwise kernel for act(y + b), as an eager framework runs it), at GPT-2's
+M in {128, 512, 1024, 8192} x (K, N) in {(768, 3072), (3072, 768), (768, 2304), (768, 768)}. Checked against the
+unfused result (max relative difference to its max|y|).
+
+    python -m benchmarks.cutlass_sm90_bench --epilogues gelu,gelu_tanh --json out.json
+    python -m benchmarks.cutlass_sm90_bench --epilogues all
+
 Each figure is the median of CUDA-event timings of single calls after warm-up ("ours": the launch with
 prepared Params, as a repeated call takes it; "cublas": CuPy's x @ w.T, resp. a @ b); TFLOP/s = 2 M N K / t; ratio =
 ours / cublas in TFLOP/s (> 1: ours faster). Every result is also checked against cuBLAS (max relative
@@ -130,6 +140,89 @@ def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS, swe
     return {"env": env, "rows": rows}
 
 
+EPI_M = [128, 512, 1024, 8192]
+EPI_KN = [(768, 3072), (3072, 768), (768, 2304), (768, 768)]
+_ACT_EXPR = {None: "v", "gelu": "0.5f * v * (1.0f + erff(v * 0.70710678118654752f))",
+             "gelu_tanh": "0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)))",
+             "relu": "fmaxf(v, 0.0f)", "silu": "v / (1.0f + expf(-v))"}
+
+
+def _unfused_kernel(cp, act):
+    """CuPy elementwise act(y + b) in float32 (one kernel after the cuBLAS GEMM, the unfused path)."""
+    return cp.ElementwiseKernel("T y, T b", "T z", f"float v = (float)y + (float)b; z = (T)({_ACT_EXPR[act]});",
+                                f"gpk_bench_bias_{act or 'none'}")
+
+
+def run_epilogues(dtypes=("f16", "bf16"), reps=20, activations=("gelu",), shapes_=None):
+    """Fused bias/activation instances against the bare ppt instance, cuBLAS and cuBLAS + CuPy elementwise."""
+    import cupy as cp
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+
+    env = {**_env(), "sm_count": loader.sm_count()}
+    np_dt = {"f16": np.dtype(np.float16)}
+    try:
+        import ml_dtypes
+        np_dt["bf16"] = np.dtype(ml_dtypes.bfloat16)
+    except Exception:
+        pass
+    sms = loader.sm_count()
+    stream = cp.cuda.get_current_stream().ptr
+    rows = []
+    t_all = time.perf_counter()
+    for dt in dtypes:
+        if dt not in np_dt:
+            continue
+        plain = f"gemm/{dt}/tn/ppt/sm90"
+        keys = {a: L.fused_key(np_dt[dt], "ppt", a) for a in activations}
+        for key in [plain] + list(keys.values()):
+            t0 = time.perf_counter()
+            L.get_function(key)
+            print(f"{key}: kernel ready in {time.perf_counter() - t0:.1f} s", flush=True)
+        rng = np.random.default_rng(0)
+        for m, k, n in shapes_ or [(m, k, n) for m in EPI_M for k, n in EPI_KN]:
+            x = cp.asarray(rng.uniform(-1, 1, (m, k)).astype(np_dt[dt]))
+            w = cp.asarray((rng.uniform(-1, 1, (n, k)) / np.sqrt(k)).astype(np_dt[dt]))
+            b = cp.asarray(rng.uniform(-1, 1, (n,)).astype(np_dt[dt]))
+            cublas = _time(lambda: x @ w.T, cp, reps)
+            out = cp.empty((m, n), np_dt[dt])
+            la, packed = L.prepare(x, w, out, 1.0, 0.0, None, plain, sms)
+            bare = _time(lambda: L.launch(plain, la, packed, stream), cp, reps)
+            for act, key in keys.items():
+                try:
+                    kern = _unfused_kernel(cp, act)
+                    ref = kern(x @ w.T, b)
+                    unfused = _time(lambda: kern(x @ w.T, b), cp, reps)
+                except Exception as e:  # noqa: BLE001  (a CuPy without this dtype in elementwise kernels)
+                    ref, unfused = None, float("nan")
+                    print(f"  unfused {dt} {act}: {type(e).__name__}: {e}", flush=True)
+                fla, fpacked = L.prepare(x, w, out, 1.0, 0.0, None, key, sms, bias_ptr=b.data.ptr)
+                fused = _time(lambda: L.launch(key, fla, fpacked, stream), cp, reps)
+                call = _time(lambda: L.linear_tn_sm90(x, w, out=out, bias=b, activation=act), cp, reps)
+                diff = float("nan")
+                try:
+                    if ref is not None:
+                        r32, o32 = ref.astype(cp.float32), out.astype(cp.float32)
+                        diff = float(cp.abs(o32 - r32).max() / max(float(cp.abs(r32).max()), 1e-30))
+                except Exception:  # noqa: BLE001
+                    pass
+                fl = 2.0 * m * n * k
+                row = {"key": key, "activation": act, "dtype": dt, "m": m, "k": k, "n": n,
+                       "fused_us": fused * 1e6, "fused_call_us": call * 1e6, "ppt_us": bare * 1e6,
+                       "cublas_us": cublas * 1e6, "unfused_us": unfused * 1e6,
+                       "fused_tflops": fl / fused / 1e12, "fused_over_cublas": fused / cublas,
+                       "fused_over_ppt": fused / bare, "unfused_over_fused": unfused / fused,
+                       "target_met": fused <= 1.05 * cublas, "max_rel_diff": diff, "grid": list(fla.grid)}
+                rows.append(row)
+                print(f"{dt:4s} {str(act):9s} M={m:5d} K={k:5d} N={n:5d}  fused {row['fused_us']:8.1f} us "
+                      f"(call {row['fused_call_us']:8.1f})  ppt {row['ppt_us']:8.1f}  cuBLAS {row['cublas_us']:8.1f}  "
+                      f"cuBLAS+CuPy {row['unfused_us']:8.1f}  fused/cuBLAS {row['fused_over_cublas']:.3f} "
+                      f"{'ok' if row['target_met'] else 'MISSED'}  diff {diff:.1e}", flush=True)
+            del x, w, b, out
+    env["seconds"] = time.perf_counter() - t_all
+    return {"env": env, "rows": rows}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m benchmarks.cutlass_sm90_bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -139,7 +232,19 @@ def main(argv=None):
     ap.add_argument("--families", default=",".join(FAMILIES))
     ap.add_argument("--layouts", default=",".join(LAYOUTS))
     ap.add_argument("--sweep", action="store_true", help="the shapes of python -m benchmarks gemm instead")
+    ap.add_argument("--epilogues", nargs="?", const="gelu", default=None,
+                    help="time the fused bias/activation instances instead: comma-separated activations among "
+                         "none,gelu,gelu_tanh,relu,silu, or all (default gelu)")
     a = ap.parse_args(argv)
+    if a.epilogues is not None:
+        from gpk_array._kernels.cutlass.launch_sm90 import ACTIVATIONS
+        acts = ACTIVATIONS if a.epilogues == "all" else tuple(
+            None if x == "none" else x for x in a.epilogues.split(","))
+        res = run_epilogues(tuple(a.dtypes.split(",")), a.reps, acts)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return 0
     res = run(tuple(a.dtypes.split(",")), a.reps, tuple(a.families.split(",")), tuple(a.layouts.split(",")),
               a.sweep)
     if a.json:

@@ -98,6 +98,20 @@ the kernel then skips the C loads), the LinearCombination scalars as leaves of t
 (found by the probe with sentinel values) and the epilogue's transaction bytes; they need N, ldc, ldd
 multiples of 8 and 16-byte aligned C and D (so the probe cases for them keep C and D 16-byte aligned).
 
+Fused bias/activation epilogues ("tn" only, for linear(x, w, bias, activation)): the ppt instance (ping-pong
+128x128x64, cluster 2x1x1, 6 stages, TMA epilogue) with an epilogue visitor tree that the emitter traces from a
+Python expression (EPILOGUES; cutlass_cppgen's EVT frontend, "gelu_tanh" added for the emitter's GeluTaylor):
+D = act(acc + bias[n]), bias an (N,) vector of D's type broadcast over the rows (Sm90RowBroadcast: element
+loads, so any element-aligned address; a null pointer reads zeros), computed in fp32, rounded once; no C
+operand (ElementC void), no alpha or beta. Registry key gemm/<f16|bf16>/tn/ppt_<epi>/sm90 with <epi> in bias,
+bias_gelu (CUTLASS GELU: erff, torch's gelu), bias_gelu_tanh (GELU_taylor: tanh.approx.f32, torch's
+approximate="tanh"), bias_relu (ReLu), bias_silu (SiLu: x / (1 + fast exp(-x))); the kernel name is the ppt
+name plus "_<epi>". The emitter's SM90 visitor code would take the cluster tile as the CTA tile (256x128x64);
+the script gives it the CTA tile (128x128x64), as CUTLASS's CollectiveBuilder does for its fusion ops, and
+checks the emitted tree (``_check_fused_source``). Their Params (1792 bytes, ppt's layout) hold A, B and D
+descriptors (encoded in that order; the C atom stays value-initialized, zero) and the fusion Params: the bias
+pointer and its null default at the offsets the probe finds (the row broadcast's node in the tree's Params).
+
 ``--probe-sm90`` compiles CUTLASS's own ``to_underlying_arguments`` on the host with
 ``CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL`` and a stub ``cuTensorMapEncodeTiled`` of ours that records its arguments and writes a known pattern into each descriptor (no libcuda, no GPU), and stores
 offsets, TMA settings and golden dumps in MANIFEST ``host_params``. ``gpk_array/_kernels/cutlass/
@@ -179,7 +193,37 @@ FAMILIES = [
     {"arch": 90, "family": "coopt", "tile": (256, 128, 64), "stages": 4, "warps": (4, 1, 1),
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
      "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "layout": "nn"},
+] + [
+    # Fused epilogues for linear(x, w, bias, activation): ppt (ping-pong 128x128x64, 2x1x1, TMA epilogue) with
+    # an epilogue visitor tree traced by the emitter (cutlass_cppgen's EVT frontend, EPILOGUES below):
+    # D = act(acc + bias[n]), bias an (N,) vector of D's type broadcast over the rows (Sm90RowBroadcast), fp32
+    # compute, no C operand (ElementC void: no C load, no C descriptor). Family "ppt_<epilogue>", so the key
+    # is gemm/<dtype>/tn/ppt_<epilogue>/sm90. 6 stages as ppt (the auto carveout's count without C, pinned).
+    # Emitted after every other instance, so those stay byte-identical.
+    {"arch": 90, "family": f"ppt_{_epi}", "tile": (128, 128, 64), "stages": 6, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
+     "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "epilogue": _epi}
+    for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_relu", "bias_silu")
 ]
+
+# The fused epilogues: the function the emitter traces (its EVT frontend parses this Python source; "accum"
+# is the fp32 accumulator, "bias" a (1, N) row of D's type, "D" the output), the CUTLASS functor the
+# activation becomes (cutlass/epilogue/thread/activation.h, evaluated in fp32) and the torch function it
+# matches. gelu: GELU (0.5 x (1 + erff(x / sqrt 2))), torch's gelu; gelu_tanh: GELU_taylor (0.5 (x + x
+# tanh(x (k0 + k0 0.044715 x^2))), tanh by tanh.approx.f32), torch's gelu(approximate="tanh"); relu: ReLu
+# (NaN-propagating max(x, 0)); silu: SiLu (x / (1 + exp(-x)), exp by the fast ex2.approx path).
+EPILOGUES = {
+    "bias": {"expr": "accum + bias", "activation": None, "functor": None, "torch": "x + b"},
+    "bias_gelu": {"expr": "gelu(accum + bias)", "activation": "gelu",
+                  "functor": "cutlass::epilogue::thread::GELU", "torch": "gelu(x + b)"},
+    "bias_gelu_tanh": {"expr": "gelu_tanh(accum + bias)", "activation": "gelu_tanh",
+                       "functor": "cutlass::epilogue::thread::GELU_taylor",
+                       "torch": "gelu(x + b, approximate='tanh')"},
+    "bias_relu": {"expr": "relu(accum + bias)", "activation": "relu",
+                  "functor": "cutlass::epilogue::thread::ReLu", "torch": "relu(x + b)"},
+    "bias_silu": {"expr": "silu(accum + bias)", "activation": "silu",
+                  "functor": "cutlass::epilogue::thread::SiLu", "torch": "silu(x + b)"},
+}
 
 # Operand layouts by tag (first letter: A, second: B; C and D are always (M, N) row-major). "tn": B is the
 # (N, K) row-major weight, CUTLASS's ColumnMajor (K, N); "nn": B is (K, N) row-major, CUTLASS's RowMajor.
@@ -240,6 +284,46 @@ def cutlass_include_dir() -> Path:
     return Path(cutlass_library.__file__).resolve().parent / "source" / "include"
 
 
+_EVT_EXAMPLE_MN = (256, 256)   # the traced example's (M, N); the emitted code takes any M, N at run time
+
+
+def _epilogue_visitor(epi: str, elem):
+    """The emitter's epilogue visitor for EPILOGUES[epi] with D and bias of type ``elem``: the EVT frontend
+    (cutlass_cppgen.backend.evt) parses ``def epi(accum, bias): D = <expr>; return D`` and runs its passes
+    (tree of Sm90AccFetch, Sm90RowBroadcast, Sm90Compute nodes). Its name table lacks the tanh-approximated
+    GELU that the emitter's ActivationOp has (GeluTaylor, cutlass::epilogue::thread::GELU_taylor): the
+    subclass adds "gelu_tanh" for it; every other name goes to the emitter's own table."""
+    import ast
+    import cutlass_library as cl
+    from cutlass_cppgen.backend.evt.frontend import PythonASTFrontend
+    from cutlass_cppgen.backend.evt.ir.tensor import Tensor
+    from cutlass_cppgen.backend.library import ActivationOp
+
+    source = f"def epi(accum, bias):\n    D = {EPILOGUES[epi]['expr']}\n    return D\n"
+
+    class _Traced(PythonASTFrontend):
+        @staticmethod
+        def ast_op_to_bindings(op):
+            if op == "gelu_tanh":
+                return ActivationOp.GeluTaylor
+            return PythonASTFrontend.ast_op_to_bindings(op)
+
+        def parse(self, example_inputs):
+            self.example_inputs = example_inputs
+            self.source = source
+            self.ast = ast.parse(source)
+            self.visit(self.ast)
+
+    m, n = _EVT_EXAMPLE_MN
+    row = cl.LayoutType.RowMajor
+    examples = {"accum": Tensor(element=cl.DataType.f32, shape=(m, n), layout_tag=row),
+                "bias": Tensor(element=elem, shape=(1, n), layout_tag=row),
+                "D": Tensor(element=elem, shape=(m, n), layout_tag=row)}
+    visitor = _Traced(90)
+    visitor.trace(examples)
+    return visitor
+
+
 def _build_operation(dtype: str, fam: dict):
     cg = _import_emitter()
     import cutlass_library as cl
@@ -267,6 +351,8 @@ def _build_operation(dtype: str, fam: dict):
                          kernel_schedule=ks, epilogue_schedule=es,
                          tile_scheduler=cl.TileSchedulerType.Default)
     gemm.swizzling_functor = getattr(SwizzlingFunctor, f"Identity{fam['swizzle']}")
+    if fam.get("epilogue"):
+        gemm.epilogue_visitor = _epilogue_visitor(fam["epilogue"], elem)
     op = gemm.construct(td, alignment_A=fam["align"], alignment_B=fam["align"],
                         alignment_C=fam["align"])
     del cg
@@ -277,7 +363,23 @@ def _emit_one(dtype: str, fam: dict) -> tuple[str, dict]:
     op, math_inst = _build_operation(dtype, fam)
     rt = op.rt_module
     name = op.procedural_name()
+    epi = fam.get("epilogue")
+    if epi:
+        # The emitter's SM90 visitor code takes the tile description's threadblock_shape as the CTA tile
+        # (EpilogueDescriptor, the row broadcast's shared-memory tile), but for SM90 that shape is the
+        # cluster tile (the mainloop gets threadblock_shape / cluster): with the 2x1x1 cluster it would say
+        # 256x128x64 to a 128x128x64 CTA. Name first (same convention as every other instance), then give the
+        # visitor the CTA tile, as CUTLASS's own CollectiveBuilder gives its fusion callbacks.
+        op.tile_description.threadblock_shape = list(fam["tile"])
     body = rt.emit()
+    if epi:
+        # the procedural name does not tell epilogues apart (and now says the CTA tile): the kernel and its
+        # types get the cluster-tile name plus the epilogue
+        emitted, fused = op.procedural_name(), f"{name}_{epi}"
+        if emitted not in body or fused in body:
+            raise RuntimeError(f"{fused}: unexpected operation names in the emitted source")
+        body = body.replace(emitted, fused)
+        name = fused
     kernel = rt.KernelTemplate.replace("${operation_name}", name).replace(
         "${operation_suffix}", rt.emitter.operation_suffix)
     includes = "".join(f'#include "{inc}"\n' for inc in rt.emitter.includes)
@@ -295,6 +397,8 @@ def _emit_one(dtype: str, fam: dict) -> tuple[str, dict]:
         needle = "cute::Shape<cute::_{}, cute::_{}, cute::_{}>".format(*tile_cta)
         if needle not in src:
             raise RuntimeError(f"{key}: emitted CTA tile is not {tile_cta}")
+        if epi:
+            _check_fused_source(key, src, fam, dtype)
     else:
         needle = "cutlass::gemm::GemmShape<{}, {}, {}>".format(*tile_cta)
         if needle not in src or f"GemmIdentityThreadblockSwizzle<{fam['swizzle']}>" not in src:
@@ -331,7 +435,38 @@ def _emit_one(dtype: str, fam: dict) -> tuple[str, dict]:
         "sha256": hashlib.sha256(src.encode()).hexdigest(),
         "bytes": len(src.encode()),
     }
+    if epi:
+        e = EPILOGUES[epi]
+        info["epilogue"] = f"EVT: D = {e['expr'].replace('accum', 'acc').replace('bias', 'bias[n]')}"
+        info["fusion"] = {"epilogue": epi, "activation": e["activation"], "functor": e["functor"],
+                          "torch": e["torch"], "bias": "(N,) vector of D's type, broadcast over the M rows "
+                          "(Sm90RowBroadcast, element loads: any element-aligned address; null = zeros)",
+                          "compute": "f32", "source_c": None,
+                          "tree": "act(plus(acc, bias))" if e["activation"] else "plus(acc, bias)"}
     return src, info
+
+
+def _check_fused_source(key: str, src: str, fam: dict, dtype: str) -> None:
+    """What the fused instances' Params builder relies on, checked in the emitted text: the CTA tile in the
+    visitor's descriptor, no C operand, the bias a static-stride row broadcast of D's type, the activation's
+    functor on fp32, and the tree shape (the bias node's place in the Arguments/Params structs)."""
+    e = EPILOGUES[fam["epilogue"]]
+    ctype = {"f16": "cutlass::half_t", "bf16": "cutlass::bfloat16_t"}[dtype]
+    want = ["EpilogueDescriptor<\n  cute::Shape<_{}, _{}, _{}>".format(*fam["tile"]),
+            "using ElementC = void;",
+            f"Sm90RowBroadcast<\n    0 /*Stages*/, typename EpilogueDescriptor::TileShape, {ctype}, {ctype},\n"
+            "    cute::Stride<cute::Int<0>, cute::Int<1>, cute::Int<0>>",
+            "using EVTCompute0 = cutlass::epilogue::fusion::Sm90EVT<\n    Compute0,\n    Accum,\n    Bias>;"]
+    if e["functor"]:
+        want += [f"Sm90Compute<\n    {e['functor']}, {ctype}, float,",
+                 "using EVTCompute1 = cutlass::epilogue::fusion::Sm90EVT<\n    Compute1,\n    EVTCompute0>;",
+                 "cutlass::epilogue::TmaWarpSpecialized,\n    EVTCompute1\n"]
+    else:
+        want += [f"Sm90Compute<\n    cutlass::plus, {ctype}, float,",
+                 "cutlass::epilogue::TmaWarpSpecialized,\n    EVTCompute0\n"]
+    for w in want:
+        if w not in src:
+            raise RuntimeError(f"{key}: emitted epilogue visitor lacks {w!r}")
 
 
 def emit_all(out_dir: Path) -> list[dict]:
@@ -562,6 +697,48 @@ SM90_EPI_TMA_CONTAINERS = ["epilogue.tma_load_c", "epilogue.tma_store_d"]
 # the "tn" case had beyond K (so padded and unpadded B rows are both probed).
 SM90_PROBE_CASES_NN = [c[:4] + (c[1] + c[4] - c[2],) + c[5:] for c in SM90_PROBE_CASES_EPI_TMA]
 
+# Fused (EVT) instances: no C, no alpha/beta (alpha 1 and beta 0 in the case), one more field, the bias
+# address: C's (16-byte aligned) mostly, null in one case (the row broadcast then reads null_default, 0), an
+# address 2 bytes off 16 in another (the broadcast loads elements one by one: element alignment suffices).
+SM90_PROBE_CASES_FUSED = [c[:7] + (1.0, 0.0) + c[9:] + ({2: 0, 5: c[11] + 2}.get(i, c[11]),)
+                          for i, c in enumerate(SM90_PROBE_CASES_EPI_TMA)]
+
+
+def sm90_fused(entry: dict) -> dict | None:
+    """The fused epilogue of the instance (MANIFEST ``fusion``; family entries: ``epilogue``), or None."""
+    if entry.get("fusion"):
+        return entry["fusion"]
+    if entry.get("epilogue") in EPILOGUES:
+        return {"epilogue": entry["epilogue"], "activation": EPILOGUES[entry["epilogue"]]["activation"]}
+    return None
+
+
+def sm90_probe_kind(entry: dict) -> int:
+    """The probe's code path: 0 direct-store epilogue, 1 TMA epilogue (LinearCombination), 2 fused bias
+    (tree plus(acc, bias)), 3 fused bias + activation (tree act(plus(acc, bias)))."""
+    f = sm90_fused(entry)
+    if f:
+        return 3 if f["activation"] else 2
+    return int(sm90_epi_tma(entry))
+
+
+# Fused: the bias node (Sm90RowBroadcast, Params = Arguments = {ptr_row, null_default, dRow}; dRow all static,
+# no bytes) inside the tree's Params: Sm90EVT<op, children...> holds {op_0 .. op_k} = children, then the op's,
+# so plus(acc, bias) has the bias at op_1, act(plus(acc, bias)) at op_0.op_1.
+_FUSED_BIAS_PATH = {2: "op_1", 3: "op_0.op_1"}
+
+
+def sm90_fused_members(kind: int) -> list[tuple[str, str]]:
+    node = f"p->epilogue.thread.{_FUSED_BIAS_PATH[kind]}"
+    return [("epilogue", "p->epilogue"), ("epilogue.thread", "p->epilogue.thread"),
+            ("epilogue.thread.bias_ptr", f"{node}.ptr_row"),
+            ("epilogue.thread.bias_null_default", f"{node}.null_default"),
+            ("epilogue.tma_load_c", "p->epilogue.tma_load_c"),
+            ("epilogue.tma_load_c.tma_desc_", "p->epilogue.tma_load_c.tma_desc_"),
+            ("epilogue.tma_store_d", "p->epilogue.tma_store_d"),
+            ("epilogue.tma_store_d.tma_desc_", "p->epilogue.tma_store_d.tma_desc_"),
+            ("epilogue.tma_transaction_bytes", "p->epilogue.tma_transaction_bytes")]
+
 
 def entry_layout(entry: dict) -> str:
     """The instance's operand layout tag ("tn" or "nn"; entries from before the tag are "tn")."""
@@ -574,6 +751,8 @@ def sm90_epi_tma(entry: dict) -> bool:
 
 
 def sm90_probe_cases(entry: dict) -> list:
+    if sm90_fused(entry):
+        return SM90_PROBE_CASES_FUSED
     if entry_layout(entry) == "nn":
         return SM90_PROBE_CASES_NN
     return SM90_PROBE_CASES_EPI_TMA if sm90_epi_tma(entry) else SM90_PROBE_CASES
@@ -585,7 +764,9 @@ def sm90_probe_members(entry: dict) -> list[tuple[str, str]]:
         return [(m, f"p->{m}") for m in SM90_PROBE_MEMBERS]
     out = []
     for m in SM90_PROBE_MEMBERS:
-        if m == "epilogue":
+        if m == "epilogue" and sm90_fused(entry):
+            out += sm90_fused_members(sm90_probe_kind(entry))
+        elif m == "epilogue":
             out += list(SM90_EPI_TMA_MEMBERS.items())
         elif not m.startswith("epilogue"):
             out.append((m, f"p->{m}"))
@@ -646,11 +827,17 @@ __attribute__((noinline)) static void gpk_dirty_stack(int v) {
   for (unsigned i = 0; i < sizeof(junk); ++i) junk[i] = (unsigned char)v;
 }
 
-template <class Op>
+// Fused (EVT) instances: the bias node's Arguments inside the tree's (kind 2: plus(acc, bias); 3: act(...))
+template <int Kind, class T>
+static decltype(auto) gpk_bias_node(T& t) {
+  if constexpr (Kind == 2) return (t.op_1); else return (t.op_0.op_1);
+}
+
+template <class Op, int Kind>
 static void gpk_build(unsigned char* buf, int M, int N, int K, long long lda, long long ldb,
     long long ldc, long long ldd, float alpha, float beta, unsigned long long pa,
     unsigned long long pb, unsigned long long pc, unsigned long long pd, int sms, int swz, int raster,
-    bool* ok, size_t* ws) {
+    unsigned long long pbias, bool* ok, size_t* ws) {
   using namespace cute;
   typename Op::Arguments args{};
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
@@ -664,12 +851,20 @@ static void gpk_build(unsigned char* buf, int M, int N, int K, long long lda, lo
   } else {
     get<0>(args.mainloop.dB) = ldb; get<2>(args.mainloop.dB) = (long long)N * ldb;
   }
-  args.epilogue.thread.alpha = alpha;
-  args.epilogue.thread.beta = beta;
-  args.epilogue.ptr_C = reinterpret_cast<typename Op::ElementC const*>(pc);
-  get<0>(args.epilogue.dC) = ldc; get<2>(args.epilogue.dC) = (long long)M * ldc;
+  if constexpr (Kind >= 2) {
+    // no alpha, beta or C (ElementC void): the bias row only
+    gpk_bias_node<Kind>(args.epilogue.thread).ptr_row = reinterpret_cast<typename Op::ElementD const*>(pbias);
+  } else {
+    args.epilogue.thread.alpha = alpha;
+    args.epilogue.thread.beta = beta;
+    args.epilogue.ptr_C = reinterpret_cast<typename Op::ElementC const*>(pc);
+    get<0>(args.epilogue.dC) = ldc; get<2>(args.epilogue.dC) = (long long)M * ldc;
+  }
   args.epilogue.ptr_D = reinterpret_cast<typename Op::ElementD*>(pd);
-  get<0>(args.epilogue.dD) = ldd; get<2>(args.epilogue.dD) = (long long)M * ldd;
+  get<0>(args.epilogue.dD) = ldd;
+  // the fused (EVT) instances' StrideD has a static batch stride (_0): only the others take a packed one
+  if constexpr (!cute::is_static<cute::remove_cvref_t<decltype(get<2>(args.epilogue.dD))>>::value)
+    get<2>(args.epilogue.dD) = (long long)M * ldd;
   args.hw_info.device_id = 0;
   args.hw_info.sm_count = sms;
   args.scheduler.max_swizzle_size = swz;
@@ -749,7 +944,8 @@ GPK_MEMBER_FUNCTIONS
 template <class Op, int Kind>
 static void gpk_dump(const char* key, int idx, int M, int N, int K, long long lda, long long ldb,
     long long ldc, long long ldd, float alpha, float beta, unsigned long long pa,
-    unsigned long long pb, unsigned long long pc, unsigned long long pd, int sms, int swz, int raster) {
+    unsigned long long pb, unsigned long long pc, unsigned long long pd, int sms, int swz, int raster,
+    unsigned long long pbias = 0) {
   using Params = typename Op::Params;
   alignas(Params) static unsigned char b0[sizeof(Params)], b1[sizeof(Params)];
   bool ok; size_t ws;
@@ -759,11 +955,11 @@ static void gpk_dump(const char* key, int idx, int M, int N, int K, long long ld
   std::memset(b1, 0xff, sizeof(Params));
   gpk_dirty_stack(0xff);
   gpk_stub_xor = 0xff;
-  gpk_build<Op>(b1, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, &ok, &ws);
+  gpk_build<Op, Kind>(b1, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias, &ok, &ws);
   std::memset(b0, 0x00, sizeof(Params));
   gpk_dirty_stack(0x00);
   gpk_stub_xor = 0;
-  gpk_build<Op>(b0, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, &ok, &ws);
+  gpk_build<Op, Kind>(b0, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias, &ok, &ws);
   Params const* p = reinterpret_cast<Params const*>(b0);
   dim3 g = Op::get_grid_shape(*p);
   dim3 blk = Op::get_block_shape();
@@ -781,7 +977,10 @@ static void gpk_dump(const char* key, int idx, int M, int N, int K, long long ld
   for (int j = 0; j < nd; ++j) std::printf("%s%td", j ? ", " : "", descs[j]);
   std::printf("], \"offsets\": {");
   bool first = true;
-  if constexpr (Kind == 0) gpk_members_0<Op>(p, first); else gpk_members_1<Op>(p, first);
+  if constexpr (Kind == 0) gpk_members_0<Op>(p, first);
+  else if constexpr (Kind == 1) gpk_members_1<Op>(p, first);
+  else if constexpr (Kind == 2) gpk_members_2<Op>(p, first);
+  else gpk_members_3<Op>(p, first);
   std::printf("}, \"hex\": \"");
   for (size_t i = 0; i < sizeof(Params); ++i) std::printf("%02x", b0[i]);
   std::printf("\", \"padding\": [");
@@ -832,7 +1031,9 @@ def _sm90_probe_source(entries: list[dict], src_dir: Path) -> str:
     # where the member exists. Kind 0: direct-store epilogue, 1: TMA epilogue.
     funcs = []
     for kind, probe_entry in ((0, {"epilogue_schedule": "NoSmemWarpSpecialized"}),
-                              (1, {"epilogue_schedule": "TmaWarpSpecialized"})):
+                              (1, {"epilogue_schedule": "TmaWarpSpecialized"}),
+                              (2, {"epilogue_schedule": "TmaWarpSpecialized", "epilogue": "bias"}),
+                              (3, {"epilogue_schedule": "TmaWarpSpecialized", "epilogue": "bias_gelu"})):
         lines = []
         for m, x in sm90_probe_members(probe_entry):
             if m == "workspace":
@@ -848,10 +1049,11 @@ def _sm90_probe_source(entries: list[dict], src_dir: Path) -> str:
     main = ["int main() {"]
     for i, e in enumerate(entries):
         for j, c in enumerate(sm90_probe_cases(e)):
-            M, N, K, lda, ldb, ldc, ldd, al, be, pa, pb, pc, pd, sms, swz, ras = c
-            main.append(f'  gpk_dump<gpk_i{i}::{e["kernel_type"]}, {int(sm90_epi_tma(e))}>("{e["key"]}", {j}, {M}, {N}, {K}, '
+            M, N, K, lda, ldb, ldc, ldd, al, be, pa, pb, pc, pd, sms, swz, ras = c[:16]
+            bias = f", {c[16]}ULL" if len(c) > 16 else ""
+            main.append(f'  gpk_dump<gpk_i{i}::{e["kernel_type"]}, {sm90_probe_kind(e)}>("{e["key"]}", {j}, {M}, {N}, {K}, '
                         f"{lda}LL, {ldb}LL, {ldc}LL, {ldd}LL, {al!r}f, {be!r}f, {pa}ULL, {pb}ULL, "
-                        f"{pc}ULL, {pd}ULL, {sms}, {swz}, {ras});")
+                        f"{pc}ULL, {pd}ULL, {sms}, {swz}, {ras}{bias});")
     main += ["  return 0;", "}"]
     return ("\n".join(includes) + "\n" + _SM90_PROBE_PRELUDE + "\n".join(bodies)
             + _SM90_PROBE_DUMP.replace("GPK_MEMBER_FUNCTIONS", "\n".join(funcs)) + "\n".join(main) + "\n")
@@ -911,6 +1113,7 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
         dumps = sorted(by_key.get(e["key"], []), key=lambda r: r["case"])
         cases = sm90_probe_cases(e)
         epi_tma = sm90_epi_tma(e)
+        fused = sm90_fused(e)
         containers = sm90_probe_containers(e)
         if len(dumps) != len(cases):
             raise RuntimeError(f"{e['key']}: probe printed {len(dumps)} cases")
@@ -923,8 +1126,9 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
                     raise RuntimeError(f"{e['key']}: {f} differs between probe cases")
             if not r["can_implement"]:
                 raise RuntimeError(f"{e['key']}: CUTLASS cannot implement probe case {r['case']}")
-            n_desc = 4 if epi_tma else 2
-            if len(r["encodes"]) != n_desc or len(r["descs"]) != n_desc:
+            n_desc = (3 if fused else 4) if epi_tma else 2
+            # the probe lists the C atom's descriptor offset even when nothing is encoded for it (fused)
+            if len(r["encodes"]) != n_desc or len(r["descs"]) != (4 if epi_tma else 2):
                 raise RuntimeError(f"{e['key']}: expected {n_desc} TMA descriptors, CUTLASS made {len(r['encodes'])}")
         offs = r0["offsets"]
         covered = set()
@@ -947,12 +1151,14 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
             # keeps A's 128-byte swizzle, only its box differs): record B's own, the builder takes them
             tma["B"] = {("data_type" if f == "dtype" else f): enc0[1][f] for f in
                         ("dtype", "rank", "elem_strides", "interleave", "swizzle", "l2_promotion", "oob_fill")}
+        # encode order of the epilogue's descriptors: C load, D store; fused (ElementC void): D store only
+        epi_encodes = ((2, "D"),) if fused else ((2, "C"), (3, "D"))
         if epi_tma:
             # the epilogue's C load and D store: their own box (the epilogue subtile) and swizzle
             tma["epilogue"] = {name: {"data_type": enc0[j]["dtype"], "rank": enc0[j]["rank"], "box": enc0[j]["box"],
                                       "elem_strides": enc0[j]["elem_strides"], "interleave": enc0[j]["interleave"],
                                       "swizzle": enc0[j]["swizzle"], "l2_promotion": enc0[j]["l2_promotion"],
-                                      "oob_fill": enc0[j]["oob_fill"]} for j, name in ((2, "C"), (3, "D"))}
+                                      "oob_fill": enc0[j]["oob_fill"]} for j, name in epi_encodes}
         for r in dumps:
             for j, enc in enumerate(r["encodes"]):
                 for f in ("dtype", "rank", "elem_strides", "interleave", "swizzle", "l2_promotion", "oob_fill"):
@@ -968,12 +1174,20 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
                "mainloop.tma_transaction_bytes_nk")]
         descs = dict(zip("ABCD", r0["descs"]))
         extra = {}
+        if fused:
+            # ElementC void: the C atom stays value-initialized (its descriptor all zero bytes, a leaf the
+            # builder leaves zero), nothing is encoded for it; D is the third encode
+            del descs["C"]
         if epi_tma:
             ep = offs["epilogue.tma_transaction_bytes"][0]
             extra["epilogue_tma_transaction_bytes"] = int.from_bytes(raw0[ep:ep + 4], "little")
             # CUTLASS encodes the C descriptor whatever beta is (ElementC is not void); the kernel skips the
             # C loads while beta == 0 (the LinearCombination tree's is_C_load_needed)
-            extra["c_descriptor_when_beta_0"] = "encoded (a valid C address is needed; C is not read)"
+            extra["c_descriptor_when_beta_0"] = ("not encoded: no C operand (ElementC void)" if fused else
+                                                 "encoded (a valid C address is needed; C is not read)")
+        if fused:
+            extra["fusion"] = {"bias_node": "epilogue.thread." + _FUSED_BIAS_PATH[sm90_probe_kind(e)],
+                               "stub_pattern_D": 2}
         out[e["key"]] = {
             "status": "probed",
             "probe": "gen_cutlass.py --probe-sm90: GemmKernel::to_underlying_arguments with a recording "

@@ -24,7 +24,9 @@ from gpk_array._kernels.cutlass import params_sm90 as S
 ROOT = Path(__file__).resolve().parents[2]
 KDIR = ROOT / "gpk_array" / "_kernels" / "cutlass"
 MANIFEST = json.loads((KDIR / "MANIFEST.json").read_text())
-SM90 = [e for e in MANIFEST["instances"] if e["arch"] == 90]
+SM90 = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" not in e]
+# fused bias/activation instances (gemm/<dtype>/tn/ppt_<epilogue>/sm90): tested at the end of this module
+FUSED = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e]
 RASTER = ["heuristic", "along_m", "along_n"]
 
 
@@ -340,7 +342,7 @@ def test_probe_reproduces_the_manifest(tmp_path):
     finally:
         sys.path.pop(0)
     fresh = G.probe_sm90_layout(MANIFEST["instances"], KDIR, nvcc=_nvcc())
-    for e in SM90:
+    for e in SM90 + FUSED:
         assert fresh[e["key"]] == e["host_params"], e["key"]
 
 
@@ -743,3 +745,197 @@ def test_encode_arguments_describe_the_operands_in_memory(layout, monkeypatch):
     mask = np.ones(ob.shape, bool)
     mask[1:1 + m, 8:8 + n] = False
     assert (ob[mask] == 7.0).all()
+
+
+# --------------------------------------------------------------------------------------------------
+# Fused bias/activation instances: ppt with an epilogue visitor tree, D = act(acc + bias[n]), no C
+# --------------------------------------------------------------------------------------------------
+EPILOGUES = {"bias": (None, None), "bias_gelu": ("gelu", "GELU"), "bias_gelu_tanh": ("gelu_tanh", "GELU_taylor"),
+             "bias_relu": ("relu", "ReLu"), "bias_silu": ("silu", "SiLu")}
+
+
+def _build_fused(entry, case, encode=None, **kw):
+    m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras, pbias = case
+    enc = encode or RecordingEncoder()
+    la = S.build_sm90_launch(entry, m, n, k, pa, pb, pc, pd, lda, ldb, ldc, ldd, alpha, beta,
+                             sm_count=sms, encode=enc, max_swizzle=swz, raster=RASTER[ras], bias=pbias, **kw)
+    return la, enc
+
+
+def test_fused_instances_are_ppt_with_a_visitor_epilogue():
+    assert {e["key"] for e in FUSED} == {f"gemm/{d}/tn/ppt_{epi}/sm90" for d in ("f16", "bf16") for epi in EPILOGUES}
+    for e in FUSED:
+        ppt = S.instance(f"gemm/{e['dtype']}/tn/ppt/sm90")
+        hp, pp = e["host_params"], ppt["host_params"]
+        epi = e["key"].split("/")[3][len("ppt_"):]
+        act, functor = EPILOGUES[epi]
+        assert hp["status"] == "probed" and S.fused_of(e)["epilogue"] == epi and S.fused_of(e)["activation"] == act
+        for f in ("tile", "cluster", "stages", "kernel_schedule", "epilogue_schedule", "warps"):
+            assert e[f] == ppt[f], f
+        assert e["kernel"] == ppt["kernel"] + "_" + epi and e["file"] == f"gemm_{e['dtype']}_tn_ppt_{epi}_sm90.cu"
+        src = (KDIR / e["file"]).read_text()
+        assert "using ElementC = void;" in src and "Sm90RowBroadcast" in src
+        assert "cute::Shape<_128, _128, _64>, cutlass::epilogue::collective::EpilogueTileAuto" in src
+        if functor:
+            assert f"cutlass::epilogue::thread::{functor}, " in src
+            assert S.fused_of(e)["functor"] == f"cutlass::epilogue::thread::{functor}"
+        # same Params size, block, cluster, mainloop; the A, B, D descriptors where ppt has them, no C encode
+        assert hp["params_size"] == pp["params_size"] and hp["params_align"] == 128
+        assert hp["block"] == [384, 1, 1] and hp["cluster"] == [2, 1, 1] and hp["workspace_bytes"] == 0
+        assert sorted(hp["descriptors"]) == ["A", "B", "D"]
+        assert all(hp["descriptors"][d] == pp["descriptors"][d] for d in "ABD")
+        assert hp["tma_transaction_bytes"] == pp["tma_transaction_bytes"]
+        assert {f: hp["tma"][f] for f in hp["tma"] if f != "epilogue"} == \
+            {f: pp["tma"][f] for f in pp["tma"] if f != "epilogue"}
+        # D's store as ppt's, but rank 2: the visitor's StrideD has a static zero batch stride, so CUTLASS
+        # drops the L mode (dims (N, M), one byte stride)
+        pd = pp["tma"]["epilogue"]["D"]
+        assert hp["tma"]["epilogue"] == {"D": {**pd, "rank": 2, "box": pd["box"][:2],
+                                               "elem_strides": pd["elem_strides"][:2]}}
+        for g in hp["golden"]:
+            m, n, ldd, pd_addr = g["case"][0], g["case"][1], g["case"][6], g["case"][12]
+            assert g["encodes"][2]["dims"] == [n, m] and g["encodes"][2]["strides"] == [2 * ldd]
+            assert g["encodes"][2]["addr"] == pd_addr
+        # no C in shared memory: no more than ppt's (the bias row, 128 elements, is far smaller than C's stages)
+        assert hp["smem_bytes"] <= pp["smem_bytes"]
+        # the fusion Params: the bias pointer (8 bytes) and its null default (one element) inside epilogue.thread
+        off, size = hp["offsets"], hp["sizes"]
+        t0, t1 = off["epilogue.thread"], off["epilogue.thread"] + size["epilogue.thread"]
+        assert size["epilogue.thread.bias_ptr"] == 8 and size["epilogue.thread.bias_null_default"] == 2
+        assert t0 <= off["epilogue.thread.bias_ptr"] < t1 and t0 <= off["epilogue.thread.bias_null_default"] < t1
+        assert off["epilogue.thread.bias_ptr"] % 8 == 0
+        assert "epilogue.thread.alpha" not in off
+        assert len(hp["golden"]) == 11
+
+
+@pytest.mark.parametrize("entry", FUSED, ids=[e["key"] for e in FUSED])
+def test_fused_params_bytes_match_cutlass_to_underlying_arguments(entry):
+    import struct
+    pad = _padding(entry)
+    hp = entry["host_params"]
+    for g in hp["golden"]:
+        la, enc = _build_fused(entry, g["case"])
+        gold = bytes.fromhex(g["hex"])
+        diff = [i for i in range(len(gold)) if gold[i] != la.params[i]]
+        assert not diff, (g["case"], diff[:16])
+        assert all(la.params[i] == 0 for i in pad)
+        assert enc.calls == g["encodes"], g["case"]      # A, B, then D (no C)
+        assert list(la.grid) == g["grid"] and la.kernel == entry["kernel"]
+        assert la.shared_mem == hp["smem_bytes"] and list(la.cluster) == [2, 1, 1]
+        assert struct.unpack_from("<Q", la.params, hp["offsets"]["epilogue.thread.bias_ptr"])[0] == g["case"][16]
+        o = hp["offsets"]["epilogue.thread.bias_null_default"]
+        assert la.params[o:o + 2] == b"\0\0"                  # a null bias reads zeros
+        c = hp["offsets"]["epilogue.tma_load_c.tma_desc_"]
+        assert la.params[c:c + 128] == bytes(128)           # the C atom: never encoded
+        d = hp["descriptors"]["D"]
+        assert la.params[d:d + 128] == stub_pattern(2)
+    # the golden cases cover a null bias and a bias only 2-byte aligned
+    assert {g["case"][16] % 16 for g in hp["golden"]} >= {0, 2} and any(g["case"][16] == 0 for g in hp["golden"])
+
+
+def test_fused_ignores_c_and_needs_alpha_1_beta_0():
+    e = S.instance("gemm/f16/tn/ppt_bias_gelu/sm90")
+    case = e["host_params"]["golden"][1]["case"]
+    la, _ = _build_fused(e, case)
+    # C's pointer and ldc play no part (the builder takes D's)
+    moved = list(case)
+    moved[5], moved[11] = 12344, 0x123
+    la2, enc2 = _build_fused(e, tuple(moved))
+    assert la2.params == la.params and all(c["addr"] != 0x123 for c in enc2.calls)
+    for alpha, beta in ((2.0, 0.0), (1.0, 1.0)):
+        bad = tuple(case[:7]) + (alpha, beta) + tuple(case[9:])
+        with pytest.raises(ValueError, match="alpha 1 and beta 0"):
+            _build_fused(e, bad)
+
+
+def test_fused_unsupported_reasons():
+    e = S.instance("gemm/bf16/tn/ppt_bias_silu/sm90")
+    ok = dict(m=17, n=24, k=64, lda=64, ldb=64, ldc=1, ldd=24, ptrs=(0x1000, 0x2000, 0x3003, 0x3000))
+    assert S.sm90_unsupported(e, **ok) is None                       # C's pointer and ldc are not looked at
+    assert S.sm90_unsupported(e, **ok, bias_ptr=0x5002) is None      # element alignment is enough
+    assert S.sm90_unsupported(e, **ok, bias_ptr=0) is None           # no bias: zeros
+    assert "2-byte aligned" in S.sm90_unsupported(e, **ok, bias_ptr=0x5001)
+    for bad, word in (({"n": 20, "ldd": 20}, "N must"), ({"ldd": 28}, "ldc and ldd"),
+                      ({"ptrs": (0x1000, 0x2000, 0x3000, 0x3008)}, "16-byte"), ({"k": 60, "lda": 64}, "K must")):
+        why = S.sm90_unsupported(e, **{**ok, **bad})
+        assert why and word in why, (bad, why)
+    plain = S.instance("gemm/bf16/tn/ppt/sm90")
+    assert "no bias" in S.sm90_unsupported(plain, **{**ok, "ptrs": (0x1000, 0x2000, 0x3000, 0x3000)},
+                                           bias_ptr=0x5000)
+    with pytest.raises(ValueError, match="2-byte"):
+        S.build_sm90_launch(e, 16, 16, 16, 0x1000, 0x2000, 0x3000, 0x3000, encode=RecordingEncoder(), bias=0x4001)
+
+
+@pytest.mark.parametrize("entry", FUSED[:4], ids=[e["key"] for e in FUSED[:4]])
+def test_fused_real_encoder_path_through_ctypes(entry, tma_stub):
+    hp = entry["host_params"]
+    offs = [hp["descriptors"][name] for name in "ABD"]
+    for g in hp["golden"]:
+        m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras, pbias = g["case"]
+        la = S.build_sm90_launch(entry, m, n, k, pa, pb, pc, pd, lda, ldb, ldc, ldd, alpha, beta,
+                                 sm_count=sms, max_swizzle=swz, raster=RASTER[ras], bias=pbias)
+        assert [_decode_stub_descriptor(la.params[o:o + 128]) for o in offs] == g["encodes"], g["case"]
+        gold, mine = bytearray.fromhex(g["hex"]), bytearray(la.params)
+        for o in offs:
+            gold[o:o + 128] = mine[o:o + 128] = bytes(128)
+        assert mine == gold, g["case"]
+
+
+def test_fused_keys_and_linear_tn_sm90_dispatch(monkeypatch):
+    """linear_tn_sm90 with bias/activation picks the fused instance and passes the bias address into the Params;
+    what it cannot run raises ValueError before any launch."""
+    import struct
+    import numpy as np
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L, tma
+    f16 = np.dtype(np.float16)
+    assert L.fused_key(f16) == "gemm/f16/tn/ppt_bias/sm90"
+    assert L.fused_key("bfloat16", "ppt", "gelu_tanh") == "gemm/bf16/tn/ppt_bias_gelu_tanh/sm90"
+    assert L.fused_key(f16, activation="identity") == "gemm/f16/tn/ppt_bias/sm90"
+    assert {L.fused_key(d, "ppt", a) for d in ("float16", "bfloat16") for a in L.ACTIVATIONS} == \
+        {e["key"] for e in FUSED}
+    with pytest.raises(ValueError, match="activation"):
+        L.fused_key(f16, "ppt", "tanh")
+    with pytest.raises(ValueError, match="families"):
+        L.fused_key(f16, "coopt", "gelu")
+    enc = RecordingEncoder()
+    launched = []
+    monkeypatch.setattr(tma, "encode_tiled", enc)
+    monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+    monkeypatch.setattr(loader, "sm_count", lambda device_id=None: 132)
+    monkeypatch.setattr(L, "_params_cache", {})
+    monkeypatch.setattr(L, "launch", lambda key, la, packed=None, stream_ptr=None: launched.append((key, la)))
+    m, n, k = 203, 768, 136
+    x = _FakeArray((m, k), (2 * k, 2), 0x10000)
+    w = _FakeArray((n, k), (2 * k, 2), 0x20000)
+    out = _FakeArray((m, n), (2 * n, 2), 0x40000)
+    b = _FakeArray((n,), (2,), 0x50002)
+    y = L.linear_tn_sm90(x, w, out=out, bias=b, activation="gelu")
+    assert y is out and launched[-1][0] == "gemm/f16/tn/ppt_bias_gelu/sm90"
+    e = S.instance(launched[-1][0])
+    la = launched[-1][1]
+    assert struct.unpack_from("<Q", la.params, e["host_params"]["offsets"]["epilogue.thread.bias_ptr"])[0] == 0x50002
+    ref = S.build_sm90_launch(e, m, n, k, 0x10000, 0x20000, 0x40000, 0x40000, sm_count=132,
+                              encode=RecordingEncoder(), bias=0x50002)
+    assert la == ref
+    L.linear_tn_sm90(x, w, out=out, activation="relu")              # no bias: a null pointer
+    la = launched[-1][1]
+    e = S.instance("gemm/f16/tn/ppt_bias_relu/sm90")
+    assert launched[-1][0] == e["key"]
+    assert struct.unpack_from("<Q", la.params, e["host_params"]["offsets"]["epilogue.thread.bias_ptr"])[0] == 0
+    L.linear_tn_sm90(x, w, out=out, bias=b)
+    assert launched[-1][0] == "gemm/f16/tn/ppt_bias/sm90"
+    n_launches = len(launched)
+    for kw, word in (({"bias": _FakeArray((n - 8,), (2,), 0x50000)}, "bias must be"),
+                     ({"bias": _FakeArray((n,), (2,), 0x50000, "float32")}, "bias must be"),
+                     ({"bias": _FakeArray((n,), (4,), 0x50000)}, "contiguous"),
+                     ({"bias": _FakeArray((n,), (2,), 0x50001)}, "2-byte aligned"),
+                     ({"bias": b, "alpha": 0.5}, "alpha"), ({"bias": b, "beta": 1.0, "c": out}, "alpha"),
+                     ({"bias": b, "activation": "softplus"}, "activation"),
+                     ({"bias": b, "family": "large"}, "families")):
+        with pytest.raises(ValueError, match=word):
+            L.linear_tn_sm90(x, w, out=out, **kw)
+    w2 = _FakeArray((1004, k), (2 * k, 2), 0x20000)
+    with pytest.raises(ValueError, match="N must"):
+        L.linear_tn_sm90(x, w2, out=_FakeArray((m, 1004), (2 * 1008, 2), 0x40000), bias=None, activation="silu")
+    assert len(launched) == n_launches

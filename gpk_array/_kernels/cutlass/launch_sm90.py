@@ -3,6 +3,7 @@
     y = linear_tn_sm90(x, w)            # y = x @ w.T, x (M, K), w (N, K), float16 or bfloat16 CuPy arrays
     y = linear_tn_sm90(x, w, alpha=0.5, beta=1.0, c=c)   # alpha * x @ w.T + beta * c
     y = matmul_nn_sm90(a, b)            # y = a @ b, a (M, K), b (K, N) row-major ("nn": families ppt, coopt)
+    y = linear_tn_sm90(x, w, bias=b, activation="gelu")  # gelu(x @ w.T + b) in one kernel (fused epilogue)
 
 The instance's cubin (sm_90a, so CC 9.0 devices only) is compiled once and kept in the loader's disk
 cache (``$GPK_CACHE_DIR/sm_90a/``, default ``~/.cache/gpk_array/kernels/sm_90a/``) under a key of the
@@ -267,6 +268,26 @@ def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = Non
 FAMILIES = ("large", "xl", "pp", "ppt", "coopt")
 # families emitted per operand layout ("tn": B the (N, K) weight; "nn": B (K, N) row-major, as matmul has it)
 LAYOUT_FAMILIES = {"tn": FAMILIES, "nn": ("ppt", "coopt")}
+# Fused epilogues (linear with bias and activation in one kernel, "tn" only): D = act(x @ w.T + bias), fp32
+# compute, bias an (N,) row of D's type, no C, alpha 1, beta 0. Base families that have them and the
+# activations (None: bias only); the instance is "<base>_bias" or "<base>_bias_<activation>"
+# (gemm/<dtype>/tn/ppt_bias_gelu/sm90, ...). gelu is erf-based (torch's default), gelu_tanh torch's
+# approximate="tanh" (CUTLASS GELU_taylor, tanh.approx.f32), silu x * sigmoid(x) with a fast exp.
+FUSED_FAMILIES = ("ppt",)
+ACTIVATIONS = (None, "gelu", "gelu_tanh", "relu", "silu")
+
+
+def fused_key(dtype, family: str = "ppt", activation: str | None = None) -> str:
+    """Registry key of the fused bias/activation instance of a base family ("ppt") for a dtype."""
+    if activation == "identity":
+        activation = None
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"gpk_array: SM90 fused activation must be one of {ACTIVATIONS}, not {activation!r}")
+    if family not in FUSED_FAMILIES:
+        raise ValueError(f"gpk_array: SM90 fused epilogues exist for the families {FUSED_FAMILIES}, not {family!r}")
+    base = default_key(dtype, family, "tn")
+    epi = "bias" if activation is None else f"bias_{activation}"
+    return base.replace(f"/tn/{family}/", f"/tn/{family}_{epi}/")
 
 
 def default_key(dtype, family: str = "large", layout: str = "tn") -> str:
@@ -295,9 +316,10 @@ def _rows(a, name: str) -> int:
     return a.strides[0] // isz if a.shape[0] > 1 else max(a.shape[1], 1)
 
 
-def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heuristic"):
+def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heuristic", bias_ptr=0):
     """(LaunchArgs, packed) for the call, cached by everything that decides the Params bytes.
-    x: A (M, K); w: B as the instance's layout stores it ((N, K) for "tn", (K, N) for "nn")."""
+    x: A (M, K); w: B as the instance's layout stores it ((N, K) for "tn", (K, N) for "nn");
+    bias_ptr: the bias row's address for a fused-epilogue instance (0: none)."""
     m, k = x.shape
     n = out.shape[1]
     lda, ldb, ldd = _rows(x, "x"), _rows(w, "w"), _rows(out, "out")
@@ -305,13 +327,13 @@ def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heu
     ldc = _rows(cc, "c")
     ptrs = (x.data.ptr, w.data.ptr, cc.data.ptr, out.data.ptr)
     ck = (key, m, n, k, ptrs, lda, ldb, ldc, ldd, float(alpha), float(beta), sm_count, max_swizzle,
-          raster, loader.current_device_id())
+          raster, bias_ptr, loader.current_device_id())
     hit = _params_cache.get(ck)
     if hit is None:
         e = _entry(key)
         la = P.build_sm90_launch(e, m, n, k, ptrs[0], ptrs[1], ptrs[2], ptrs[3], lda, ldb, ldc, ldd,
                                  float(alpha), float(beta), sm_count=sm_count, max_swizzle=max_swizzle,
-                                 raster=raster, device_id=ck[-1])
+                                 raster=raster, device_id=ck[-1], bias=bias_ptr)
         hit = (la, _packed(la))
         if len(_params_cache) >= _PARAMS_CACHE_MAX:
             _params_cache.clear()
@@ -320,17 +342,36 @@ def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heu
 
 
 def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None = None,
-                   max_swizzle: int = 1, raster: str = "heuristic", family: str = "large"):
-    """out = alpha * x @ w.T + beta * c on the current CuPy stream, with the SM90 CUTLASS instance.
+                   max_swizzle: int = 1, raster: str = "heuristic", family: str | None = None,
+                   bias=None, activation: str | None = None):
+    """out = alpha * x @ w.T + beta * c on the current CuPy stream, with the SM90 CUTLASS instance;
+    with ``bias`` or ``activation``: out = activation(x @ w.T + bias) in one kernel (fused epilogue).
 
     x: (M, K), w: (N, K), c and out: (M, N), all float16 or all bfloat16 CuPy arrays with contiguous
     rows (leading dimensions may be padded: K, lda, ldb multiples of 8; A and B 16-byte aligned).
-    c is read only when beta != 0 (it may be out itself). Raises ValueError for what the instance
-    cannot run (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
+    c is read only when beta != 0 (it may be out itself). ``family``: default "large", or "ppt" when
+    fused. Fused (``bias`` a contiguous (N,) array of x's dtype, element-aligned, or None: zeros;
+    ``activation`` one of None, "gelu", "gelu_tanh", "relu", "silu"): family "ppt" only, alpha 1, beta 0,
+    no c; N, ldd multiples of 8 and out 16-byte aligned (TMA store). Raises ValueError for what the
+    instance cannot run (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
     if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"gpk_array: shapes {x.shape} and {w.shape} do not make x @ w.T")
-    return _gemm(x, w, w.shape[0], out, alpha, beta, c, key or default_key(x.dtype, family, "tn"), "tn",
-                 max_swizzle, raster)
+    if bias is None and activation is None:
+        return _gemm(x, w, w.shape[0], out, alpha, beta, c,
+                     key or default_key(x.dtype, family or "large", "tn"), "tn", max_swizzle, raster)
+    if alpha != 1 or beta != 0 or c is not None:
+        raise ValueError("gpk_array: the fused SM90 epilogue computes activation(x @ w.T + bias): "
+                         "no alpha, beta or c")
+    n = w.shape[0]
+    key = key or fused_key(x.dtype, family or "ppt", activation)
+    if P.fused_of(_entry(key)) is None:
+        raise ValueError(f"gpk_array: {key} is not a fused-epilogue instance")
+    if bias is not None:
+        if bias.ndim != 1 or bias.shape[0] != n or bias.dtype != x.dtype:
+            raise ValueError(f"gpk_array: bias must be ({n},) {x.dtype}")
+        if n > 1 and bias.strides[0] != bias.itemsize:
+            raise ValueError("gpk_array: bias must be contiguous")
+    return _gemm(x, w, n, out, 1.0, 0.0, None, key, "tn", max_swizzle, raster, bias=bias)
 
 
 def matmul_nn_sm90(a, b, out=None, alpha=1.0, beta=0.0, c=None, key: str | None = None,
@@ -349,8 +390,9 @@ def matmul_nn_sm90(a, b, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
                  max_swizzle, raster)
 
 
-def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster):
-    """The shared body of linear_tn_sm90 and matmul_nn_sm90: x (M, K), w the B operand in ``layout``."""
+def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster, bias=None):
+    """The shared body of linear_tn_sm90 and matmul_nn_sm90: x (M, K), w the B operand in ``layout``;
+    bias: the (N,) row of a fused-epilogue instance (or None)."""
     import cupy
     if x.dtype != w.dtype:
         raise TypeError("gpk_array: both operands must have the same dtype")
@@ -371,10 +413,13 @@ def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster):
     if m == 0 or n == 0:
         return out
     if x.shape[1] == 0:
+        if P.fused_of(_entry(key)) is not None:
+            raise ValueError("gpk_array: K == 0: nothing for the fused SM90 epilogue to run")
         out[...] = 0 if beta == 0 else beta * c
         return out
     sms = loader.sm_count()
-    la, packed = prepare(x, w, out, alpha, beta, c if beta != 0 else None, key, sms, max_swizzle, raster)
+    la, packed = prepare(x, w, out, alpha, beta, c if beta != 0 else None, key, sms, max_swizzle, raster,
+                         0 if bias is None else bias.data.ptr)
     launch(key, la, packed)
     return out
 

@@ -17,6 +17,12 @@ scheduler) takes one ``__grid_constant__ GemmKernel::Params`` by value. CUTLASS 
   encodes the C descriptor whatever beta is; with beta == 0 the kernel never loads C (any valid,
   16-byte aligned address of an (M, N) tensor with stride ldc does, e.g. D's).
 
+* fused-epilogue instances (``fused_of``: MANIFEST ``fusion``; families "ppt_bias", "ppt_bias_gelu",
+  "ppt_bias_gelu_tanh", "ppt_bias_relu", "ppt_bias_silu", "tn" only) compute D = act(acc + bias[n]) with an
+  epilogue visitor tree (no C operand, no alpha or beta): their Params are the TMA epilogue's with the C atom
+  left zero (nothing encoded for it: the encodes are A, B, D), and the fusion callbacks' Params reduced to the
+  bias row broadcast's pointer and its null default (0: a null bias reads as zeros, i.e. act(acc)).
+
 * the operand layout is the instance's (``layout_of``: MANIFEST ``layout_tag``): "tn" takes B as the (N, K)
   row-major weight (D = A @ B^T), "nn" (families ppt and coopt) as (K, N) row-major, N contiguous
   (D = A @ B, matmul's layout); only B's encode arguments (dims, strides, box) and the unsupported rules
@@ -193,20 +199,29 @@ def tma_encode_args(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: int,
 
 def is_epi_tma(entry: dict) -> bool:
     """Does the instance write D (and read C) through TMA descriptors (CUTLASS's TMA epilogue)?"""
-    return "C" in entry.get("host_params", {}).get("descriptors", {})
+    return "D" in entry.get("host_params", {}).get("descriptors", {})
+
+
+def fused_of(entry: dict) -> dict | None:
+    """The instance's fused epilogue (MANIFEST ``fusion``: epilogue, activation, functor, ...), or None."""
+    return entry.get("fusion")
 
 
 def tma_epilogue_encode_args(entry: dict, m: int, n: int, ptr_c: int, ptr_d: int, ldc: int,
                              ldd: int) -> list[dict]:
     """cuTensorMapEncodeTiled arguments of the TMA epilogue's C load and D store, in call order (after
-    A and B). C and D are (M, N) row-major: dims (N, M, L=1), byte strides (ld, M * ld) * element size;
+    A and B; fused instances: D only, rank 2). C and D are (M, N) row-major: dims (N, M, L=1), byte strides
+    (ld, M * ld) * element size (rank 2: (N, M), (ld,));
     the box is the epilogue subtile, data type, swizzle and L2 promotion as CUTLASS chose them (probed)."""
     t = entry["host_params"]["tma"]["epilogue"]
     es = _ELEMENT_BYTES[entry["dtype"]]
     out = []
     for name, ptr, ld in (("C", ptr_c, ldc), ("D", ptr_d, ldd)):
+        if name not in t:       # fused instances: no C operand, D's descriptor only
+            continue
         d = t[name]
-        out.append({"address": ptr, "dims": [n, m, 1], "strides": [ld * es, m * ld * es],
+        r = d["rank"]   # 3; 2 where the batch stride is a static 0 (fused instances: CUTLASS drops the L mode)
+        out.append({"address": ptr, "dims": [n, m, 1][:r], "strides": [ld * es, m * ld * es][:r - 1],
                     "box": list(d["box"]), "data_type": d["data_type"], "rank": d["rank"],
                     "elem_strides": list(d["elem_strides"]), "interleave": d["interleave"],
                     "swizzle": d["swizzle"], "l2_promotion": d["l2_promotion"], "oob_fill": d["oob_fill"]})
@@ -214,8 +229,9 @@ def tma_epilogue_encode_args(entry: dict, m: int, n: int, ptr_c: int, ptr_d: int
 
 
 def sm90_unsupported(entry: dict, m: int, n: int, k: int, lda: int, ldb: int, ldc: int, ldd: int,
-                     ptrs: tuple[int, ...] = (), sm_count: int = 1) -> str | None:
-    """Why this instance cannot run the problem (None if it can). ptrs = (A, B, C, D)."""
+                     ptrs: tuple[int, ...] = (), sm_count: int = 1, bias_ptr: int | None = None) -> str | None:
+    """Why this instance cannot run the problem (None if it can). ptrs = (A, B, C, D); a fused instance
+    reads no C (its C pointer and ldc are not checked) and takes ``bias_ptr`` (0: no bias)."""
     if entry.get("arch") != 90 or entry.get("host_params", {}).get("status") != "probed":
         return "not a probed SM90 instance"
     if min(m, n, k) <= 0:
@@ -227,6 +243,14 @@ def sm90_unsupported(entry: dict, m: int, n: int, k: int, lda: int, ldb: int, ld
     es = _ELEMENT_BYTES[entry["dtype"]]
     align = _TMA_ALIGN_BYTES // es
     b_n, b_len = b_rows(entry, n, k)
+    if fused_of(entry):
+        ldc = ldd                                   # no C operand
+        ptrs = tuple(ptrs[:2]) + (ptrs[3], ptrs[3]) if ptrs else ()
+        # the bias row broadcast loads one element per thread: element alignment (no TMA, no vector loads)
+        if bias_ptr and bias_ptr % es:
+            return f"bias must be {es}-byte aligned (fused epilogue: the bias row is read element by element)"
+    elif bias_ptr:
+        return "the instance has no bias (not a fused-epilogue instance)"
     # CollectiveMainloop::can_implement: A (M, K) TMA-aligned in its contiguous K, B in its contiguous
     # dimension (K for "tn", N for "nn")
     if k % align:
@@ -264,7 +288,7 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
                       ldc: int | None = None, ldd: int | None = None, alpha: float = 1.0,
                       beta: float = 0.0, sm_count: int = 132, encode: Encoder | None = None,
                       max_swizzle: int = 1, raster: str = "heuristic",
-                      device_id: int = 0) -> LaunchArgs:
+                      device_id: int = 0, bias: int = 0) -> LaunchArgs:
     """Launch arguments for D(m, n) = alpha * A(m, k) @ op(B) + beta * C(m, n).
 
     A, C, D row-major with leading dimensions lda, ldc, ldd (defaults k, n, n); B as the instance's
@@ -273,12 +297,21 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
     ``sm_count``: the device's multiprocessor count (the persistent grid is min(sm_count, tiles)).
     ``encode``: see ``Encoder``; default ``tma.encode_tiled`` (the driver, needs libcuda).
     ``max_swizzle`` (1, 2, 4, 8) and ``raster`` ("heuristic", "along_m", "along_n"): the tile
-    scheduler's Arguments (CUTLASS's defaults: 1, heuristic)."""
+    scheduler's Arguments (CUTLASS's defaults: 1, heuristic).
+    ``bias``: device address of the (n,) bias row of a fused-epilogue instance (``fused_of``), which computes
+    D = act(A @ op(B) + bias) and takes no C (``ptr_c``, ``ldc`` ignored), alpha 1 and beta 0 only; 0: no bias."""
     lda = k if lda is None else lda
     ldb = b_rows(entry, n, k)[1] if ldb is None else ldb
     ldc = n if ldc is None else ldc
     ldd = n if ldd is None else ldd
-    why = sm90_unsupported(entry, m, n, k, lda, ldb, ldc, ldd, (ptr_a, ptr_b, ptr_c, ptr_d), sm_count)
+    fused = fused_of(entry)
+    if fused:
+        if alpha != 1.0 or beta != 0.0:
+            raise ValueError(f"{entry.get('key')}: a fused-epilogue instance computes act(acc + bias): "
+                             "alpha 1 and beta 0 only")
+        ptr_c, ldc = ptr_d, ldd
+    why = sm90_unsupported(entry, m, n, k, lda, ldb, ldc, ldd, (ptr_a, ptr_b, ptr_c, ptr_d), sm_count,
+                           bias_ptr=bias)
     if why:
         raise ValueError(f"{entry.get('key')}: {why}")
     if raster not in RASTER_OPTIONS:
@@ -300,13 +333,19 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
     struct.pack_into("<I", buf, off["mainloop.tma_transaction_bytes"], tx)
     struct.pack_into("<I", buf, off["mainloop.tma_transaction_bytes_mk"], tx_mk)
     struct.pack_into("<I", buf, off["mainloop.tma_transaction_bytes_nk"], tx_nk)
-    # epilogue: LinearCombination params (alpha, beta; the scalar pointers stay null)
-    struct.pack_into("<f", buf, off["epilogue.thread.alpha"], alpha)
-    struct.pack_into("<f", buf, off["epilogue.thread.beta"], beta)
+    if fused:
+        # epilogue visitor tree: the bias row broadcast's pointer (null: its null_default, left 0, is read)
+        struct.pack_into("<Q", buf, off["epilogue.thread.bias_ptr"], bias)
+    else:
+        # epilogue: LinearCombination params (alpha, beta; the scalar pointers stay null)
+        struct.pack_into("<f", buf, off["epilogue.thread.alpha"], alpha)
+        struct.pack_into("<f", buf, off["epilogue.thread.beta"], beta)
     if is_epi_tma(entry):
         # TMA epilogue: the C load and D store descriptors (their atoms' tails are padding), the
-        # epilogue's transaction bytes; the scalars' batch strides stay 0 (one alpha, one beta)
-        for name, a in zip(("C", "D"), tma_epilogue_encode_args(entry, m, n, ptr_c, ptr_d, ldc, ldd)):
+        # epilogue's transaction bytes; the scalars' batch strides stay 0 (one alpha, one beta). Fused: D only
+        # (the C atom stays zero, as CUTLASS leaves it)
+        for name, a in zip(("D",) if fused else ("C", "D"),
+                           tma_epilogue_encode_args(entry, m, n, ptr_c, ptr_d, ldc, ldd)):
             encode(buf, hp["descriptors"][name], a["data_type"], a["rank"], a["address"], a["dims"],
                    a["strides"], a["box"], a["elem_strides"], a["interleave"], a["swizzle"],
                    a["l2_promotion"], a["oob_fill"])
