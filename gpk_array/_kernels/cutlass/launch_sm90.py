@@ -3,6 +3,7 @@
     y = linear_tn_sm90(x, w)            # y = x @ w.T, x (M, K), w (N, K), float16 or bfloat16 CuPy arrays
     y = linear_tn_sm90(x, w, alpha=0.5, beta=1.0, c=c)   # alpha * x @ w.T + beta * c
     y = matmul_nn_sm90(a, b)            # y = a @ b, a (M, K), b (K, N) row-major ("nn": families ppt, coopt)
+    y = linear_tn_sm90(x32, w32)        # float32 arrays: the TF32 instances (gemm/tf32/<tn|nn>/<family>/sm90)
 
 The instance's cubin (sm_90a, so CC 9.0 devices only) is compiled once and kept in the loader's disk
 cache (``$GPK_CACHE_DIR/sm_90a/``, default ``~/.cache/gpk_array/kernels/sm_90a/``) under a key of the
@@ -257,20 +258,38 @@ def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = Non
 FAMILIES = ("large", "xl", "pp", "ppt", "coopt")
 # families emitted per operand layout ("tn": B the (N, K) weight; "nn": B (K, N) row-major, as matmul has it)
 LAYOUT_FAMILIES = {"tn": FAMILIES, "nn": ("ppt", "coopt")}
+# float32 operands on the TF32 tensor cores (registry dtype "tf32"): "tn" ppt (ping-pong 128x128x32) and coopt
+# (cooperative 256x128x32), both cluster 2x1x1 with the TMA epilogue; "nn" pp (ping-pong 128x128x32) and coop
+# (cooperative 256x128x32), cluster 2x1x1, which CUTLASS runs as B^T A^T (params_sm90.swaps_ab) with a
+# register-sourced mainloop and a direct-store transposed epilogue (no TMA epilogue for that layout in CUTLASS)
+TF32_LAYOUT_FAMILIES = {"tn": ("ppt", "coopt"), "nn": ("pp", "coop")}
+# array dtype name -> registry dtype
+DTYPE_CODES = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32"}
 
 
-def default_key(dtype, family: str = "large", layout: str = "tn") -> str:
+def layout_families(dtype: str, layout: str) -> tuple:
+    """The families emitted for a registry dtype ("f16", "bf16", "tf32") and layout; () if none."""
+    table = TF32_LAYOUT_FAMILIES if dtype == "tf32" else LAYOUT_FAMILIES
+    return tuple(table.get(layout, ()))
+
+
+def default_key(dtype, family: str | None = None, layout: str = "tn") -> str:
+    """Registry key of the instance for an array dtype (float16, bfloat16; float32 -> the TF32 instances),
+    family (None: the layout's first: "large" / "ppt" for 16-bit "tn" / "nn", "ppt" / "pp" for float32) and
+    layout."""
     name = getattr(dtype, "name", str(dtype))
-    fams = LAYOUT_FAMILIES.get(layout)
-    if fams is None:
+    if layout not in LAYOUT_FAMILIES:
         raise ValueError(f"gpk_array: SM90 layout must be one of {tuple(LAYOUT_FAMILIES)}, not {layout!r}")
+    code = DTYPE_CODES.get(name)
+    if code is None:
+        raise TypeError(f"gpk_array: the SM90 CUTLASS GEMM takes float16, bfloat16 or float32 (TF32), not {name}")
+    fams = layout_families(code, layout)
+    if family is None:
+        family = fams[0]
     if family not in fams:
-        raise ValueError(f"gpk_array: SM90 family for layout {layout!r} must be one of {fams}, not {family!r}")
-    if name == "float16":
-        return f"gemm/f16/{layout}/{family}/sm90"
-    if name == "bfloat16":
-        return f"gemm/bf16/{layout}/{family}/sm90"
-    raise TypeError(f"gpk_array: the SM90 CUTLASS GEMM takes float16 or bfloat16, not {name}")
+        raise ValueError(f"gpk_array: SM90 family for {code} layout {layout!r} must be one of {fams}, "
+                         f"not {family!r}")
+    return f"gemm/{code}/{layout}/{family}/sm90"
 
 
 def _rows(a, name: str) -> int:
@@ -310,11 +329,14 @@ def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heu
 
 
 def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None = None,
-                   max_swizzle: int = 1, raster: str = "heuristic", family: str = "large"):
+                   max_swizzle: int = 1, raster: str = "heuristic", family: str | None = None):
     """out = alpha * x @ w.T + beta * c on the current CuPy stream, with the SM90 CUTLASS instance.
 
     x: (M, K), w: (N, K), c and out: (M, N), all float16 or all bfloat16 CuPy arrays with contiguous
     rows (leading dimensions may be padded: K, lda, ldb multiples of 8; A and B 16-byte aligned).
+    ``family`` (default "large"): see FAMILIES. float32 arrays run on the TF32 tensor cores (operands
+    rounded to TF32, float32 accumulation and output; families "ppt" (default) and "coopt", both with the
+    TMA epilogue: K, N, lda, ldb, ldc, ldd multiples of 4, all four pointers 16-byte aligned).
     c is read only when beta != 0 (it may be out itself). Raises ValueError for what the instance
     cannot run (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
     if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
@@ -324,13 +346,16 @@ def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
 
 
 def matmul_nn_sm90(a, b, out=None, alpha=1.0, beta=0.0, c=None, key: str | None = None,
-                   max_swizzle: int = 1, raster: str = "heuristic", family: str = "ppt"):
+                   max_swizzle: int = 1, raster: str = "heuristic", family: str | None = None):
     """out = alpha * a @ b + beta * c on the current CuPy stream, with an SM90 "nn" CUTLASS instance.
 
     a: (M, K), b: (K, N) (matmul's layout: b's rows, of N elements, contiguous), c and out: (M, N), all
     float16 or all bfloat16 CuPy arrays with contiguous rows (leading dimensions may be padded: K, N, lda,
     ldb, ldc, ldd multiples of 8; all four pointers 16-byte aligned). ``family``: "ppt" (ping-pong
-    128x128x64) or "coopt" (cooperative 256x128x64), both cluster 2x1x1 with the TMA epilogue.
+    128x128x64, the default) or "coopt" (cooperative 256x128x64), both cluster 2x1x1 with the TMA epilogue.
+    float32 arrays run on the TF32 tensor cores: families "pp" (ping-pong 128x128x32, default) and "coop"
+    (cooperative 256x128x32), cluster 2x1x1, which CUTLASS runs as b.T @ a.T with B through registers and a
+    direct-store epilogue (K, N, lda, ldb multiples of 4; a and b 16-byte aligned, c and out 4-byte aligned).
     c is read only when beta != 0 (it may be out itself). Raises ValueError for what the instance
     cannot run (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
@@ -344,6 +369,10 @@ def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster):
     import cupy
     if x.dtype != w.dtype:
         raise TypeError("gpk_array: both operands must have the same dtype")
+    code = DTYPE_CODES.get(x.dtype.name)
+    if code != _entry(key)["dtype"]:
+        # float32 arrays need a "tf32" instance, float16 an "f16" one, ...
+        raise TypeError(f"gpk_array: {key} does not take {x.dtype.name} operands")
     if P.layout_of(_entry(key)) != layout:
         raise ValueError(f"gpk_array: {key} is not a {layout!r} instance")
     m = x.shape[0]
