@@ -10,6 +10,12 @@ cluster launches), timed beside one cuBLAS timing of the same inputs.
 
     python -m benchmarks.cutlass_sm90_bench --families pp,ppt,coopt     # the TMA epilogues beside pp
     python -m benchmarks.cutlass_sm90_bench --layouts nn                # only matmul's layout (ppt, coopt)
+    python -m benchmarks.cutlass_sm90_bench --dtypes tf32               # float32 GEMMs on the TF32 tensor cores
+
+TF32 ("--dtypes tf32": float32 operands and output, TF32 multiplies, float32 accumulation): the instances of
+launch_sm90.TF32_LAYOUT_FAMILIES (tn: ppt, coopt; nn: pp, coop) against cuBLAS TF32 in the same run, i.e. the
+project's cuBLASLt binding with CUBLAS_COMPUTE_32F_FAST_TF32 (``blas.matmul(a, b, out, tf32=True)``; b = w.T for
+"tn"), whose candidate algorithms are timed on the first (warm-up) call. The square shapes include 8192^3 there.
 
 Layouts: "tn" (linear_tn_sm90: x (M, K) @ w.T with w (N, K); cuBLAS x @ w.T) and "nn" (matmul_nn_sm90:
 a (M, K) @ b with b (K, N) row-major; cuBLAS a @ b; only the families launch_sm90.LAYOUT_FAMILIES["nn"]
@@ -72,14 +78,14 @@ def _bf16_casts(cp):
         return False
 
 
-def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS, sweep=False):
+def run(dtypes=("f16", "bf16"), reps=20, families=None, layouts=LAYOUTS, sweep=False):
     import cupy as cp
     from gpk_array._kernels import loader
     from gpk_array._kernels.cutlass import launch_sm90 as L
     from gpk_array._kernels.cutlass import params_sm90 as P
 
     env = {**_env(), "sm_count": loader.sm_count()}
-    np_dt = {"f16": np.dtype(np.float16)}
+    np_dt = {"f16": np.dtype(np.float16), "tf32": np.dtype(np.float32)}
     try:
         import ml_dtypes
         np_dt["bf16"] = np.dtype(ml_dtypes.bfloat16)
@@ -90,7 +96,11 @@ def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS, swe
     for layout, dt in [(lay, dt) for lay in layouts for dt in dtypes]:
         if dt not in np_dt:
             continue
-        fams = [f for f in families if f in L.LAYOUT_FAMILIES[layout]]
+        # families=None: every family emitted for the dtype and layout
+        fams = [f for f in (families or L.layout_families(dt, layout)) if f in L.layout_families(dt, layout)]
+        tf32 = dt == "tf32"
+        if tf32:
+            from gpk_array._kernels import blas
         keys = [f"gemm/{dt}/{layout}/{fam}/sm90" for fam in fams]
         nn = layout == "nn"
         bf16_ok = dt == "bf16" and _bf16_casts(cp)
@@ -102,9 +112,17 @@ def run(dtypes=("f16", "bf16"), reps=20, families=FAMILIES, layouts=LAYOUTS, swe
         for m, k, n in shapes(layout, sweep):
             x = cp.asarray(rng.uniform(-1, 1, (m, k)).astype(np_dt[dt]))
             w = cp.asarray(rng.uniform(-1, 1, (k, n) if nn else (n, k)).astype(np_dt[dt]))
-            ref = x @ w if nn else x @ w.T
-            cublas = _time((lambda: x @ w) if nn else (lambda: x @ w.T), cp, reps)
-            r32 = ref.astype(cp.float32) if dt == "f16" or bf16_ok else None
+            if tf32:
+                # cuBLAS TF32 through cuBLASLt (CUBLAS_COMPUTE_32F_FAST_TF32); w.T of the (N, K) weight for "tn"
+                ref = cp.empty((m, n), cp.float32)
+                bop = w if nn else w.T
+                if blas.matmul(x, bop, out=ref, tf32=True) is None:
+                    raise RuntimeError("cuBLASLt refused the TF32 reference GEMM")
+                cublas = _time(lambda: blas.matmul(x, bop, out=ref, tf32=True), cp, reps)
+            else:
+                ref = x @ w if nn else x @ w.T
+                cublas = _time((lambda: x @ w) if nn else (lambda: x @ w.T), cp, reps)
+            r32 = ref.astype(cp.float32) if dt in ("f16", "tf32") or bf16_ok else None
             call_fn = L.matmul_nn_sm90 if nn else L.linear_tn_sm90
             for fam, key in zip(fams, keys):
                 out = cp.empty((m, n), np_dt[dt])
@@ -229,7 +247,8 @@ def main(argv=None):
     ap.add_argument("--json", help="write results here")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--families", default=",".join(FAMILIES))
+    ap.add_argument("--families", default=None,
+                    help=f"comma-separated (default: every family of each dtype and layout; f16/bf16: {','.join(FAMILIES)})")
     ap.add_argument("--layouts", default=",".join(LAYOUTS))
     ap.add_argument("--sweep", action="store_true", help="the shapes of python -m benchmarks gemm instead")
     ap.add_argument("--epilogues", nargs="?", const="gelu", default=None,
@@ -245,8 +264,8 @@ def main(argv=None):
             with open(a.json, "w") as f:
                 json.dump(res, f, indent=1)
         return 0
-    res = run(tuple(a.dtypes.split(",")), a.reps, tuple(a.families.split(",")), tuple(a.layouts.split(",")),
-              a.sweep)
+    res = run(tuple(a.dtypes.split(",")), a.reps, tuple(a.families.split(",")) if a.families else None,
+              tuple(a.layouts.split(",")), a.sweep)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)

@@ -14,7 +14,8 @@ Usage
                                              # Params layout, TMA encode arguments, goldens
     python scripts/gen_cutlass.py --probe-sm90 --families ppt,coopt   # probe only these families (the
                                              # others keep their recorded host_params); "nn/ppt" names
-                                             # one layout's instances of a family only
+                                             # one layout's instances of a family only, "tf32/tn/ppt" one
+                                             # dtype's, "tf32" every instance of a dtype
 
 The emitter runs with its working directory set to a temporary directory (importing its backend
 writes ``compiled_cache.db`` into the current directory). PYTHONHASHSEED is forced to 0 by re-executing
@@ -33,6 +34,14 @@ B, MN-major in shared memory), D = A @ B as matmul(a, b) has it; A, C, D as abov
 128-byte swizzle for that B; its TMA box is (64 of N, 32 of K, 1) (the 2x1x1 multicast halves the k-block,
 the 128-wide N tile takes two boxes); dims (N, K, 1), byte strides (ldb, K * ldb); N and ldb multiples of 8.
 Element types: A, B, C, D all FP16 (or all BF16), accumulator and epilogue scalars FP32.
+TF32 (registry dtype "tf32", ``gemm/tf32/<tn|nn>/<family>/sm90``, files ``gemm_tf32_*``; a family's "dtypes"):
+A, B, C, D float32 in memory, TF32 wgmma (CUTLASS's TMA loads the operands as TFLOAT32), float32 accumulation
+and epilogue; alignment 4 elements (16 bytes). "tn": ppt (ping-pong 128x128x32, 6 stages) and coopt
+(cooperative 256x128x32, 3 stages), both cluster 2x1x1 with the TMA epilogue. "nn": CUTLASS 4.2 has no
+shared-memory-sourced tf32 wgmma for an MN-major B, so its builder swaps the operands (D^T = B^T A^T, B through
+registers; MANIFEST ``host_params.swap_ab``: the first TMA descriptor is B's and the kernel's problem shape,
+tiles and schedule are (N, M)) and takes the EpilogueTransposed direct-store epilogue (C and D strides swapped
+on the device; no TMA epilogue): pp (ping-pong 128x128x32) and coop (cooperative 256x128x32), cluster 2x1x1.
 Epilogue: D = alpha * acc + beta * C (``LinearCombination``; C may alias D or be any valid pointer
 when beta == 0, it is not read then).
 
@@ -146,6 +155,10 @@ LAYOUT = "tn"                        # default layout: A row-major (M, K), B col
 COMPILE_FLAGS = ["--expt-relaxed-constexpr", "-DNDEBUG", "-O3", "-std=c++17"]
 
 DTYPES = {"f16": "f16", "bf16": "bf16"}   # registry dtype name -> cutlass_library DataType attribute
+# Registry dtypes a family may name in its "dtypes" (default: every one of DTYPES) -> the in-memory element.
+# "tf32": A, B, C, D float32 in memory, the wgmma in TF32 (CUTLASS's SM90 builder maps float operands to
+# tfloat32_t MMAs; its TMA loads them as TFLOAT32), float32 accumulator and epilogue.
+ELEMENTS = {**DTYPES, "tf32": "f32"}
 
 # One entry per shape family and arch; every dtype in DTYPES is emitted for each.
 #   tile: CTA tile (M, N, K); for SM90 the emitter takes the *cluster* tile, i.e. tile * cluster.
@@ -193,6 +206,36 @@ FAMILIES = [
     {"arch": 90, "family": "coopt", "tile": (256, 128, 64), "stages": 4, "warps": (4, 1, 1),
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
      "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "layout": "nn"},
+    # TF32 (float32 GEMMs on the TF32 tensor cores; registry dtype "tf32", files gemm_tf32_*): the same two
+    # TMA-epilogue schedules with CUTLASS's profiler tiles for tf32 on H100: k-tile 32 (32 floats = the
+    # 128-byte swizzle row of a K-major tile, as 64 halves are for FP16), cluster 2x1x1, alignment 4
+    # elements (16 bytes). Stages: what StageCountAutoCarveout fits beside the float32 epilogue's shared
+    # storage (probed with the auto count; pinned). Emitted after every FP16/BF16 instance.
+    # ppt: ping-pong 128x128x32, 6 stages of 32 KiB (the float32 epilogue takes 34 KiB).
+    {"arch": 90, "family": "ppt", "tile": (128, 128, 32), "stages": 6, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
+     "epilogue_schedule": "TmaWarpSpecialized", "align": 4, "dtypes": ("tf32",)},
+    # coopt: cooperative 256x128x32, 3 stages of 48 KiB (the float32 epilogue takes 66 KiB).
+    {"arch": 90, "family": "coopt", "tile": (256, 128, 32), "stages": 3, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 4, "dtypes": ("tf32",)},
+    # TF32 "nn" (B = (K, N) row-major, MN-major): wgmma reads tf32 from shared memory K-major only, so CUTLASS
+    # 4.2's builder takes its register-sourced mainloop and swaps the operands (CollectiveMma SwapAB: D^T =
+    # B^T A^T; B is loaded by the first TMA descriptor with a 32-byte swizzle and copied to registers, the
+    # kernel's problem shape and tiles are (N, M)); its only epilogue for that is EpilogueTransposed (direct
+    # stores from registers with C's and D's strides swapped on the device; no TMA epilogue, no fusion), as
+    # in CUTLASS's profiler and unit tests (tf32t_tf32t). Families named after their schedules: pp
+    # (ping-pong 128x128x32, 7 stages) and coop (cooperative 256x128x32, 4 stages), cluster 2x1x1; stages as
+    # StageCountAutoCarveout gives them (no epilogue smem). The register-sourced builder takes no cute::Int
+    # stage count (the emitter's way of pinning one), so these are emitted with the auto count ("auto_stages")
+    # and "stages" records what it resolves to with the pinned headers (the probe's smem_bytes confirms it:
+    # tests/kernels/test_cutlass_sm90_params.py).
+    {"arch": 90, "family": "pp", "tile": (128, 128, 32), "stages": 7, "auto_stages": True, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
+     "epilogue_schedule": "EpilogueTransposed", "align": 4, "dtypes": ("tf32",), "layout": "nn"},
+    {"arch": 90, "family": "coop", "tile": (256, 128, 32), "stages": 4, "auto_stages": True, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "EpilogueTransposed", "align": 4, "dtypes": ("tf32",), "layout": "nn"},
 ] + [
     # Fused epilogues for linear(x, w, bias, activation): ppt (ping-pong 128x128x64, 2x1x1, TMA epilogue) with
     # an epilogue visitor tree traced by the emitter (cutlass_cppgen's EVT frontend, EPILOGUES below):
@@ -237,6 +280,11 @@ LAYOUTS = {
 
 def fam_layout(fam: dict) -> str:
     return fam.get("layout", LAYOUT)
+
+
+def fam_dtypes(fam: dict) -> tuple:
+    """The registry dtypes a family is emitted for (its "dtypes", else every one of DTYPES, in that order)."""
+    return tuple(fam.get("dtypes", DTYPES))
 
 # The SM80 instance the slow compile test builds (smallest tile, fewest template instantiations).
 COMPILE_TEST_KEY = "gemm/f16/tn/small/sm80"
@@ -331,7 +379,7 @@ def _build_operation(dtype: str, fam: dict):
     from cutlass_cppgen.op import Gemm
     from cutlass_cppgen.swizzle import SwizzlingFunctor
 
-    elem = getattr(cl.DataType, DTYPES[dtype])
+    elem = getattr(cl.DataType, ELEMENTS[dtype])
     arch = fam["arch"]
     gemm = Gemm(element=elem, element_accumulator=cl.DataType.f32,
                 layout_A=cl.LayoutType.RowMajor,
@@ -341,13 +389,18 @@ def _build_operation(dtype: str, fam: dict):
         raise RuntimeError(f"{dtype} sm{arch}: emitter did not pick TensorOp")
     # The math instruction the emitter's own catalogue uses for this arch and type combination.
     math_inst = gemm.tile_descriptions()[0].math_instruction
+    if dtype == "tf32" and (math_inst.element_a != cl.DataType.tf32 or math_inst.element_b != cl.DataType.tf32
+                            or math_inst.math_operation != cl.MathOperation.multiply_add):
+        # not the 3xTF32 emulation (multiply_add_fast_f32) nor plain FP32 SIMT: one TF32 wgmma per product
+        raise RuntimeError(f"tf32 sm{arch}: emitter picked {math_inst.element_a}/{math_inst.math_operation}")
     cluster = list(fam["cluster"])
     tile = list(fam["tile"])
     if arch >= 90:
         tile = [t * c for t, c in zip(tile, cluster)]   # emitter divides by the cluster shape
     ks = getattr(cl.KernelScheduleType, fam["kernel_schedule"] or "ScheduleAuto")
     es = getattr(cl.EpilogueScheduleType, fam["epilogue_schedule"] or "ScheduleAuto")
-    td = TileDescription(tile, fam["stages"], list(fam["warps"]), math_inst, cluster,
+    stages = 0 if fam.get("auto_stages") else fam["stages"]   # 0: the emitter's StageCountAutoCarveout
+    td = TileDescription(tile, stages, list(fam["warps"]), math_inst, cluster,
                          kernel_schedule=ks, epilogue_schedule=es,
                          tile_scheduler=cl.TileSchedulerType.Default)
     gemm.swizzling_functor = getattr(SwizzlingFunctor, f"Identity{fam['swizzle']}")
@@ -422,6 +475,7 @@ def _emit_one(dtype: str, fam: dict) -> tuple[str, dict]:
         "warps": list(fam["warps"]),
         "instruction_shape": list(math_inst.instruction_shape),
         "stages": fam["stages"],
+        **({"stage_count": "StageCountAutoCarveout (resolves to stages)"} if fam.get("auto_stages") else {}),
         "cluster": list(fam["cluster"]),
         "swizzle": f"GemmIdentityThreadblockSwizzle<{fam['swizzle']}>" if fam["arch"] < 90 else
                    "sm90 default tile scheduler",
@@ -432,6 +486,8 @@ def _emit_one(dtype: str, fam: dict) -> tuple[str, dict]:
         "threads": 32 * fam["warps"][0] * fam["warps"][1] * fam["warps"][2] if fam["arch"] < 90
                    else None,
         "compile_flags": COMPILE_FLAGS + [f"-arch=sm_{fam['arch']}{'a' if fam['arch'] >= 90 else ''}"],
+        **({"element": ELEMENTS[dtype], "math": "tf32 wgmma (operands rounded to TF32 by the TMA loads)"}
+           if dtype == "tf32" else {}),
         "sha256": hashlib.sha256(src.encode()).hexdigest(),
         "bytes": len(src.encode()),
     }
@@ -478,7 +534,7 @@ def emit_all(out_dir: Path) -> list[dict]:
         os.chdir(scratch)   # compiled_cache.db lands here, never in the repo
         try:
             for fam in FAMILIES:
-                for dtype in DTYPES:
+                for dtype in fam_dtypes(fam):
                     src, info = _emit_one(dtype, fam)
                     (out_dir / info["file"]).write_text(src)
                     entries.append(info)
@@ -746,8 +802,10 @@ def entry_layout(entry: dict) -> str:
 
 
 def sm90_epi_tma(entry: dict) -> bool:
-    """Does the instance use CUTLASS's TMA (shared-memory) epilogue?"""
-    return not str(entry.get("epilogue_schedule") or "").startswith("NoSmem")
+    """Does the instance use CUTLASS's TMA (shared-memory) epilogue? (NoSmemWarpSpecialized and
+    EpilogueTransposed store D directly from registers.)"""
+    es = str(entry.get("epilogue_schedule") or "")
+    return not es.startswith("NoSmem") and es != "EpilogueTransposed"
 
 
 def sm90_probe_cases(entry: dict) -> list:
@@ -968,12 +1026,13 @@ static void gpk_dump(const char* key, int idx, int M, int N, int K, long long ld
   int nd = gpk_descs(p, descs);
   std::printf("{\"key\": \"%s\", \"case\": %d, \"size\": %zu, \"align\": %zu, \"smem\": %d, "
               "\"threads\": %u, \"min_blocks\": %u, \"block\": [%u, %u, %u], \"grid\": [%u, %u, %u], "
-              "\"cluster\": [%d, %d, %d], \"can_implement\": %s, \"workspace\": %zu, \"descs\": [",
+              "\"cluster\": [%d, %d, %d], \"can_implement\": %s, \"workspace\": %zu, \"swap_ab\": %s, \"descs\": [",
               key, idx, sizeof(Params), alignof(Params), int(Op::SharedStorageSize),
               unsigned(Op::MaxThreadsPerBlock), unsigned(Op::MinBlocksPerMultiprocessor),
               blk.x, blk.y, blk.z, g.x, g.y, g.z,
               int(cute::size<0>(CS{})), int(cute::size<1>(CS{})), int(cute::size<2>(CS{})),
-              ok ? "true" : "false", ws);
+              ok ? "true" : "false", ws,
+              cutlass::gemm::kernel::detail::Has_SwapAB_v<typename Op::CollectiveMainloop> ? "true" : "false");
   for (int j = 0; j < nd; ++j) std::printf("%s%td", j ? ", " : "", descs[j]);
   std::printf("], \"offsets\": {");
   bool first = true;
@@ -1096,14 +1155,19 @@ def _zero_bytes(hexstr: str, where: list[int]) -> str:
     return raw.hex()
 
 
+def _probe_selected(key: str, families: list[str]) -> bool:
+    """Does a --families item name this key? An item is a family ("ppt"), layout/family ("nn/ppt"),
+    dtype/layout/family ("tf32/tn/ppt") or a dtype alone ("tf32")."""
+    _, dtype, layout, family, _ = key.split("/")
+    return bool({family, f"{layout}/{family}", f"{dtype}/{layout}/{family}", dtype} & set(families))
+
+
 def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
                       families: list[str] | None = None) -> dict:
     """Run the SM90 probe; return {key: host_params} after checking that everything the Python builder
     takes as a per-instance constant (layout, TMA settings, transaction bytes) is the same in every case.
     ``families``: probe only these (the others keep their recorded host_params)."""
-    sm90 = [e for e in entries if e["arch"] >= 90
-            and (families is None or e["key"].split("/")[3] in families
-                 or "/".join(e["key"].split("/")[2:4]) in families)]
+    sm90 = [e for e in entries if e["arch"] >= 90 and (families is None or _probe_selected(e["key"], families))]
     rows = probe_sm90_run(sm90, src_dir, nvcc)
     by_key: dict[str, list[dict]] = {}
     for r in rows:
@@ -1119,7 +1183,7 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
             raise RuntimeError(f"{e['key']}: probe printed {len(dumps)} cases")
         r0 = dumps[0]
         fixed = ("size", "align", "smem", "threads", "min_blocks", "block", "cluster", "offsets",
-                 "descs", "workspace")
+                 "descs", "workspace", "swap_ab")
         for r in dumps:
             for f in fixed:
                 if r[f] != r0[f]:
@@ -1208,6 +1272,9 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
             "tma": tma,
             "tma_transaction_bytes": tx,
             **extra,
+            # CUTLASS's mainloop swaps A and B (tf32 "nn": B through the first descriptor, problem shape and
+            # tiles (N, M)); recorded only where it does, so the other entries keep their host_params
+            **({"swap_ab": True} if r0["swap_ab"] else {}),
             "stub_pattern": "byte i of the n-th descriptor of a case = (37 * i + 11 + 101 * n) & 0xff",
             # padding bytes zeroed: CUTLASS leaves stack leftovers there (ASLR-dependent); the kernel never
             # reads them, and the Python builder writes zeros, so the goldens compare whole

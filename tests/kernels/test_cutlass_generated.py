@@ -59,7 +59,7 @@ def test_manifest_files_and_names():
     keys = set()
     for e in MANIFEST["instances"]:
         # family: [a-z0-9]+, with a fused epilogue "<family>_<epilogue>" (gemm/f16/tn/ppt_bias_gelu/sm90)
-        assert re.fullmatch(r"gemm/(f16|bf16)/(tn|nn)/[a-z0-9]+(_[a-z0-9_]+)?/sm(80|90)", e["key"]), e["key"]
+        assert re.fullmatch(r"gemm/(f16|bf16|tf32)/(tn|nn)/[a-z0-9]+(_[a-z0-9_]+)?/sm(80|90)", e["key"]), e["key"]
         # the operand layout is a property of the entry, named in its key and file and in CUTLASS's B tag
         assert e["layout_tag"] == e["key"].split("/")[2] and f"_{e['layout_tag']}_" in e["file"]
         assert e["layout"]["B"].startswith({"tn": "ColumnMajor", "nn": "RowMajor"}[e["layout_tag"]])

@@ -128,17 +128,20 @@ def test_set_pointers_with_the_driver_equals_a_fresh_encode(L):
     """cuTensorMapReplaceAddress on a cached Params gives exactly the bytes of a fresh cuTensorMapEncodeTiled."""
     from gpk_array._kernels import loader
     from gpk_array._kernels.cutlass import params_sm90 as P
-    for key in ("gemm/f16/nn/ppt/sm90", "gemm/bf16/tn/coopt/sm90", "gemm/f16/tn/pp/sm90"):
+    for key in ("gemm/f16/nn/ppt/sm90", "gemm/bf16/tn/coopt/sm90", "gemm/f16/tn/pp/sm90", "gemm/tf32/nn/pp/sm90",
+                "gemm/tf32/tn/ppt/sm90", "gemm/bf16/tn/ppt_bias_gelu/sm90"):
         e = P.instance(key)
+        fused = P.fused_of(e) is not None
         m, n, k = 1000, 3072, 768
         base = [0x7f00_0000_0000 + i * 0x1000_0000 for i in range(3)]
         old = (base[0], base[1], base[2], base[2])
         new = (base[0] + 0x10_0010, base[1] + 0x20_0100, base[2] + 0x40_0000, base[2] + 0x40_0000)
         sms = loader.sm_count()
-        la = P.build_sm90_launch(e, m, n, k, *old, sm_count=sms)
-        fresh = P.build_sm90_launch(e, m, n, k, *new, sm_count=sms)
+        bias_old, bias_new = (base[2] + 0x80_0000, base[2] + 0x90_0002) if fused else (0, 0)
+        la = P.build_sm90_launch(e, m, n, k, *old, sm_count=sms, bias=bias_old)
+        fresh = P.build_sm90_launch(e, m, n, k, *new, sm_count=sms, bias=bias_new)
         raw, kp, _ = L._packed(la)
-        L.set_pointers(e, kp[0], new)
+        L.set_pointers(e, kp[0], new, bias_new)
         assert ctypes.string_at(kp[0], len(fresh.params)) == bytes(fresh.params), key
 
 

@@ -173,7 +173,7 @@ def test_unsupported_inputs_raise(L, gemm):
     with pytest.raises(ValueError, match="K must"):
         gemm(x, w)
     with pytest.raises(TypeError):
-        gemm(cupy.zeros((8, 16), np.float32), cupy.zeros((8, 16), np.float32))
+        gemm(cupy.zeros((8, 16), np.float64), cupy.zeros((8, 16), np.float64))   # float32 runs on the tf32 instances
     xt = cupy.zeros((16, 8), dtype).T           # column-major A
     with pytest.raises(ValueError, match="contiguous rows"):
         gemm(xt, cupy.zeros((8, 16), dtype))

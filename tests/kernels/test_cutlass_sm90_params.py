@@ -27,6 +27,9 @@ MANIFEST = json.loads((KDIR / "MANIFEST.json").read_text())
 SM90 = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" not in e]
 # fused bias/activation instances (gemm/<dtype>/tn/ppt_<epilogue>/sm90): tested at the end of this module
 FUSED = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e]
+SM90_16 = [e for e in SM90 if e["dtype"] != "tf32"]      # FP16/BF16; the TF32 ones have tests of their own below
+TF32 = [e for e in SM90 if e["dtype"] == "tf32"]
+ALL90 = [e for e in MANIFEST["instances"] if e["arch"] == 90]
 RASTER = ["heuristic", "along_m", "along_n"]
 
 
@@ -87,8 +90,8 @@ FAMILY = {
 # CUTLASS keeps the 128-byte swizzle and UINT16 type, boxes B as (64 of N, K per CTA, 1): the 2x1x1 cluster
 # multicast halves the k-block (32 rows of K per CTA) and the 128-row N tile takes two 64-wide boxes.
 NN_FAMILY = {f: {**FAMILY[f], "box_B": [64, 32, 1]} for f in ("ppt", "coopt")}
-EPI_TMA = [e for e in SM90 if "epi_box" in FAMILY[e["key"].split("/")[3]]]
-NN = [e for e in SM90 if S.layout_of(e) == "nn"]
+EPI_TMA = [e for e in SM90_16 if "epi_box" in FAMILY[e["key"].split("/")[3]]]
+NN = [e for e in SM90_16 if S.layout_of(e) == "nn"]
 
 
 def _family(entry):
@@ -100,10 +103,10 @@ def _fam(entry):
 
 
 def test_manifest_has_probed_sm90_instances():
-    assert {e["key"] for e in SM90} == (
+    assert {e["key"] for e in SM90_16} == (
         {f"gemm/{d}/tn/{f}/sm90" for d in ("f16", "bf16") for f in FAMILY}
         | {f"gemm/{d}/nn/{f}/sm90" for d in ("f16", "bf16") for f in NN_FAMILY})
-    for e in SM90:
+    for e in SM90_16:
         fam = _fam(e)
         hp = e["host_params"]
         assert hp["status"] == "probed"
@@ -437,7 +440,7 @@ def test_launch_prepare_derives_leading_dims_pointers_and_aligned_params(monkeyp
     with pytest.raises(ValueError, match="family"):
         L.default_key(x.dtype, "huge")
     with pytest.raises(TypeError):
-        L.default_key(_FakeArray((1, 1), (2, 2), 0, "float32").dtype)
+        L.default_key(_FakeArray((1, 1), (8, 8), 0, "float64").dtype)
     with pytest.raises(ValueError, match="contiguous rows"):
         L._rows(_FakeArray((16, 8), (2, 32), 0), "x")
 
@@ -455,7 +458,7 @@ def test_cubin_key_ignores_runtime_versions_and_names_the_arch(tmp_path, monkeyp
         L.build("gemm/f16/tn/large/sm90")
 
 
-@pytest.mark.parametrize("key", [e["key"] for e in SM90])
+@pytest.mark.parametrize("key", [e["key"] for e in ALL90])
 def test_shipped_cubin_matches_the_instance(key):
     """The package ships every SM90 instance's cubin under the hash of its current .cu text, flags and CUTLASS
     version (a changed instance without a rebuilt cubin fails here): `launch_sm90 --ship` after a change."""
@@ -466,7 +469,7 @@ def test_shipped_cubin_matches_the_instance(key):
     cubin = p.read_bytes()
     assert cubin[:4] == b"\x7fELF"
     assert S.instance(key)["kernel"] in loader.cubin_symbols(cubin)
-    names = {L.shipped_path(e["key"]).name for e in SM90}
+    names = {L.shipped_path(e["key"]).name for e in ALL90}
     assert {q.name for q in L.SHIPPED_DIR.glob("*.cubin")} == names     # nothing stale shipped
 
 
@@ -526,18 +529,21 @@ def test_real_encoder_path_through_ctypes(entry, tma_stub):
         tma_stub.encode_tiled(bytearray(128), 0, 1, 4, 0x1000, [1] * 4, [16] * 3, [1] * 4, [1] * 4, 0, 0, 0, 0)
 
 
-@pytest.mark.parametrize("entry", SM90, ids=[e["key"] for e in SM90])
+@pytest.mark.parametrize("entry", ALL90, ids=[e["key"] for e in ALL90])
 def test_set_pointers_equals_a_fresh_build(entry, tma_stub):
     """A Params buffer built for one pointer set and re-pointed with set_pointers (cuTensorMapReplaceAddress
-    for descriptors, stores for the direct epilogue's C/D) is byte for byte the buffer built for the new set."""
+    for descriptors, stores for the direct epilogue's C/D and a fused instance's bias) is byte for byte the
+    buffer built for the new set, whatever the instance (A/B swapped, fused, TF32)."""
     from gpk_array._kernels.cutlass import launch_sm90 as L
     m, n, k = 1000, 3072, 768
     old = (0x7000_0000, 0x7100_0000, 0x7200_0000, 0x7200_0000)
     new = (0x9000_0100, 0x9100_0010, 0x9200_0400, 0x9200_0400)
-    la = S.build_sm90_launch(entry, m, n, k, *old, sm_count=132)
-    fresh = S.build_sm90_launch(entry, m, n, k, *new, sm_count=132)
+    fused = S.fused_of(entry) is not None
+    kw_old, kw_new = ({"bias": 0x7300_0000}, {"bias": 0x9300_0002}) if fused else ({}, {})
+    la = S.build_sm90_launch(entry, m, n, k, *old, sm_count=132, **kw_old)
+    fresh = S.build_sm90_launch(entry, m, n, k, *new, sm_count=132, **kw_new)
     raw, kp, _ = L._packed(la)
-    L.set_pointers(entry, kp[0], new)
+    L.set_pointers(entry, kp[0], new, kw_new.get("bias", 0))
     assert ctypes.string_at(kp[0], len(fresh.params)) == bytes(fresh.params)
     with pytest.raises(tma_stub.TmaError, match="ReplaceAddress"):      # the stub refuses a misaligned address
         L.set_pointers(entry, kp[0], (0x9000_0102,) + new[1:])
@@ -939,3 +945,150 @@ def test_fused_keys_and_linear_tn_sm90_dispatch(monkeypatch):
     with pytest.raises(ValueError, match="N must"):
         L.linear_tn_sm90(x, w2, out=_FakeArray((m, 1004), (2 * 1008, 2), 0x40000), bias=None, activation="silu")
     assert len(launched) == n_launches
+
+
+# TF32 instances (registry dtype "tf32": float32 A, B, C, D in memory, TF32 wgmma, float32 accumulation)
+# --------------------------------------------------------------------------------------------------
+# (layout, family) -> CTA tile, stages, kernel and epilogue schedule, Params size. "nn": CUTLASS swaps A and B
+# (register-sourced mainloop, EpilogueTransposed direct stores, no C/D descriptors); its stages are the
+# builder's auto count (StageCountAutoCarveout), which the smem size below pins down.
+TF32_FAMILY = {
+    ("tn", "ppt"): {"tile": [128, 128, 32], "stages": 6, "schedule": "TmaWarpSpecializedPingpong",
+                    "epilogue": "TmaWarpSpecialized", "params_size": 1792},
+    ("tn", "coopt"): {"tile": [256, 128, 32], "stages": 3, "schedule": "TmaWarpSpecializedCooperative",
+                      "epilogue": "TmaWarpSpecializedCooperative", "params_size": 1792},
+    ("nn", "pp"): {"tile": [128, 128, 32], "stages": 7, "schedule": "TmaWarpSpecializedPingpong",
+                   "epilogue": "EpilogueTransposed", "params_size": 1024, "auto": True},
+    ("nn", "coop"): {"tile": [256, 128, 32], "stages": 4, "schedule": "TmaWarpSpecializedCooperative",
+                     "epilogue": "EpilogueTransposed", "params_size": 1024, "auto": True},
+}
+_SM90_SMEM = 227 * 1024
+
+
+def _tf32_fam(entry):
+    return TF32_FAMILY[(S.layout_of(entry), _family(entry))]
+
+
+def test_tf32_manifest_instances():
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    assert {e["key"] for e in TF32} == {f"gemm/tf32/{lay}/{f}/sm90" for lay, f in TF32_FAMILY}
+    assert {(lay, f) for lay in ("tn", "nn") for f in L.layout_families("tf32", lay)} == set(TF32_FAMILY)
+    for e in TF32:
+        fam, hp = _tf32_fam(e), e["host_params"]
+        nn = S.layout_of(e) == "nn"
+        assert hp["status"] == "probed" and e["element"] == "f32" and e["alignment"] == {"A": 4, "B": 4, "C": 4}
+        assert e["tile"] == fam["tile"] and e["cluster"] == [2, 1, 1] and e["stages"] == fam["stages"]
+        assert e["kernel_schedule"] == fam["schedule"] and e["epilogue_schedule"] == fam["epilogue"]
+        assert hp["params_size"] == fam["params_size"] and hp["params_align"] == 128
+        assert hp["threads"] == 384 and hp["block"] == [384, 1, 1] and hp["cluster"] == [2, 1, 1]
+        assert hp["workspace_bytes"] == 0 and len(hp["golden"]) >= 9
+        # stages of (tile_m + tile_n) x 32 floats; an auto count is the largest that fits (no epilogue smem)
+        tm, tn, tk = fam["tile"]
+        stage = (tm + tn) * tk * 4
+        assert e["stages"] * stage <= hp["smem_bytes"] <= _SM90_SMEM
+        if fam.get("auto"):
+            assert (e["stages"] + 1) * stage > _SM90_SMEM and "StageCountAutoCarveout" in e["stage_count"]
+        assert hp["tma_transaction_bytes"] == [stage, tm * tk * 4, tn * tk * 4]
+        assert bool(hp.get("swap_ab")) == nn and S.swaps_ab(e) == nn
+        assert sorted(hp["descriptors"]) == (["A", "B"] if nn else ["A", "B", "C", "D"])
+        assert all(off % 64 == 0 for off in hp["descriptors"].values())
+        t = hp["tma"]
+        assert t["rank"] == 3
+        if not nn:
+            # K-major float tiles: 32 floats = one 128-byte swizzle row; C and D float32 with the epilogue subtile
+            assert t["swizzle"] == 3 and "B" not in t
+            assert t["box_A"] == [32, tm, 1] and t["box_B"] == [32, tn // 2, 1]     # B multicast: half per CTA
+            for name in ("C", "D"):
+                assert t["epilogue"][name]["data_type"] == 7 and t["epilogue"][name]["rank"] == 3   # FLOAT32
+            assert t["data_type"] == 11                                      # TFLOAT32: TMA rounds on load
+        else:
+            # the first descriptor is B's N-contiguous tile: 32-byte swizzle, boxes of 8 floats of N by 32 of K;
+            # the second A's K-major one as for "tn"
+            assert t["swizzle"] == 1 and t["box_A"] == [8, 32, 1] and t["B"]["swizzle"] == 3
+            assert t["box_B"] == [32, 64, 1] and t["data_type"] == t["B"]["data_type"] == 11
+        for g in hp["golden"]:
+            # CUTLASS's grid is a whole number of clusters once there are 2 SMs or more (with one SM it is not:
+            # launch_sm90.check_cluster_grid refuses such a launch)
+            if g["case"][13] >= 2:
+                assert all(x % c == 0 for x, c in zip(g["grid"], hp["cluster"])), (e["key"], g)
+
+
+@pytest.mark.parametrize("entry", [e for e in TF32 if S.layout_of(e) == "tn"],
+                         ids=lambda e: e["key"])
+def test_tf32_tn_descriptors_follow_the_problem(entry):
+    """A, B, C, D encode arguments in 4-byte elements: dims (K, M, 1), (K, N, 1), (N, M, 1), byte strides ld * 4."""
+    la, enc = _build(entry, (1000, 3000, 4104, 4112, 4120, 3008, 3016, 0.5, 0.0,
+                             0x7f0000001000, 0x7f0000200000, 0x7f0000400000, 0x7f0000600000, 132, 1, 0))
+    a, b, c, d = enc.calls
+    assert a["dims"] == [4104, 1000, 1] and a["strides"] == [4112 * 4, 4112 * 4 * 1000] and a["addr"] == 0x7f0000001000
+    assert b["dims"] == [4104, 3000, 1] and b["strides"] == [4120 * 4, 4120 * 4 * 3000] and b["addr"] == 0x7f0000200000
+    assert c["dims"] == [3000, 1000, 1] and c["strides"] == [3008 * 4, 3008 * 4 * 1000]
+    assert d["dims"] == [3000, 1000, 1] and d["strides"] == [3016 * 4, 3016 * 4 * 1000]
+    import struct
+    assert struct.unpack_from("<4i", la.params, entry["host_params"]["offsets"]["problem_shape"]) == (1000, 3000, 4104, 1)
+
+
+@pytest.mark.parametrize("entry", [e for e in TF32 if S.layout_of(e) == "nn"],
+                         ids=lambda e: e["key"])
+def test_tf32_nn_swaps_a_and_b(entry):
+    """CUTLASS runs the tf32 "nn" GEMM as B^T A^T: the first descriptor is B's ((N, K) N-contiguous), the second A's,
+    the Params' problem shape and the persistent schedule are those of (N, M); C and D keep the caller's pointers
+    and (ldc, M * ldc) strides (the epilogue transposes on the device)."""
+    import struct
+    hp = entry["host_params"]
+    off = hp["offsets"]
+    for g in hp["golden"]:
+        m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = g["case"]
+        b_enc, a_enc = g["encodes"]
+        assert b_enc["addr"] == pb and b_enc["dims"] == [n, k, 1] and b_enc["strides"] == [4 * ldb, 4 * ldb * k]
+        assert a_enc["addr"] == pa and a_enc["dims"] == [k, m, 1] and a_enc["strides"] == [4 * lda, 4 * lda * m]
+        la, _ = _build(entry, g["case"])
+        assert struct.unpack_from("<4i", la.params, off["problem_shape"]) == (n, m, k, 1)
+        assert la.grid == S.sm90_schedule(entry, n, m, sms, swz, RASTER[ras])["grid"]
+        assert struct.unpack_from("<Q2q", la.params, off["epilogue.ptr_C"]) == (pc, ldc, m * ldc)
+        assert struct.unpack_from("<Q2q", la.params, off["epilogue.ptr_D"]) == (pd, ldd, m * ldd)
+
+
+def test_tf32_unsupported_problems_give_reasons():
+    tn, nn = S.instance("gemm/tf32/tn/ppt/sm90"), S.instance("gemm/tf32/nn/pp/sm90")
+    ok = dict(m=17, n=12, k=20, lda=20, ldb=20, ldc=12, ldd=12, ptrs=(0x1000, 0x2000, 0x3000, 0x3000))
+    assert S.sm90_unsupported(tn, **ok) is None
+    assert S.sm90_unsupported(nn, **{**ok, "ldb": 12}) is None
+    for e, extra in ((tn, {}), (nn, {"ldb": 12})):
+        for bad, word in (({"k": 18, "lda": 20}, "K must be a multiple of 4"),
+                          ({"n": 10, "ldc": 12, "ldd": 12, "ldb": 20 if e is tn else 12}, "N must be a multiple of 4"),
+                          ({"lda": 22}, "lda and ldb must be multiples of 4"),
+                          ({"ptrs": (0x1008, 0x2000, 0x3000, 0x3000)}, "16-byte")):
+            why = S.sm90_unsupported(e, **{**ok, **extra, **bad})
+            assert why and word in why, (e["key"], bad, why)
+    # the TMA epilogue wants 16-byte aligned C and D; the transposed direct-store one 4-byte aligned ones
+    assert "16-byte" in S.sm90_unsupported(tn, **{**ok, "ptrs": (0x1000, 0x2000, 0x3004, 0x3000)})
+    assert S.sm90_unsupported(nn, **{**ok, "ldb": 12, "ptrs": (0x1000, 0x2000, 0x3004, 0x3008)}) is None
+    assert "4-byte" in S.sm90_unsupported(nn, **{**ok, "ldb": 12, "ptrs": (0x1000, 0x2000, 0x3002, 0x3000)})
+
+
+def test_tf32_keys_and_prepare(monkeypatch):
+    import numpy as np
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L, tma
+    f32 = np.dtype(np.float32)
+    assert L.default_key(f32) == "gemm/tf32/tn/ppt/sm90" and L.default_key(f32, "coopt") == "gemm/tf32/tn/coopt/sm90"
+    assert L.default_key(f32, layout="nn") == "gemm/tf32/nn/pp/sm90"
+    assert L.default_key(f32, "coop", "nn") == "gemm/tf32/nn/coop/sm90"
+    assert L.default_key(np.dtype(np.float16)) == "gemm/f16/tn/large/sm90"          # 16-bit defaults unchanged
+    assert L.default_key(np.dtype(np.float16), layout="nn") == "gemm/f16/nn/ppt/sm90"
+    for fam, lay in (("large", "tn"), ("ppt", "nn"), ("coop", "tn")):
+        with pytest.raises(ValueError, match="family"):
+            L.default_key(f32, fam, lay)
+    monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+    monkeypatch.setattr(L, "_params_cache", {})
+    m, n, k = 203, 252, 132
+    for key, b_shape, ldb in (("gemm/tf32/tn/coopt/sm90", (n, k), k + 4), ("gemm/tf32/nn/coop/sm90", (k, n), n + 8)):
+        monkeypatch.setattr(tma, "encode_tiled", RecordingEncoder())    # stub patterns numbered per launch
+        a = _FakeArray((m, k), (4 * (k + 12), 4), 0x10010, "float32")
+        b = _FakeArray(b_shape, (4 * ldb, 4), 0x20000, "float32")
+        out = _FakeArray((m, n), (4 * (n + 12), 4), 0x40010, "float32")
+        la, _ = L.prepare(a, b, out, 1.5, 0.0, None, key, 132)
+        ref = S.build_sm90_launch(S.instance(key), m, n, k, 0x10010, 0x20000, 0x40010, 0x40010, k + 12, ldb,
+                                  n + 12, n + 12, 1.5, 0.0, sm_count=132, encode=RecordingEncoder())
+        assert la == ref

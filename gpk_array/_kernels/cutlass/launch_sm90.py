@@ -4,6 +4,7 @@
     y = linear_tn_sm90(x, w, alpha=0.5, beta=1.0, c=c)   # alpha * x @ w.T + beta * c
     y = matmul_nn_sm90(a, b)            # y = a @ b, a (M, K), b (K, N) row-major ("nn": families ppt, coopt)
     y = linear_tn_sm90(x, w, bias=b, activation="gelu")  # gelu(x @ w.T + b) in one kernel (fused epilogue)
+    y = linear_tn_sm90(x32, w32)        # float32 arrays: the TF32 instances (gemm/tf32/<tn|nn>/<family>/sm90)
 
 The instance's cubin (sm_90a, so CC 9.0 devices only) is compiled once and kept in the loader's disk
 cache (``$GPK_CACHE_DIR/sm_90a/``, default ``~/.cache/gpk_array/kernels/sm_90a/``) under a key of the
@@ -290,18 +291,38 @@ def fused_key(dtype, family: str = "ppt", activation: str | None = None) -> str:
     return base.replace(f"/tn/{family}/", f"/tn/{family}_{epi}/")
 
 
-def default_key(dtype, family: str = "large", layout: str = "tn") -> str:
+# float32 operands on the TF32 tensor cores (registry dtype "tf32"): "tn" ppt (ping-pong 128x128x32) and coopt
+# (cooperative 256x128x32), both cluster 2x1x1 with the TMA epilogue; "nn" pp (ping-pong 128x128x32) and coop
+# (cooperative 256x128x32), cluster 2x1x1, which CUTLASS runs as B^T A^T (params_sm90.swaps_ab) with a
+# register-sourced mainloop and a direct-store transposed epilogue (no TMA epilogue for that layout in CUTLASS)
+TF32_LAYOUT_FAMILIES = {"tn": ("ppt", "coopt"), "nn": ("pp", "coop")}
+# array dtype name -> registry dtype
+DTYPE_CODES = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32"}
+
+
+def layout_families(dtype: str, layout: str) -> tuple:
+    """The families emitted for a registry dtype ("f16", "bf16", "tf32") and layout; () if none."""
+    table = TF32_LAYOUT_FAMILIES if dtype == "tf32" else LAYOUT_FAMILIES
+    return tuple(table.get(layout, ()))
+
+
+def default_key(dtype, family: str | None = None, layout: str = "tn") -> str:
+    """Registry key of the instance for an array dtype (float16, bfloat16; float32 -> the TF32 instances),
+    family (None: the layout's first: "large" / "ppt" for 16-bit "tn" / "nn", "ppt" / "pp" for float32) and
+    layout."""
     name = getattr(dtype, "name", str(dtype))
-    fams = LAYOUT_FAMILIES.get(layout)
-    if fams is None:
+    if layout not in LAYOUT_FAMILIES:
         raise ValueError(f"gpk_array: SM90 layout must be one of {tuple(LAYOUT_FAMILIES)}, not {layout!r}")
+    code = DTYPE_CODES.get(name)
+    if code is None:
+        raise TypeError(f"gpk_array: the SM90 CUTLASS GEMM takes float16, bfloat16 or float32 (TF32), not {name}")
+    fams = layout_families(code, layout)
+    if family is None:
+        family = fams[0]
     if family not in fams:
-        raise ValueError(f"gpk_array: SM90 family for layout {layout!r} must be one of {fams}, not {family!r}")
-    if name == "float16":
-        return f"gemm/f16/{layout}/{family}/sm90"
-    if name == "bfloat16":
-        return f"gemm/bf16/{layout}/{family}/sm90"
-    raise TypeError(f"gpk_array: the SM90 CUTLASS GEMM takes float16 or bfloat16, not {name}")
+        raise ValueError(f"gpk_array: SM90 family for {code} layout {layout!r} must be one of {fams}, "
+                         f"not {family!r}")
+    return f"gemm/{code}/{layout}/{family}/sm90"
 
 
 def _rows(a, name: str) -> int:
@@ -349,16 +370,19 @@ def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
 
     x: (M, K), w: (N, K), c and out: (M, N), all float16 or all bfloat16 CuPy arrays with contiguous
     rows (leading dimensions may be padded: K, lda, ldb multiples of 8; A and B 16-byte aligned).
-    c is read only when beta != 0 (it may be out itself). ``family``: default "large", or "ppt" when
-    fused. Fused (``bias`` a contiguous (N,) array of x's dtype, element-aligned, or None: zeros;
-    ``activation`` one of None, "gelu", "gelu_tanh", "relu", "silu"): family "ppt" only, alpha 1, beta 0,
-    no c; N, ldd multiples of 8 and out 16-byte aligned (TMA store). Raises ValueError for what the
-    instance cannot run (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
+    c is read only when beta != 0 (it may be out itself). ``family``: default "large" ("ppt" for float32,
+    and when fused); see FAMILIES. float32 arrays run on the TF32 tensor cores (operands rounded to TF32,
+    float32 accumulation and output; families "ppt" and "coopt", both with the TMA epilogue: K, N, lda, ldb,
+    ldc, ldd multiples of 4, all four pointers 16-byte aligned). Fused (``bias`` a contiguous (N,) array of
+    x's dtype, element-aligned, or None: zeros; ``activation`` one of None, "gelu", "gelu_tanh", "relu",
+    "silu"; float16/bfloat16): family "ppt" only, alpha 1, beta 0, no c; N, ldd multiples of 8 and out
+    16-byte aligned (TMA store). Raises ValueError for what the instance cannot run
+    (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
     if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"gpk_array: shapes {x.shape} and {w.shape} do not make x @ w.T")
     if bias is None and activation is None:
         return _gemm(x, w, w.shape[0], out, alpha, beta, c,
-                     key or default_key(x.dtype, family or "large", "tn"), "tn", max_swizzle, raster)
+                     key or default_key(x.dtype, family, "tn"), "tn", max_swizzle, raster)
     if alpha != 1 or beta != 0 or c is not None:
         raise ValueError("gpk_array: the fused SM90 epilogue computes activation(x @ w.T + bias): "
                          "no alpha, beta or c")
@@ -375,13 +399,16 @@ def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
 
 
 def matmul_nn_sm90(a, b, out=None, alpha=1.0, beta=0.0, c=None, key: str | None = None,
-                   max_swizzle: int = 1, raster: str = "heuristic", family: str = "ppt"):
+                   max_swizzle: int = 1, raster: str = "heuristic", family: str | None = None):
     """out = alpha * a @ b + beta * c on the current CuPy stream, with an SM90 "nn" CUTLASS instance.
 
     a: (M, K), b: (K, N) (matmul's layout: b's rows, of N elements, contiguous), c and out: (M, N), all
     float16 or all bfloat16 CuPy arrays with contiguous rows (leading dimensions may be padded: K, N, lda,
     ldb, ldc, ldd multiples of 8; all four pointers 16-byte aligned). ``family``: "ppt" (ping-pong
-    128x128x64) or "coopt" (cooperative 256x128x64), both cluster 2x1x1 with the TMA epilogue.
+    128x128x64, the default) or "coopt" (cooperative 256x128x64), both cluster 2x1x1 with the TMA epilogue.
+    float32 arrays run on the TF32 tensor cores: families "pp" (ping-pong 128x128x32, default) and "coop"
+    (cooperative 256x128x32), cluster 2x1x1, which CUTLASS runs as b.T @ a.T with B through registers and a
+    direct-store epilogue (K, N, lda, ldb multiples of 4; a and b 16-byte aligned, c and out 4-byte aligned).
     c is read only when beta != 0 (it may be out itself). Raises ValueError for what the instance
     cannot run (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
@@ -396,6 +423,10 @@ def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster, bias=N
     import cupy
     if x.dtype != w.dtype:
         raise TypeError("gpk_array: both operands must have the same dtype")
+    code = DTYPE_CODES.get(x.dtype.name)
+    if code != _entry(key)["dtype"]:
+        # float32 arrays need a "tf32" instance, float16 an "f16" one, ...
+        raise TypeError(f"gpk_array: {key} does not take {x.dtype.name} operands")
     if P.layout_of(_entry(key)) != layout:
         raise ValueError(f"gpk_array: {key} is not a {layout!r} instance")
     m = x.shape[0]
@@ -430,24 +461,32 @@ _templates: dict = {}   # (key, m, n, k, lda, ldb, ldd, sm_count, device) -> Lau
 _CALLS_MAX = 1024
 
 
-def set_pointers(entry: dict, params_addr: int, ptrs: tuple[int, int, int, int]) -> None:
+def set_pointers(entry: dict, params_addr: int, ptrs: tuple[int, int, int, int], bias: int = 0) -> None:
     """Point a Params buffer (at host address ``params_addr``, 128-byte aligned) built for other operands of
-    the same shapes and strides at new ones (A, B, C, D): each TMA descriptor through
-    ``cuTensorMapReplaceAddress``, the direct-store epilogue's C and D pointers by value. Every other byte
-    (shapes, strides, boxes, scheduler) depends on the shapes only, so the result equals a fresh build."""
+    the same shapes and strides at new ones (A, B, C, D, and a fused instance's bias row): each TMA descriptor
+    through ``cuTensorMapReplaceAddress`` (an instance that swaps A and B holds B's descriptor first; a fused
+    one has no C), the direct-store epilogue's C and D pointers and the bias pointer by value. Every other
+    byte (shapes, strides, boxes, scheduler) depends on the shapes only, so the result equals a fresh build."""
     from . import tma
     hp = entry["host_params"]
-    for name, ptr in zip("ABCD", ptrs):
+    a, b, c, d = ptrs
+    if P.swaps_ab(entry):
+        a, b = b, a
+    fused = P.fused_of(entry) is not None
+    for name, ptr in (("A", a), ("B", b), ("C", None if fused else c), ("D", d)):
         off = hp["descriptors"].get(name)
         if off is not None:
-            tma.replace_address(params_addr + off, ptr)
-        else:
-            field = hp["offsets"].get(f"epilogue.ptr_{name}")
-            if field is not None:
-                ctypes.c_uint64.from_address(params_addr + field).value = ptr
+            if ptr is not None:
+                tma.replace_address(params_addr + off, ptr)
+            continue
+        field = hp["offsets"].get(f"epilogue.ptr_{name}")
+        if field is not None:
+            ctypes.c_uint64.from_address(params_addr + field).value = ptr
+    if fused:
+        ctypes.c_uint64.from_address(params_addr + hp["offsets"]["epilogue.thread.bias_ptr"]).value = bias
 
 
-def _call_entry(key, x, w, out, dev, stream):
+def _call_entry(key, x, w, out, bias, dev, stream):
     e = _entry(key)
     m, k = x.shape
     n = out.shape[1]
@@ -456,21 +495,23 @@ def _call_entry(key, x, w, out, dev, stream):
     except ValueError:
         return None
     ptrs = (x.data.ptr, w.data.ptr, out.data.ptr, out.data.ptr)
+    pbias = 0 if bias is None else bias.data.ptr
     sms = loader.sm_count(dev)
-    if P.sm90_unsupported(e, m, n, k, lda, ldb, ldd, ldd, ptrs, sms):
+    if P.sm90_unsupported(e, m, n, k, lda, ldb, ldd, ldd, ptrs, sms, bias_ptr=pbias if P.fused_of(e) else None):
         return None
     _, handle, _ = get_function(key)
     tk = (key, m, n, k, lda, ldb, ldd, sms, dev)
     la = _templates.get(tk)
     if la is None:
-        la = P.build_sm90_launch(e, m, n, k, *ptrs, lda, ldb, ldd, ldd, 1.0, 0.0, sm_count=sms, device_id=dev)
+        la = P.build_sm90_launch(e, m, n, k, *ptrs, lda, ldb, ldd, ldd, 1.0, 0.0, sm_count=sms, device_id=dev,
+                                 bias=pbias)
         raw, kp, cfg = _packed(la)
         if len(_templates) >= _CALLS_MAX:
             _templates.clear()
         _templates[tk] = la
     else:
         raw, kp, cfg = _packed(la)
-        set_pointers(e, kp[0], ptrs)
+        set_pointers(e, kp[0], ptrs, pbias)
     if cfg is None:
         g, b = la.grid, la.block
         hit = (_lib().cuLaunchKernel, (handle, g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem, stream, kp, None),
@@ -481,7 +522,7 @@ def _call_entry(key, x, w, out, dev, stream):
     return hit
 
 
-def gemm_into(key: str, x, w, out, device: int | None = None) -> bool:
+def gemm_into(key: str, x, w, out, device: int | None = None, bias=None) -> bool:
     """``out = x @ op(w)`` (alpha 1, beta 0) with instance ``key`` on the current CuPy stream, for repeated
     calls: the launch (Params, descriptors, the driver call's arguments) is cached per operand pointers,
     shapes, strides, device and stream; a new pointer set of known shapes patches a cached Params
@@ -489,15 +530,16 @@ def gemm_into(key: str, x, w, out, device: int | None = None) -> bool:
     for "tn", (K, N) for "nn"); out (M, N), all of the instance's dtype (not checked here: the caller's
     selection did). Returns False, launching nothing, where the instance cannot run these operands
     (``params_sm90.sm90_unsupported``: alignment, strides, sizes). ``device``: the current device's id, if the
-    caller has it."""
+    caller has it. ``bias``: the (N,) bias row of a fused-epilogue instance (None: zeros), which computes
+    ``act(x @ w.T + bias)``."""
     import cupy
     dev = cupy.cuda.runtime.getDevice() if device is None else device
     stream = cupy.cuda.get_current_stream().ptr
     ck = (key, x.data.ptr, w.data.ptr, out.data.ptr, x.shape, w.shape, out.shape, x.strides, w.strides,
-          out.strides, dev, stream)
+          out.strides, dev, stream, None if bias is None else bias.data.ptr)
     hit = _calls.get(ck)
     if hit is None:
-        hit = _call_entry(key, x, w, out, dev, stream)
+        hit = _call_entry(key, x, w, out, bias, dev, stream)
         if hit is None:
             return False
         if len(_calls) >= _CALLS_MAX:

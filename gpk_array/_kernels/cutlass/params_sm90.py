@@ -28,6 +28,10 @@ scheduler) takes one ``__grid_constant__ GemmKernel::Params`` by value. CUTLASS 
   (D = A @ B, matmul's layout); only B's encode arguments (dims, strides, box) and the unsupported rules
   (N and ldb multiples of 8, ldb >= N) differ, the Params layout is the same.
 
+* TF32 instances (registry dtype "tf32": float32 A, B, C, D, TF32 wgmma, float32 accumulation): element size 4,
+  so the 16-byte TMA alignment is 4 elements (K, N and the leading dimensions multiples of 4); the TMA data
+  types, boxes and swizzles are CUTLASS's (probed). Their "nn" instances swap A and B (``swaps_ab``).
+
 Member offsets, sizes, shared memory, threads and the TMA settings (data type, box, swizzle, L2
 promotion) were measured by ``scripts/gen_cutlass.py --probe-sm90`` (CUTLASS's own host code with a
 stub encoder) and are read from MANIFEST.json; ``tests/kernels/test_cutlass_sm90_params.py`` checks the
@@ -43,7 +47,8 @@ from typing import Callable
 from .params import _log_tile
 from .params import instance, load_manifest  # noqa: F401  (re-exported for callers)
 
-_ELEMENT_BYTES = {"f16": 2, "bf16": 2}
+# bytes per element of the instance's dtype ("tf32": float32 in memory, TF32 multiplies)
+_ELEMENT_BYTES = {"f16": 2, "bf16": 2, "tf32": 4}
 _GEMM_MODE_KGEMM = 0            # cutlass::gemm::GemmUniversalMode::kGemm
 RASTER_OPTIONS = {"heuristic": 0, "along_m": 1, "along_n": 2}   # RasterOrderOptions
 _RASTER_ALONG_M, _RASTER_ALONG_N = 0, 1                          # RasterOrder
@@ -189,12 +194,24 @@ def tma_encode_args(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: int,
     common = {f: (list(t[f]) if f == "elem_strides" else t[f]) for f in _TMA_SETTINGS}
     b_set = {f: (list(v) if isinstance(v, list) else v) for f, v in t.get("B", common).items()}
     rows, length = b_rows(entry, n, k)
-    return [
-        {"address": ptr_a, "dims": [k, m, 1], "strides": [lda * es, m * lda * es],
-         "box": list(t["box_A"]), **common},
-        {"address": ptr_b, "dims": [length, rows, 1], "strides": [ldb * es, rows * ldb * es],
-         "box": list(t["box_B"]), **b_set},
-    ]
+    geo_a = {"address": ptr_a, "dims": [k, m, 1], "strides": [lda * es, m * lda * es]}
+    geo_b = {"address": ptr_b, "dims": [length, rows, 1], "strides": [ldb * es, rows * ldb * es]}
+    # the mainloop's first descriptor (tma_load_a, box_A, A's settings) is B's when CUTLASS swaps the operands
+    first, second = (geo_b, geo_a) if swaps_ab(entry) else (geo_a, geo_b)
+    return [{**first, "box": list(t["box_A"]), **common}, {**second, "box": list(t["box_B"]), **b_set}]
+
+
+def swaps_ab(entry: dict) -> bool:
+    """Does CUTLASS's mainloop swap A and B (MANIFEST host_params ``swap_ab``)?
+
+    CUTLASS 4.2's SM90 builder runs a 32-bit (tf32) GEMM whose A is K-major and B MN-major (the "nn" layout)
+    as B^T A^T: its register-sourced mainloop (CollectiveMma ``SwapAB``; wgmma takes only K-major tf32 from
+    shared memory, so the MN-major operand goes through registers) loads B through the first descriptor
+    (tma_load_a) and A through the second, the kernel keeps the problem shape as (N, M, K, 1) and tiles it so
+    (the tile's M extent runs along N; the scheduler, grid and cluster too), and the EpilogueTransposed
+    epilogue swaps C's and D's strides back on the device. The C and D pointers and strides in Params stay
+    the caller's."""
+    return bool(entry.get("host_params", {}).get("swap_ab"))
 
 
 def is_epi_tma(entry: dict) -> bool:
@@ -323,7 +340,9 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
     off = hp["offsets"]
     buf = bytearray(hp["params_size"])
     struct.pack_into("<i", buf, off["mode"], _GEMM_MODE_KGEMM)
-    struct.pack_into("<4i", buf, off["problem_shape"], m, n, k, 1)
+    swap = swaps_ab(entry)
+    # the kernel's own problem shape: (N, M, K, 1) when the mainloop swaps A and B
+    struct.pack_into("<4i", buf, off["problem_shape"], *((n, m) if swap else (m, n)), k, 1)
     # mainloop: the two TMA descriptors (the rest of each TMA atom is padding, left zero), then transaction bytes
     for name, a in zip(("A", "B"), tma_encode_args(entry, m, n, k, ptr_a, ptr_b, lda, ldb)):
         encode(buf, hp["descriptors"][name], a["data_type"], a["rank"], a["address"], a["dims"],
@@ -360,7 +379,7 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
     # hw_info: device id, sm count; max_active_clusters 0 (not given), the rest zero
     struct.pack_into("<i", buf, off["hw_info.device_id"], device_id)
     struct.pack_into("<i", buf, off["hw_info.sm_count"], sm_count)
-    s = sm90_schedule(entry, m, n, sm_count, max_swizzle, raster)
+    s = sm90_schedule(entry, *((n, m) if swap else (m, n)), sm_count, max_swizzle, raster)
     for name, (d, sh) in (("major", s["divmod_major"]), ("minor", s["divmod_minor"])):
         base = f"scheduler.divmod_cluster_shape_{name}_"
         struct.pack_into("<Q", buf, off[base + ".divisor"], d)
