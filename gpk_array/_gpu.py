@@ -21,10 +21,13 @@ back to plain CuPy code when a name is absent or returns None.
   while a higher tier is busy, or a bandwidth cap) GEMMs plan for the context's share of the SMs
   (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest of the device to the higher tier.
 - float16/bfloat16 ``matmul`` (2-D b; a 2-D or C-contiguous with its leading dims flattened; b row-major or a
-  transposed row-major weight) and ``linear`` of more than 8 rows without bias or activation, on a CC 9.0 device:
-  the CUTLASS SM90 instances of gpk_array._kernels.gemm where its shape rule (``sm90_family``) says they beat
-  cuBLAS (same-run H200 sweep); everything they do not cover (alignment, strides, K or N not a multiple of 8,
-  batched b, a paced sched context) falls through to the paths above.
+  transposed row-major weight) and ``linear`` of more than 8 rows, on a CC 9.0 device: the CUTLASS SM90
+  instances of gpk_array._kernels.gemm where its shape rules say they beat cuBLAS's kernels (GPU-only H200
+  times): plain GEMMs (``sm90_family``), ``linear`` with a bias and/or activation as one fused-epilogue kernel
+  (``select_sm90_fused``; gelu and silu always, cuBLASLt has no epilogue for them); float32 with TF32 allowed:
+  the TF32 "tn" instances (``x @ w.T``-layout matmul, bias-free linear). Everything they do not cover
+  (alignment, strides, K or N not a multiple of 8, batched b, a paced sched context) falls through to the paths
+  above.
 - ``GPK_GEMM`` (read once, at import): unset or ``auto`` as above; ``cublas``: no CUTLASS at all; ``cutlass``: a
   checking mode, every problem the CUTLASS instances cover goes to them (SM90 without the shape rule's cuBLAS
   cases; on devices other than CC 9.0 the SM80 instances, slower than cuBLAS on Hopper, for ``linear`` without an
@@ -154,8 +157,16 @@ _sm90_off = GEMM_MODE == "cublas"
 def _sm90(x2d, w, layout):
     """x2d @ w ("nn") or x2d @ w.T ("tn") through gpk_array._kernels.gemm's SM90 instances, or None (not a
     CC 9.0 device, not covered, cuBLAS faster, inside a paced sched context, or the instances unavailable)."""
+    return _sm90_call("gemm_sm90", x2d, w, layout, tf32=x2d.dtype.itemsize == 4 and tf32())
+
+
+def _sm90_call(fn, x2d, *args, **kw):
+    """gpk_array._kernels.gemm.<fn>(x2d, *args, forced=, device=, **kw) on a CC 9.0 device for 16-bit (or, with
+    TF32 allowed, 32-bit) x2d with contiguous rows, outside paced sched contexts; None otherwise or where it
+    declines; the SM90 instances switched off for good (with a warning) where they cannot be loaded."""
     global _sm90_off, _gemm
-    if _sm90_off or x2d.dtype.itemsize != 2 or x2d.strides[1] != 2 or _sm_target():
+    isz = x2d.dtype.itemsize
+    if _sm90_off or x2d.strides[1] != isz or not (isz == 2 or kw.get("tf32")) or _sm_target():
         return None
     if _gemm is None:
         from ._kernels import gemm
@@ -165,7 +176,7 @@ def _sm90(x2d, w, layout):
     if not _gemm.sm90_device(dev):
         return None
     try:
-        return _gemm.gemm_sm90(x2d, w, layout, forced=GEMM_MODE == "cutlass", device=dev)
+        return getattr(_gemm, fn)(x2d, *args, forced=GEMM_MODE == "cutlass", device=dev, **kw)
     except Exception as e:  # no cubin and nothing to build it with: cuBLAS from now on
         from ._kernels.cutlass.launch_sm90 import CutlassUnavailable
         from ._kernels.cutlass.tma import TmaError
@@ -209,7 +220,7 @@ def matmul(a, b):
     in one dict lookup, less host time than CuPy's cuBLAS call; LT_FIRST) for the float dtypes and layouts it
     takes, which also serves CUDA-graph captures, TF32 and a scheduler context's SM share; else CuPy."""
     import cupy
-    if a.ndim >= 2 and b.ndim == 2 and a.dtype.itemsize == 2 and not _sm90_off:
+    if a.ndim >= 2 and b.ndim == 2 and not _sm90_off and (a.dtype.itemsize == 2 or a.dtype.char == "f"):
         y = _sm90_matmul(a, b)
         if y is not None:
             return y
@@ -256,8 +267,13 @@ def linear(x2d, w, bias, activation):
         y = _nn.gemv(x2d, w, bias, activation)
         if y is not None:
             return y
-    if bias is None and activation is None and x2d.dtype.itemsize == 2 and not _sm90_off:
-        y = _sm90(x2d, w, "tn")
+    if not _sm90_off and x2d.dtype.itemsize <= 4:
+        if bias is None and activation is None:
+            y = _sm90(x2d, w, "tn")
+        elif x2d.dtype.itemsize == 2:
+            y = _sm90_call("linear_sm90", x2d, w, bias, activation)
+        else:
+            y = None
         if y is not None:
             return y
     if GEMM_CUTLASS and activation is None:

@@ -403,7 +403,7 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
     pbias = bias.data.ptr if bias is not None else 0
     use_tf32 = dtype_name == "float32" and (TF32_DEFAULT if tf32 is None else tf32)
     ck = (plan, a.data.ptr, b.data.ptr, out.data.ptr, pbias, epilogue, dtype_name, out.dtype, use_tf32, sm_target,
-          stream, dev)
+          stream, dev, AUTOTUNE_ALGOS)
     hit = _calls.get(ck)
     if hit is None:
         return _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, ck)
@@ -433,7 +433,8 @@ def _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, call_
     pa, pb, pc = a.data.ptr, b.data.ptr, out.data.ptr
     pbias = bias.data.ptr if bias is not None else 0
     aligns = (_align(pb), _align(pa), _align(pc), _align(pc))  # cuBLAS A is b, B is a
-    key = (dev, types, plan[1:], epilogue, aligns, _align(pbias) if bias is not None else 0, sm_target)
+    key = (dev, types, plan[1:], epilogue, aligns, _align(pbias) if bias is not None else 0, sm_target,
+           AUTOTUNE_ALGOS)
     stream = cupy.cuda.get_current_stream().ptr
     with _lock:
         handle = _handle(lib, dev)

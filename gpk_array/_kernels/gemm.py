@@ -91,15 +91,25 @@ def variants() -> list[tuple[str, tuple]]:
     return sorted({(cu_file(k), compile_options()) for k in REGISTRY})
 
 
+_dtype_memo: dict = {}
+
+
 def dtype_name(dtype) -> str | None:
     """'f16' / 'bf16' for a NumPy/CuPy dtype (or those names), else None."""
+    try:
+        return _dtype_memo[dtype]
+    except (KeyError, TypeError):
+        pass
     if isinstance(dtype, str) and dtype in _DTYPE_CODES:
         return _DTYPE_CODES[dtype]
     try:
         import numpy
-        return _DTYPE_CODES.get(numpy.dtype(dtype).name)
+        code = _DTYPE_CODES.get(numpy.dtype(dtype).name)
     except TypeError:
         return None
+    if len(_dtype_memo) < 64:
+        _dtype_memo[dtype] = code
+    return code
 
 
 def _arch_number(arch) -> int | None:
@@ -300,9 +310,18 @@ SM90_LAYOUTS = ("nn", "tn")
 SM90_MAX_WORK = 1 << 38
 
 
-def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16") -> str | None:
-    """The SM90 family for an (M, N, K) problem of dtype code ``dt``, or None where cuBLAS is faster (see the
-    module docstring)."""
+def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", layout: str = "nn") -> str | None:
+    """The SM90 family for an (M, N, K) problem of dtype code ``dt`` ("f16", "bf16", "tf32") in ``layout``, or
+    None where cuBLAS is faster (see the module docstring)."""
+    if dt == "tf32":
+        # TF32: only "tn" (the "nn" instances run B through registers: 0.55-0.94x); ppt from half a wave of
+        # 128x128 tiles up to 2^35 multiply-adds (2048^3: 1.15x, GPT-2 MLP at 1024/8192 rows: 1.09-1.25x;
+        # 4096^3: 0.95x, 8192^3: 0.91x)
+        if layout != "tn":
+            return None
+        if forced or (-(-m // 128) * -(-n // 128) >= 64 and m * n * k < 1 << 35):
+            return "ppt"
+        return None
     if forced:
         return "coopt" if m >= 4096 and n >= 4096 else "ppt"
     if m >= 4096 and n >= 2048 and k <= 1024:
@@ -312,13 +331,37 @@ def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16") -
     return None
 
 
-def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False) -> str | None:
-    """The registry key of the SM90 instance for the problem (D (m, n) = A (m, k) @ B in ``layout``), or None."""
+def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False, tf32: bool = False) -> str | None:
+    """The registry key of the SM90 instance for the problem (D (m, n) = A (m, k) @ B in ``layout``), or None.
+    float32 only with ``tf32`` (the caller's precision setting allows TF32)."""
     dt = dtype_name(dtype)
+    if dt is None and tf32 and getattr(dtype, "name", str(dtype)) == "float32":
+        dt = "tf32"
     if dt is None or layout not in SM90_LAYOUTS or min(m, n, k) <= 0:
         return None
-    fam = sm90_family(m, n, k, forced, dt)
+    fam = sm90_family(m, n, k, forced, dt, layout)
     return None if fam is None else f"gemm/{dt}/{layout}/{fam}/sm90"
+
+
+# Fused bias/activation (linear): the ppt instances with an epilogue visitor tree (launch_sm90.fused_key).
+# GPU-only against cuBLASLt's bias(+relu/gelu_tanh) epilogue (benchmarks/results/h200_2026-11-30_s5_diag_epi_*):
+# ahead where the plain ppt rule holds (4096x768->3072: 1.01x the bare GEMM against cuBLASLt's 1.17x), behind on
+# small problems (our ~8 us floor). gelu (erf) and silu have no cuBLASLt epilogue: the fused kernel replaces a
+# GEMM plus separate elementwise passes for every covered problem (its erff/exp epilogue costs 1.2-1.7x / 1.2-2.2x
+# the bare GEMM at M = 8192, less than the separate passes over the output).
+FUSED_ALWAYS = ("gelu", "silu")
+
+
+def select_sm90_fused(dtype, m: int, n: int, k: int, activation, forced: bool = False) -> str | None:
+    """The fused-epilogue instance for activation(x (m, k) @ w.T + bias), or None (cuBLASLt's epilogue, else
+    GEMM then elementwise)."""
+    dt = dtype_name(dtype)
+    if dt is None or min(m, n, k) <= 0 or activation not in (None, "gelu", "gelu_tanh", "relu", "silu"):
+        return None
+    if not (forced or activation in FUSED_ALWAYS or sm90_family(m, n, k, False, dt, "tn") == "ppt"):
+        return None
+    epi = "bias" if activation is None else f"bias_{activation}"
+    return f"gemm/{dt}/tn/ppt_{epi}/sm90"
 
 
 _sm90 = None
@@ -333,22 +376,36 @@ def sm90_device(device_id: int) -> bool:
     return ok
 
 
-def gemm_sm90(x, w, layout: str, forced: bool = False, device: int | None = None):
+def gemm_sm90(x, w, layout: str, forced: bool = False, device: int | None = None, tf32: bool = False):
     """``x @ w`` (layout "nn": w (K, N)) or ``x @ w.T`` (layout "tn": w (N, K)) for 2-D CuPy arrays of one dtype
-    (float16 or bfloat16) with contiguous rows, through the SM90 instance ``select_sm90`` picks, into a new (M, N)
-    array; None where no instance covers the problem (the caller uses cuBLAS). Needs a CC 9.0 device (the caller
-    checks); raises launch_sm90.CutlassUnavailable where the instance can be neither loaded nor built."""
-    global _sm90
+    (float16 or bfloat16; float32 with ``tf32``) with contiguous rows, through the SM90 instance ``select_sm90``
+    picks, into a new (M, N) array; None where no instance covers the problem (the caller uses cuBLAS). Needs a
+    CC 9.0 device (the caller checks); raises launch_sm90.CutlassUnavailable where the instance can be neither
+    loaded nor built."""
     if x.dtype != w.dtype:
         return None
     m, k = x.shape
     n = w.shape[1] if layout == "nn" else w.shape[0]
-    key = select_sm90(x.dtype, layout, m, n, k, forced)
-    if key is None:
+    key = select_sm90(x.dtype, layout, m, n, k, forced, tf32)
+    return None if key is None else _run_sm90(key, x, w, m, n, device, None)
+
+
+def linear_sm90(x, w, bias, activation, forced: bool = False, device: int | None = None):
+    """``activation(x @ w.T + bias)`` (x (M, K), w (N, K), bias (N,) or None; float16/bfloat16) in one fused-epilogue
+    SM90 kernel where ``select_sm90_fused`` picks one, else None."""
+    if x.dtype != w.dtype or (bias is not None and (bias.dtype != x.dtype or bias.ndim != 1)):
         return None
+    m, k = x.shape
+    n = w.shape[0]
+    key = select_sm90_fused(x.dtype, m, n, k, activation, forced)
+    return None if key is None else _run_sm90(key, x, w, m, n, device, bias)
+
+
+def _run_sm90(key, x, w, m, n, device, bias):
+    global _sm90
     if _sm90 is None:
         from .cutlass import launch_sm90
         _sm90 = launch_sm90
     import cupy
     out = cupy.empty((m, n), dtype=x.dtype)
-    return out if _sm90.gemm_into(key, x, w, out, device) else None
+    return out if _sm90.gemm_into(key, x, w, out, device, bias) else None

@@ -183,3 +183,63 @@ def test_tensordot_is_one_matmul(spy, dt):
     _check(y._data, np.tensordot(_f64(c._data), _f64(a._data), axes=([0, 1], [1, 2])), dt)
     y = xp.tensordot(a, b, axes=([-1], [-2]))
     _check(y._data, np.tensordot(_f64(a._data), _f64(b._data), axes=([-1], [-2])), dt)
+
+
+def _act(name, v):
+    import math
+    if name == "gelu":
+        return 0.5 * v * (1 + np.vectorize(math.erf)(v / math.sqrt(2)))
+    if name == "gelu_tanh":
+        return 0.5 * v * (1 + np.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3)))
+    if name == "relu":
+        return np.maximum(v, 0)
+    if name == "silu":
+        return v / (1 + np.exp(-v))
+    return v
+
+
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("activation", [None, "gelu", "gelu_tanh", "relu", "silu"])
+def test_linear_fused_epilogue_dispatch(spy, dt, activation, monkeypatch):
+    import gpk_array as xp
+    from gpk_array import _gpu
+    from gpk_array._kernels import gemm
+    rng = np.random.default_rng(17)
+    x, w, b = _xp_arrays(rng, dt, (3, 43, 768), (2304, 768), (2304,))
+    w = w * 0.05
+    ref = _act(activation, _f64(x._data).reshape(-1, 768) @ _f64(w._data).T + _f64(b._data)).reshape(3, 43, 2304)
+    y = xp.linear(x, w, b, activation=activation)           # forced (the spy's mode): the fused instance
+    assert spy["ran"] == 1 and spy["keys"][-1].split("/")[3] == ("ppt_bias" + (f"_{activation}" if activation else ""))
+    _check(y._data, ref, dt)
+    monkeypatch.setattr(_gpu, "GEMM_MODE", "auto")
+    y = xp.linear(x, w, b, activation=activation)            # 129 rows: fused only for gelu and silu
+    fused = gemm.select_sm90_fused(x.dtype, 129, 2304, 768, activation) is not None
+    assert fused == (activation in ("gelu", "silu")) and spy["ran"] == 1 + fused
+    _check(y._data, ref, dt)
+    y = xp.linear(x, w, None, activation=activation)          # no bias: fused with a null bias (zeros) when routed
+    _check(y._data, _act(activation, _f64(x._data).reshape(-1, 768) @ _f64(w._data).T).reshape(3, 43, 2304), dt)
+
+
+def test_tf32_routing(spy, monkeypatch):
+    import gpk_array as xp
+    from gpk_array import _gpu
+    monkeypatch.setattr(_gpu, "GEMM_MODE", "auto")
+    rng = np.random.default_rng(19)
+    a, w = (xp.asarray(rng.uniform(-1, 1, s).astype(np.float32), device=xp.Device("cuda:0"))
+            for s in ((1024, 768), (3072, 768)))
+    ref = _f64(a._data) @ _f64(w._data).T
+    y = xp.matmul(a, xp.matrix_transpose(w))
+    assert spy["ran"] == 0                                   # float32 without TF32: cuBLAS, full FP32
+    assert np.abs(_f64(y._data) - ref).max() <= 1e-4 * np.abs(ref).max()
+    prev = xp.get_float32_matmul_precision()
+    xp.set_float32_matmul_precision("high")
+    try:
+        y = xp.matmul(a, xp.matrix_transpose(w))
+        assert spy["ran"] == 1 and spy["keys"][-1] == "gemm/tf32/tn/ppt/sm90"
+        assert np.abs(_f64(y._data) - ref).max() <= 2e-3 * np.abs(ref).max()     # TF32: 10-bit mantissas
+        y = xp.linear(a, w)
+        assert spy["ran"] == 2
+        y = a @ xp.asarray(xp.matrix_transpose(w), copy=True)  # "nn": the TF32 nn instances are slower: cuBLAS
+        assert spy["ran"] == 2
+    finally:
+        xp.set_float32_matmul_precision(prev)
