@@ -45,10 +45,12 @@ def _heuristic_graph_time(a, b, cp):
     """GPU time per call of cuBLASLt's heuristic first choice for a @ b (the kernel cuBLAS runs), in CUDA graphs;
     None where cuBLASLt does not take the problem."""
     from gpk_array._kernels import blas
+    from gpk_array._precision import tf32
     keep = blas.AUTOTUNE_ALGOS
     blas.AUTOTUNE_ALGOS = 1      # part of blas.py's plan and call keys: entries of their own, not the tuned ones
+    use_tf32 = tf32() and a.dtype == cp.float32    # the precision the namespace's matmul uses (full FP32 by default)
     try:
-        return _graph_time(lambda: blas.matmul(a, b), cp)
+        return _graph_time(lambda: blas.matmul(a, b, tf32=use_tf32), cp)
     finally:
         blas.AUTOTUNE_ALGOS = keep
 

@@ -195,6 +195,11 @@ def _sm90_matmul(a, b):
     if a.ndim > 2 and not a.flags.c_contiguous:
         return None
     a2 = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+    if GEMM_MODE != "cutlass":     # what the shape rules (gemm.sm90_family) never take, rejected cheaply
+        m = a2.shape[0]
+        small = m < 4096 if a.dtype.itemsize == 2 else m * b.shape[1] < 1 << 20
+        if small:
+            return None
     if b.shape[1] == 1 or b.strides[1] == b.itemsize:
         y = _sm90(a2, b, "nn")
     elif b.shape[0] == 1 or b.strides[0] == b.itemsize:
@@ -242,12 +247,9 @@ def matmul(a, b):
 
 
 def tensordot(a, b, axes):
-    """``cupy.tensordot(a, b, axes)`` (axes: two lists of the contracted axes, validated by the caller), for
-    float16/bfloat16 as one ``matmul`` of the operands moved and reshaped to (M, K) @ (K, N), so the SM90
-    instances serve it; other dtypes through CuPy."""
-    import cupy
-    if a.dtype.itemsize != 2 or a.dtype.kind not in "fV" or b.dtype != a.dtype:
-        return cupy.tensordot(a, b, axes=axes)
+    """``tensordot(a, b, axes)`` of float16/bfloat16 CuPy arrays (axes: two lists of the contracted axes, validated
+    by the caller) as one ``matmul`` of the operands moved and reshaped to (M, K) @ (K, N), so the GEMM dispatch
+    (SM90 instances, cuBLASLt) serves it."""
     ka = [i % a.ndim for i in axes[0]]
     kb = [j % b.ndim for j in axes[1]]
     free_a = [i for i in range(a.ndim) if i not in ka]
@@ -255,8 +257,10 @@ def tensordot(a, b, axes):
     m = int(np.prod([a.shape[i] for i in free_a], dtype=np.int64))
     k = int(np.prod([a.shape[i] for i in ka], dtype=np.int64))
     n = int(np.prod([b.shape[j] for j in free_b], dtype=np.int64))
-    a2 = _bits_contiguous(a.transpose(free_a + ka)).reshape(m, k)
-    b2 = _bits_contiguous(b.transpose(kb + free_b)).reshape(k, n)
+    a2, b2 = a.transpose(free_a + ka), b.transpose(kb + free_b)
+    if a.dtype.name == "bfloat16":                   # CuPy cannot copy bfloat16: its reshape copies would fail
+        a2, b2 = _bits_contiguous(a2), _bits_contiguous(b2)
+    a2, b2 = a2.reshape(m, k), b2.reshape(k, n)
     return matmul(a2, b2).reshape([a.shape[i] for i in free_a] + [b.shape[j] for j in free_b])
 
 

@@ -32,6 +32,9 @@ TF32_DEFAULT = os.environ.get("GPK_NO_TF32", "") != "1"
 # Candidate algorithms timed on a problem's first call (outside captures); GPK_BLAS_AUTOTUNE=1: the heuristic's
 # first choice, no timing.
 AUTOTUNE_ALGOS = max(1, int(os.environ.get("GPK_BLAS_AUTOTUNE", "8") or 1))
+# ... only for problems of at least this many flops (2 M N K batch): below, a call's time is mostly host time and
+# the timings pick noise (on the H200, tuned choices ran 0.8-0.9x the heuristic's in CUDA graphs at M <= 1024)
+AUTOTUNE_MIN_FLOP = 1 << 33
 _AUTOTUNE_REPS = 3
 WORKSPACE_BYTES = 32 << 20
 _MAX_CACHE = 4096
@@ -447,7 +450,8 @@ def _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, call_
             # Not for a plan made for a scheduler's SM share (sm_target): a paced context plans while a higher tier
             # runs, where timings are noise, and timing 8 candidates of a large GEMM on a few SMs would stall its
             # step (and this lock) for up to a second, as measured on the H200.
-            tune = AUTOTUNE_ALGOS > 1 and not sm_target and not cupy.cuda.runtime.streamIsCapturing(stream)
+            tune = (AUTOTUNE_ALGOS > 1 and not sm_target and 2 * plan.m * plan.n * plan.k * plan.batch >= AUTOTUNE_MIN_FLOP
+                    and not cupy.cuda.runtime.streamIsCapturing(stream))
             e = _build(lib, handle, plan, types, epilogue, pbias, aligns, sm_target, AUTOTUNE_ALGOS if tune else 1)
             if e is not None and len(e.candidates) > 1:
                 _autotune(lib, handle, e, pa, pb, out, pbias, ws.ptr, stream)

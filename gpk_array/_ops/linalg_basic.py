@@ -2,6 +2,7 @@
 import operator
 
 from .. import _dtypes as _dt
+from .. import _gpu
 from .elementwise import binary_operands
 from ._common import as_array, new, oom_guard
 
@@ -17,8 +18,7 @@ def matmul(x1, x2, /):
     if ka != kb:
         raise ValueError(f"matmul: inner dimensions differ, shapes {a.shape} and {b.shape}")
     if dev.kind == "cuda":
-        from .._gpu import matmul as gpu_matmul
-        return new(gpu_matmul(a, b), dev)
+        return new(_gpu.matmul(a, b), dev)
     if a.dtype in _LOW:
         # NumPy has no half-precision GEMM (and gives float32 for bfloat16): accumulate in float32
         return new(dev.xp.matmul(a.astype(_dt.F32), b.astype(_dt.F32)).astype(a.dtype), dev)
@@ -55,9 +55,8 @@ def tensordot(x1, x2, /, *, axes=2):
             raise ValueError(f"shape mismatch for contraction: {a.shape}[{i}] != {b.shape}[{j}]")
     if not ax[0]:  # no contraction: the outer product (CuPy refuses zero-dimensional operands here)
         return new(a.reshape(a.shape + (1,) * b.ndim) * b, dev)
-    if dev.kind == "cuda":
-        from .._gpu import tensordot as gpu_tensordot
-        return new(gpu_tensordot(a, b, ax), dev)
+    if dev.kind == "cuda" and a.dtype.itemsize == 2 and a.dtype.kind in "fV" and b.dtype == a.dtype:
+        return new(_gpu.tensordot(a, b, ax), dev)     # float16/bfloat16: one matmul through the GEMM dispatch
     return new(dev.xp.tensordot(a, b, axes=ax), dev)
 
 

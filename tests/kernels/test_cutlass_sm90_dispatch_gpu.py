@@ -37,9 +37,9 @@ def spy(L, monkeypatch):
     seen = {"calls": 0, "ran": 0, "keys": []}
     real = L.gemm_into
 
-    def wrapped(key, x, w, out, device=None):
+    def wrapped(key, x, w, out, device=None, bias=None):
         seen["calls"] += 1
-        ok = real(key, x, w, out, device)
+        ok = real(key, x, w, out, device, bias)
         seen["ran"] += ok
         seen["keys"].append(key)
         return ok
