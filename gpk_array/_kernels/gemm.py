@@ -11,7 +11,15 @@ M >= 4096, N >= 2048, K <= 1024 (GPT-2's MLP up-projection and fused QKV at 8192
 (cooperative 256x128x64) when M, N, K >= 4096 and M*N*K < 2^38 (4096^3: 1.07x; float16 there 0.96x, cuBLAS's float16
 kernel is faster). Everywhere else cuBLAS is faster: our instances take at least ~8 us (cuBLAS ~3.3 us) on small
 problems, 0.53-0.96x at M <= 2048, and 0.94-1.00x at 8192^3. ``forced=True`` (the ``GPK_GEMM=cutlass`` checking
-mode) takes ppt/coopt for every covered problem.
+mode) takes ppt/coopt for every covered problem. (Event-timed single launches had shown the same instances 1.2-2x
+"faster" than cuBLAS at small and medium shapes: that was CuPy's host time per cuBLAS call, not GPU time.)
+
+TF32 (float32 with TF32 allowed, ``select_sm90(..., tf32=True)``): ``gemm/tf32/tn/ppt/sm90`` for problems of at
+least half a wave of 128x128 tiles and under 2^35 multiply-adds (2048^3 1.15x, GPT-2 MLP shapes at 1024/8192 rows
+1.09-1.25x against cuBLASLt TF32; 4096^3 0.95x, 8192^3 0.91x: cuBLAS there); never "nn" (CUTLASS runs tf32 with
+an N-major B through registers: 0.43-0.94x). Fused bias/activation for ``linear`` (``select_sm90_fused``,
+``linear_sm90``): ``gemm/<dt>/tn/ppt_<epilogue>/sm90`` where the ppt rule holds, and for gelu/silu (no cuBLASLt
+epilogue) on every covered problem (benchmarks/results/h200_2026-11-30_s5_diag_epi_tf32_077a255.*).
 
 SM80, the rest of this docstring:
 

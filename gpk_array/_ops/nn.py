@@ -158,15 +158,19 @@ def _check_linear(op, x, w, b, activation):
 def _linear_data(x, w, b, activation, dev):
     """linear on checked backing arrays: the device's fused kernel, else the plain code; (..., out_features)."""
     dt = _result_dtype(x, w, b)
-    x2 = x.reshape(-1, x.shape[-1])
+    x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])   # a view: skip it where it changes nothing
     y = None
     kernel = _fused(dev, "linear")
     if kernel is not None:
-        y = kernel(x2.astype(dt, copy=False), w.astype(dt, copy=False),
-                   None if b is None else b.astype(dt, copy=False), activation)
+        y = kernel(_as(x2, dt), _as(w, dt), None if b is None else _as(b, dt), activation)
     if y is None:
         y = _linear(x2, w, b, activation, dt, dev)
-    return y.reshape(x.shape[:-1] + (w.shape[0],))
+    return y if x.ndim == 2 else y.reshape(x.shape[:-1] + (w.shape[0],))
+
+
+def _as(a, dt):
+    """a in dtype dt (no copy, no call when it already is)."""
+    return a if a.dtype == dt else a.astype(dt)
 
 
 def _linear(x2, w, b, activation, dt, dev):
