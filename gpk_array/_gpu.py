@@ -175,13 +175,18 @@ def _sm90_call(fn, x2d, *args, **kw):
     dev = cupy.cuda.runtime.getDevice()
     if not _gemm.sm90_device(dev):
         return None
+    for a in (x2d,) + args:   # operands on another device than the current one: CuPy/cuBLASLt raise for them
+        if getattr(a, "data", None) is not None and a.data.device_id != dev:
+            return None
     try:
         return getattr(_gemm, fn)(x2d, *args, forced=GEMM_MODE == "cutlass", device=dev, **kw)
-    except Exception as e:  # no cubin and nothing to build it with: cuBLAS from now on
+    except Exception as e:  # no cubin and nothing to build or load it with: cuBLAS from now on
         from ._kernels.cutlass.launch_sm90 import CutlassUnavailable
         from ._kernels.cutlass.tma import TmaError
         from ._kernels.errors import KernelCompileError
-        if not isinstance(e, (CutlassUnavailable, KernelCompileError, TmaError)):
+        if isinstance(e, TmaError):   # this problem's descriptors: decline this call only
+            return None
+        if not isinstance(e, (CutlassUnavailable, KernelCompileError)):
             raise
         import warnings
         warnings.warn(f"gpk_array: the CUTLASS SM90 GEMMs are unavailable, using cuBLAS: {e}", stacklevel=3)
@@ -196,8 +201,8 @@ def _sm90_matmul(a, b):
         return None
     a2 = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
     if GEMM_MODE != "cutlass":     # what the shape rules (gemm.sm90_family) never take, rejected cheaply
-        m = a2.shape[0]
-        small = m < 4096 if a.dtype.itemsize == 2 else m * b.shape[1] < 1 << 20
+        m, n = a2.shape[0], b.shape[1]
+        small = m < 4096 if a.dtype.itemsize == 2 else -(-m // 128) * -(-n // 128) < 64
         if small:
             return None
     if b.shape[1] == 1 or b.strides[1] == b.itemsize:
@@ -233,8 +238,6 @@ def matmul(a, b):
         y = _cutlass_tn(a.reshape(-1, a.shape[-1]), b.T)
         if y is not None:
             return y.reshape(a.shape[:-1] + (b.shape[1],))
-    if a.dtype.name == "bfloat16":   # CuPy's own copy kernels do not know bfloat16: copy its bits as uint16
-        a, b = _bits_contiguous(a), _bits_contiguous(b)
     blas = _get_blas()
     if blas and a.ndim >= 2 and b.ndim >= 2:
         use_tf32 = tf32() and a.dtype == cupy.float32
@@ -243,6 +246,8 @@ def matmul(a, b):
             y = blas.matmul(a, b, tf32=use_tf32, sm_target=sm)
             if y is not None:
                 return y
+    if a.dtype.name == "bfloat16":   # CuPy's own copy kernels do not know bfloat16: copy its bits as uint16
+        a, b = _bits_contiguous(a), _bits_contiguous(b)
     return cupy.matmul(a, b)
 
 

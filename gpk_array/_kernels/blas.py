@@ -411,13 +411,14 @@ def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
     if hit is None:
         return _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, ck)
     args, e = hit
-    if pbias:
-        with _lock:   # the bias pointer is an attribute of the entry's descriptor, shared by its calls
-            if e.bias_ptr != pbias:
-                _set(_lib.cublasLtMatmulDescSetAttribute, e.desc, DESC_BIAS_POINTER, _p(pbias))
-                e.bias_ptr = pbias
-            _check(_lib.cublasLtMatmul(*args), "cublasLtMatmul")
-    else:
+    # under the lock: the bias pointer is an attribute of the entry's descriptor, shared by its calls, and
+    # clear_cache (another thread's) destroys the descriptors these arguments point to
+    with _lock:
+        if _calls.get(ck) is not hit:
+            return _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, ck)
+        if pbias and e.bias_ptr != pbias:
+            _set(_lib.cublasLtMatmulDescSetAttribute, e.desc, DESC_BIAS_POINTER, _p(pbias))
+            e.bias_ptr = pbias
         _check(_lib.cublasLtMatmul(*args), "cublasLtMatmul")
     return True
 

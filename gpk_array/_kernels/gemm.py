@@ -393,7 +393,9 @@ def gemm_sm90(x, w, layout: str, forced: bool = False, device: int | None = None
     if x.dtype != w.dtype:
         return None
     m, k = x.shape
-    n = w.shape[1] if layout == "nn" else w.shape[0]
+    kw, n = w.shape if layout == "nn" else w.shape[::-1]
+    if kw != k:
+        raise ValueError(f"gemm_sm90: x {x.shape} and w {w.shape} do not match for layout {layout!r}")
     key = select_sm90(x.dtype, layout, m, n, k, forced, tf32)
     return None if key is None else _run_sm90(key, x, w, m, n, device, None)
 
@@ -401,10 +403,14 @@ def gemm_sm90(x, w, layout: str, forced: bool = False, device: int | None = None
 def linear_sm90(x, w, bias, activation, forced: bool = False, device: int | None = None):
     """``activation(x @ w.T + bias)`` (x (M, K), w (N, K), bias (N,) or None; float16/bfloat16) in one fused-epilogue
     SM90 kernel where ``select_sm90_fused`` picks one, else None."""
-    if x.dtype != w.dtype or (bias is not None and (bias.dtype != x.dtype or bias.ndim != 1)):
-        return None
     m, k = x.shape
     n = w.shape[0]
+    if x.dtype != w.dtype or w.shape[1] != k:
+        return None
+    # the kernel reads the bias as N consecutive elements: a strided or broadcast (stride 0) view is declined
+    if bias is not None and (bias.dtype != x.dtype or bias.shape != (n,) or
+                             (n > 1 and bias.strides[0] != bias.itemsize)):
+        return None
     key = select_sm90_fused(x.dtype, m, n, k, activation, forced)
     return None if key is None else _run_sm90(key, x, w, m, n, device, bias)
 

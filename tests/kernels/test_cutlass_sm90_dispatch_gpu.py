@@ -120,7 +120,7 @@ def test_new_pointers_of_cached_shapes(spy, dt):
         keep.append(xp.empty((1 + i * 1000,), dtype=dt, device=a.device))   # shifts the pool's next address
         y = a @ b
         _check(y._data, _f64(a._data) @ _f64(b._data), dt)
-        keep.append(y)
+        keep += [a, b, y]                      # all kept alive: every iteration's pointers are new
     assert spy["ran"] == 12
 
 

@@ -214,3 +214,59 @@ def test_cutlass_instances_try_nvcc_then_nvrtc(monkeypatch, tmp_path):
     with pytest.raises(loader.KernelCompileError) as ei:
         loader.build(gemm.cu_file("gemm/bf16/tn/small/sm80"), gemm.compile_options(), "90", note=False)
     assert "nvcc broke" in str(ei.value) and "nvrtc broke" in str(ei.value) and "log nvrtc" in ei.value.log
+
+
+@pytest.mark.parametrize("m, n, k, fam", [
+    (2048, 2048, 2048, "ppt"), (8192, 3072, 768, "ppt"), (1024, 3072, 768, "ppt"), (4096, 4096, 4096, None),
+    (8192, 8192, 8192, None), (128, 3072, 768, None), (129, 3969, 768, "ppt")])
+def test_sm90_tf32_rule(m, n, k, fam):
+    """TF32: only the "tn" ppt instance, from 64 tiles of 128x128 up to 2^35 multiply-adds; float32 only with tf32."""
+    assert gemm.sm90_family(m, n, k, dt="tf32", layout="tn") == fam
+    assert gemm.sm90_family(m, n, k, dt="tf32", layout="nn") is None
+    key = gemm.select_sm90("float32", "tn", m, n, k, tf32=True)
+    assert key == (None if fam is None else "gemm/tf32/tn/ppt/sm90")
+    assert gemm.select_sm90("float32", "tn", m, n, k) is None           # TF32 not allowed: full FP32, cuBLAS
+    if key is not None:
+        from gpk_array._kernels.cutlass import params_sm90 as P
+        assert P.instance(key)["dtype"] == "tf32"
+
+
+@pytest.mark.parametrize("act", [None, "gelu", "gelu_tanh", "relu", "silu"])
+def test_sm90_fused_rule(act):
+    from gpk_array._kernels.cutlass import params_sm90 as P
+    big = gemm.select_sm90_fused("bfloat16", 8192, 3072, 768, act)
+    assert big == "gemm/bf16/tn/ppt_" + ("bias" if act is None else f"bias_{act}") + "/sm90"
+    assert P.fused_of(P.instance(big)) is not None
+    small = gemm.select_sm90_fused("float16", 512, 3072, 768, act)      # gelu/silu: no cuBLASLt epilogue
+    assert (small is not None) == (act in ("gelu", "silu"))
+    assert gemm.select_sm90_fused("float16", 512, 3072, 768, act, forced=True) is not None
+    assert gemm.select_sm90_fused("float32", 8192, 3072, 768, act) is None
+    assert gemm.select_sm90_fused("float16", 8192, 3072, 768, "tanh") is None
+
+
+class _Meta:
+    """Shape/dtype/strides stand-in: linear_sm90 must decline before touching a GPU."""
+
+    def __init__(self, shape, dtype, strides=None):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.ndim, self.itemsize = len(self.shape), self.dtype.itemsize
+        self.strides = strides if strides is not None else tuple(
+            int(np.prod(self.shape[i + 1:])) * self.itemsize for i in range(self.ndim))
+
+
+def test_linear_sm90_declines_a_bias_it_cannot_read_as_a_row():
+    x, w = _Meta((8192, 768), np.float16), _Meta((3072, 768), np.float16)
+    for bias in (_Meta((3072,), np.float16, (4,)),          # strided view
+                 _Meta((3072,), np.float16, (0,)),          # broadcast
+                 _Meta((3072,), np.float32),                # other dtype
+                 _Meta((1, 3072), np.float16),              # not (N,)
+                 _Meta((768,), np.float16)):                # wrong length
+        assert gemm.linear_sm90(x, w, bias, "gelu") is None
+    assert gemm.linear_sm90(x, _Meta((3072, 512), np.float16), None, "gelu") is None   # K mismatch
+
+
+def test_fused_key_refuses_float32():
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    assert L.fused_key(np.dtype(np.float16), "ppt", "gelu") == "gemm/f16/tn/ppt_bias_gelu/sm90"
+    with pytest.raises(TypeError, match="float16 or bfloat16"):
+        L.fused_key(np.dtype(np.float32), "ppt", "gelu")

@@ -201,8 +201,11 @@ def get_function(key: str):
         import cupy
         e = _entry(key)
         info = build(key)
-        mod = cupy.RawModule(path=info["path"])
-        fn = mod.get_function(e["kernel"])
+        try:
+            mod = cupy.RawModule(path=info["path"])
+            fn = mod.get_function(e["kernel"])
+        except cupy.cuda.driver.CUDADriverError as err:   # e.g. a driver too old for the shipped cubin
+            raise CutlassUnavailable(f"gpk_array: the driver cannot load {info['path']} ({key}): {err}") from err
         handle = int(fn.kernel.ptr)
         _check(_lib().cuFuncSetAttribute(handle, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                          int(e["host_params"]["smem_bytes"])),
@@ -287,6 +290,8 @@ def fused_key(dtype, family: str = "ppt", activation: str | None = None) -> str:
     if family not in FUSED_FAMILIES:
         raise ValueError(f"gpk_array: SM90 fused epilogues exist for the families {FUSED_FAMILIES}, not {family!r}")
     base = default_key(dtype, family, "tn")
+    if "/tf32/" in base:
+        raise TypeError("gpk_array: the fused SM90 epilogues take float16 or bfloat16, not float32")
     epi = "bias" if activation is None else f"bias_{activation}"
     return base.replace(f"/tn/{family}/", f"/tn/{family}_{epi}/")
 
