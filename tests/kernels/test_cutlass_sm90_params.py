@@ -1092,3 +1092,77 @@ def test_tf32_keys_and_prepare(monkeypatch):
         ref = S.build_sm90_launch(S.instance(key), m, n, k, 0x10010, 0x20000, 0x40010, 0x40010, k + 12, ldb,
                                   n + 12, n + 12, 1.5, 0.0, sm_count=132, encode=RecordingEncoder())
         assert la == ref
+
+
+# --------------------------------------------------------------------------------------------------
+# launch_sm90.gemm_into: the namespace's cached launches, through the C stand-ins for the driver
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("key", ["gemm/f16/nn/ppt/sm90", "gemm/bf16/tn/coopt/sm90", "gemm/tf32/tn/ppt/sm90",
+                                 "gemm/tf32/nn/pp/sm90", "gemm/f16/tn/ppt_bias_gelu/sm90"])
+def test_gemm_into_caches_launches_and_repoints_params(key, tma_stub, launch_stub, monkeypatch):
+    """Each distinct (pointers, shapes, strides, stream, bias) gets its own prepared launch; a new pointer set of
+    known shapes re-points the cached template, whose Params then equal a fresh build byte for byte; a repeated
+    call launches the prepared arguments again; operands the instance cannot take launch nothing."""
+    import sys
+    import types
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    stream = {"ptr": 0x5100}
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDevice=lambda: 0),
+        get_current_stream=lambda: types.SimpleNamespace(ptr=stream["ptr"])))
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(L, "_driver", {"lib": L._declare(launch_stub)})
+    monkeypatch.setattr(L, "get_function", lambda k: (None, 0xF00D, None))
+    monkeypatch.setattr(loader, "sm_count", lambda device_id=None: 132)
+    monkeypatch.setattr(L, "_calls", {})
+    monkeypatch.setattr(L, "_templates", {})
+    e = S.instance(key)
+    dt = {"f16": "float16", "bf16": "bfloat16", "tf32": "float32"}[e["dtype"]]
+    if dt == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+        import ml_dtypes  # noqa: F401
+    isz = {"float16": 2, "bfloat16": 2, "float32": 4}[dt]
+    nn = S.layout_of(e) == "nn"
+    fused = S.fused_of(e) is not None
+    m, n, k = 1000, 3072, 768
+
+    def arrays(base):
+        x = _FakeArray((m, k), (k * isz, isz), base, dt)
+        w = _FakeArray((k, n) if nn else (n, k), ((n if nn else k) * isz, isz), base + 0x1000_0000, dt)
+        out = _FakeArray((m, n), (n * isz, isz), base + 0x2000_0000, dt)
+        bias = _FakeArray((n,), (isz,), base + 0x3000_0000, dt) if fused else None
+        return x, w, out, bias
+
+    def params_of(ck):
+        args = L._calls[ck][1]
+        kp = args[-2]                          # kernelParams of either driver entry point
+        return ctypes.string_at(kp[0], e["host_params"]["params_size"])
+
+    def fresh(x, w, out, bias):
+        ptrs = (x.data.ptr, w.data.ptr, out.data.ptr, out.data.ptr)
+        kw = {"bias": bias.data.ptr} if bias is not None else {}
+        return bytes(S.build_sm90_launch(e, m, n, k, *ptrs, k, n if nn else k, n, n, 1.0, 0.0, sm_count=132,
+                                         **kw).params)
+
+    last = (ctypes.c_longlong * 32)()
+    attrs = (ctypes.c_longlong * 64)()
+    for i, base in enumerate((0x7e00_0000_0000, 0x7f00_0000_0100, 0x7f00_0000_0100)):
+        x, w, out, bias = arrays(base)
+        assert L.gemm_into(key, x, w, out, 0, bias)
+        launch_stub.gpk_last_launch(last, attrs)
+        assert last[1] == 0xF00D and last[9] == stream["ptr"]
+        assert len(L._templates) == 1 and len(L._calls) == min(i + 1, 2)     # the third call: a hit
+        ck = next(c for c in L._calls if c[1] == x.data.ptr)
+        assert params_of(ck) == fresh(x, w, out, bias)
+    stream["ptr"] = 0x5200                                                   # another stream: its own launch
+    assert L.gemm_into(key, x, w, out, 0, bias) and len(L._calls) == 3
+    launch_stub.gpk_last_launch(last, attrs)
+    assert last[9] == 0x5200
+    if fused:
+        other = _FakeArray((n,), (isz,), 0x7f00_4000_0002, dt)               # another bias: re-pointed too
+        assert L.gemm_into(key, x, w, out, 0, other) and len(L._calls) == 4
+        assert params_of(next(c for c in L._calls if c[-1] == other.data.ptr)) == fresh(x, w, out, other)
+    n_calls = len(L._calls)
+    bad_x = _FakeArray((m, k), (k * isz, isz), 0x7e00_0000_0008, dt)          # 8 bytes off 16-byte alignment
+    assert not L.gemm_into(key, bad_x, w, out, 0, bias) and len(L._calls) == n_calls
