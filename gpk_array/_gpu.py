@@ -156,32 +156,26 @@ def _cutlass_tn(x2d, w):
 _sm90_off = GEMM_MODE == "cublas"
 
 
-def _sm90(x2d, w, layout):
-    """x2d @ w ("nn") or x2d @ w.T ("tn") through gpk_array._kernels.gemm's SM90 instances, or None (not a
-    CC 9.0 device, not covered, cuBLAS faster, inside a paced sched context, or the instances unavailable)."""
-    return _sm90_call("gemm_sm90", x2d, w, layout, tf32=x2d.dtype.itemsize == 4 and tf32())
+def _sm90(x, w, layout):
+    """x @ w ("nn") or x @ w.T ("tn") (x (..., K), leading dims flattened) through gpk_array._kernels.gemm's SM90
+    instances as a 2-D (M, N) array, or None (not covered, cuBLAS faster, not a CC 9.0 device, inside a paced
+    sched context, or the instances unavailable)."""
+    return _sm90_call("gemm_sm90", x, w, layout, tf32=x.dtype.itemsize == 4 and tf32())
 
 
-def _sm90_call(fn, x2d, *args, **kw):
-    """gpk_array._kernels.gemm.<fn>(x2d, *args, forced=, device=, **kw) on a CC 9.0 device for 16-bit (or, with
-    TF32 allowed, 32-bit) x2d with contiguous rows, outside paced sched contexts; None otherwise or where it
-    declines; the SM90 instances switched off for good (with a warning) where they cannot be loaded."""
+def _sm90_call(fn, x, *args, **kw):
+    """gpk_array._kernels.gemm.<fn>(x, *args, forced=, **kw) for 16-bit (or, with TF32 allowed, 32-bit) x with
+    contiguous rows, outside paced sched contexts; None otherwise or where it declines; the SM90 instances
+    switched off for good (with a warning) where they cannot be loaded."""
     global _sm90_off, _gemm
-    isz = x2d.dtype.itemsize
-    if _sm90_off or x2d.strides[1] != isz or not (isz == 2 or kw.get("tf32")) or _sm_target():
+    isz = x.dtype.itemsize
+    if _sm90_off or x.strides[-1] != isz or not (isz == 2 or kw.get("tf32")) or _sm_target():
         return None
     if _gemm is None:
         from ._kernels import gemm
         _gemm = gemm
-    import cupy
-    dev = cupy.cuda.runtime.getDevice()
-    if not _gemm.sm90_device(dev):
-        return None
-    for a in (x2d,) + args:   # operands on another device than the current one: CuPy/cuBLASLt raise for them
-        if getattr(a, "data", None) is not None and a.data.device_id != dev:
-            return None
     try:
-        return getattr(_gemm, fn)(x2d, *args, forced=GEMM_MODE == "cutlass", device=dev, **kw)
+        return getattr(_gemm, fn)(x, *args, forced=GEMM_MODE == "cutlass", **kw)
     except Exception as e:  # no cubin and nothing to build or load it with: cuBLAS from now on
         from ._kernels.cutlass.launch_sm90 import CutlassUnavailable
         from ._kernels.cutlass.tma import TmaError
@@ -197,23 +191,17 @@ def _sm90_call(fn, x2d, *args, **kw):
 
 
 def _sm90_matmul(a, b):
-    """a @ b (a (..., M, K), b (K, N)) through _sm90 with the leading dims of a C-contiguous a flattened; b
+    """a @ b (a (..., M, K) with its leading dims flattened when C-contiguous, b (K, N)) through _sm90: b
     row-major takes the "nn" instances, a transposed row-major weight (b.T C-contiguous rows) the "tn" ones."""
     if a.ndim > 2 and not a.flags.c_contiguous:
         return None
-    a2 = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
-    if GEMM_MODE != "cutlass":     # what the shape rules (gemm.sm90_family) never take, rejected cheaply
-        m, n = a2.shape[0], b.shape[1]
-        small = m < 4096 if a.dtype.itemsize == 2 else -(-m // 128) * -(-n // 128) < 64
-        if small:
-            return None
     if b.shape[1] == 1 or b.strides[1] == b.itemsize:
-        y = _sm90(a2, b, "nn")
+        y = _sm90(a, b, "nn")
     elif b.shape[0] == 1 or b.strides[0] == b.itemsize:
-        y = _sm90(a2, b.T, "tn")
+        y = _sm90(a, b.T, "tn")
     else:
         return None
-    return None if y is None else y.reshape(a.shape[:-1] + (b.shape[1],))
+    return y if y is None or a.ndim == 2 else y.reshape(a.shape[:-1] + (b.shape[1],))
 
 
 def _bits_contiguous(x):

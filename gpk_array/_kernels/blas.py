@@ -167,16 +167,21 @@ def gemm_plan(a_shape, a_strides, b_shape, b_strides):
 _plan_memo: dict = {}
 
 
+def _memo(cache, key, fn):
+    """cache[key], made by fn() on a miss (None is a value too); the cache is emptied when it reaches _MAX_CACHE."""
+    hit = cache.get(key, cache)
+    if hit is cache:
+        hit = fn()
+        if len(cache) >= _MAX_CACHE:
+            cache.clear()
+        cache[key] = hit
+    return hit
+
+
 def _plan(a_shape, a_strides, b_shape, b_strides):
     """gemm_plan, memoized: a GEMM of a model runs with the same shapes over and over."""
-    key = (a_shape, a_strides, b_shape, b_strides)
-    plan = _plan_memo.get(key, _plan_memo)
-    if plan is _plan_memo:
-        plan = gemm_plan(a_shape, a_strides, b_shape, b_strides)
-        if len(_plan_memo) >= _MAX_CACHE:
-            _plan_memo.clear()
-        _plan_memo[key] = plan
-    return plan
+    return _memo(_plan_memo, (a_shape, a_strides, b_shape, b_strides),
+                 lambda: gemm_plan(a_shape, a_strides, b_shape, b_strides))
 
 
 def _align(ptr):
@@ -544,16 +549,6 @@ def _output(out, shape, dtype):
     return out if st is not None and _c_contiguous(out.shape, st) else None
 
 
-def _memo(key, fn):
-    hit = _checked.get(key, _checked)
-    if hit is _checked:
-        hit = fn()
-        if len(_checked) >= _MAX_CACHE:
-            _checked.clear()
-        _checked[key] = hit
-    return hit
-
-
 def _matmul_prep(a, b, out_dtype):
     """(dtype name, plan, output dtype) of a matmul from its operands' metadata, or None (not for cuBLASLt)."""
     if a.ndim < 2 or b.ndim < 2:
@@ -578,7 +573,7 @@ def matmul(a, b, out=None, *, tf32=None, sm_target=0, out_dtype=None):
     batch operand needs stride 0); out_dtype float32 for float16/bfloat16 operands keeps the float32 accumulator. Operands C-contiguous or transposes of C-contiguous (any leading dimension);
     anything else, other dtypes, empty problems: None. ``out``: C-contiguous (..., M, N), written and returned.
     A shape problem (K differs, batch dims that do not broadcast) raises ValueError."""
-    prep = _memo(("mm", a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, out_dtype),
+    prep = _memo(_checked, ("mm", a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, out_dtype),
                  lambda: _matmul_prep(a, b, out_dtype))
     if prep is None:
         return None
@@ -620,7 +615,7 @@ def linear(x, w, bias=None, activation=None, out=None, *, tf32=None, sm_target=0
     x (..., K), w (N, K), bias (N,) or None, activation None | "relu" | "gelu_tanh". x with more than 2 dims must
     be C-contiguous. Returns (..., N), or None for what it cannot do in one call (the caller falls back)."""
     bmeta = None if bias is None else (bias.shape, bias.strides, bias.dtype)
-    prep = _memo(("lin", x.shape, x.strides, x.dtype, w.shape, w.strides, w.dtype, bmeta, activation),
+    prep = _memo(_checked, ("lin", x.shape, x.strides, x.dtype, w.shape, w.strides, w.dtype, bmeta, activation),
                  lambda: _linear_prep(x, w, bias, activation))
     if prep is None:
         return None

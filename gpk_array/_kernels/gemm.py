@@ -384,23 +384,27 @@ def sm90_device(device_id: int) -> bool:
     return ok
 
 
-def gemm_sm90(x, w, layout: str, forced: bool = False, device: int | None = None, tf32: bool = False):
-    """``x @ w`` (layout "nn": w (K, N)) or ``x @ w.T`` (layout "tn": w (N, K)) for 2-D CuPy arrays of one dtype
-    (float16 or bfloat16; float32 with ``tf32``) with contiguous rows, through the SM90 instance ``select_sm90``
-    picks, into a new (M, N) array; None where no instance covers the problem (the caller uses cuBLAS). Needs a
-    CC 9.0 device (the caller checks); raises launch_sm90.CutlassUnavailable where the instance can be neither
-    loaded nor built."""
+def gemm_sm90(x, w, layout: str, forced: bool = False, tf32: bool = False):
+    """``x @ w`` (layout "nn": w (K, N)) or ``x @ w.T`` (layout "tn": w (N, K)) for CuPy arrays of one dtype
+    (float16 or bfloat16; float32 with ``tf32``) with contiguous rows, x (..., K) (C-contiguous when it has more
+    than 2 dims: its leading dims are flattened), through the SM90 instance ``select_sm90`` picks, into a new (M, N)
+    array; None where none covers the problem or cuBLAS is faster (the caller uses cuBLAS). The shape rule is
+    decided first, from the shapes alone; only a chosen instance looks at the device (``_run_sm90``). Raises
+    launch_sm90.CutlassUnavailable where the instance can be neither loaded nor built."""
     if x.dtype != w.dtype:
         return None
-    m, k = x.shape
+    k = x.shape[-1]
     kw, n = w.shape if layout == "nn" else w.shape[::-1]
     if kw != k:
         raise ValueError(f"gemm_sm90: x {x.shape} and w {w.shape} do not match for layout {layout!r}")
+    m = x.size // k if k else 0
     key = select_sm90(x.dtype, layout, m, n, k, forced, tf32)
-    return None if key is None else _run_sm90(key, x, w, m, n, device, None)
+    if key is None:
+        return None
+    return _run_sm90(key, x if x.ndim == 2 else x.reshape(m, k), w, m, n, None)
 
 
-def linear_sm90(x, w, bias, activation, forced: bool = False, device: int | None = None):
+def linear_sm90(x, w, bias, activation, forced: bool = False):
     """``activation(x @ w.T + bias)`` (x (M, K), w (N, K), bias (N,) or None; float16/bfloat16) in one fused-epilogue
     SM90 kernel where ``select_sm90_fused`` picks one, else None."""
     m, k = x.shape
@@ -412,14 +416,22 @@ def linear_sm90(x, w, bias, activation, forced: bool = False, device: int | None
                              (n > 1 and bias.strides[0] != bias.itemsize)):
         return None
     key = select_sm90_fused(x.dtype, m, n, k, activation, forced)
-    return None if key is None else _run_sm90(key, x, w, m, n, device, bias)
+    return None if key is None else _run_sm90(key, x, w, m, n, bias)
 
 
-def _run_sm90(key, x, w, m, n, device, bias):
+def _run_sm90(key, x, w, m, n, bias):
+    """Instance ``key`` into a new (m, n) array on the current device, or None: not a CC 9.0 device, an operand
+    on another device (CuPy and cuBLASLt raise for those), or operands the instance cannot take."""
     global _sm90
+    import cupy
+    dev = cupy.cuda.runtime.getDevice()
+    if not sm90_device(dev):
+        return None
+    for a in (x, w, bias):
+        if a is not None and a.data.device_id != dev:
+            return None
     if _sm90 is None:
         from .cutlass import launch_sm90
         _sm90 = launch_sm90
-    import cupy
     out = cupy.empty((m, n), dtype=x.dtype)
-    return out if _sm90.gemm_into(key, x, w, out, device, bias) else None
+    return out if _sm90.gemm_into(key, x, w, out, dev, bias) else None

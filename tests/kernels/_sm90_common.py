@@ -1,6 +1,8 @@
 """What the GPU test modules of the SM90 CUTLASS instances share (test_cutlass_sm90_gpu.py for the 'tn' layout,
 test_cutlass_sm90_nn_gpu.py for 'nn'): the dtypes and tolerances, random operands, the float64 oracle's check,
 and loading the instances (skipping cleanly where they cannot run)."""
+import math
+
 import numpy as np
 import pytest
 
@@ -48,3 +50,26 @@ def check(got, ref, dtype):
     err = np.abs(got - ref).max() / scale
     assert err <= TOL[dtype.name], f"max rel err {err:.3g} > {TOL[dtype.name]}"
     return err
+
+
+def _erf(a):
+    try:
+        from scipy.special import erf
+        return erf(a)
+    except ImportError:
+        return np.vectorize(math.erf)(a)
+
+
+def act_ref(a, activation):
+    """float64 reference of the fused epilogues' activations (torch's definitions); None: a itself."""
+    if activation is None:
+        return a
+    if activation == "gelu":
+        return 0.5 * a * (1.0 + _erf(a / math.sqrt(2.0)))
+    if activation == "gelu_tanh":
+        return 0.5 * a * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * a ** 3)))
+    if activation == "relu":
+        return np.maximum(a, 0.0)
+    if activation == "silu":
+        return a / (1.0 + np.exp(-a))
+    raise ValueError(activation)

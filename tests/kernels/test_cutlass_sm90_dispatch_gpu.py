@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.kernels._gpu_common import gpu_marks
-from tests.kernels._sm90_common import DTYPES, load_instances
+from tests.kernels._sm90_common import DTYPES, act_ref, load_instances
 from tests.kernels._sm90_common import check as _check
 from tests.kernels._sm90_common import f64 as _f64
 from tests.kernels._sm90_common import rand as _rand
@@ -148,7 +148,6 @@ def test_set_pointers_with_the_driver_equals_a_fresh_encode(L):
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
 def test_other_stream_and_cuda_graph(spy, dt):
     import cupy
-    import gpk_array as xp
     rng = np.random.default_rng(11)
     a, b = _xp_arrays(rng, dt, (256, 768), (768, 2304))
     ref = _f64(a._data) @ _f64(b._data)
@@ -185,19 +184,6 @@ def test_tensordot_is_one_matmul(spy, dt):
     _check(y._data, np.tensordot(_f64(a._data), _f64(b._data), axes=([-1], [-2])), dt)
 
 
-def _act(name, v):
-    import math
-    if name == "gelu":
-        return 0.5 * v * (1 + np.vectorize(math.erf)(v / math.sqrt(2)))
-    if name == "gelu_tanh":
-        return 0.5 * v * (1 + np.tanh(0.7978845608028654 * (v + 0.044715 * v ** 3)))
-    if name == "relu":
-        return np.maximum(v, 0)
-    if name == "silu":
-        return v / (1 + np.exp(-v))
-    return v
-
-
 @pytest.mark.parametrize("dt", DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("activation", [None, "gelu", "gelu_tanh", "relu", "silu"])
 def test_linear_fused_epilogue_dispatch(spy, dt, activation, monkeypatch):
@@ -207,7 +193,7 @@ def test_linear_fused_epilogue_dispatch(spy, dt, activation, monkeypatch):
     rng = np.random.default_rng(17)
     x, w, b = _xp_arrays(rng, dt, (3, 43, 768), (2304, 768), (2304,))
     w = w * 0.05
-    ref = _act(activation, _f64(x._data).reshape(-1, 768) @ _f64(w._data).T + _f64(b._data)).reshape(3, 43, 2304)
+    ref = act_ref(_f64(x._data).reshape(-1, 768) @ _f64(w._data).T + _f64(b._data)).reshape(3, 43, 2304)
     y = xp.linear(x, w, b, activation=activation)           # forced (the spy's mode): the fused instance
     assert spy["ran"] == 1 and spy["keys"][-1].split("/")[3] == ("ppt_bias" + (f"_{activation}" if activation else ""))
     _check(y._data, ref, dt)
@@ -217,7 +203,7 @@ def test_linear_fused_epilogue_dispatch(spy, dt, activation, monkeypatch):
     assert fused == (activation in ("gelu", "silu")) and spy["ran"] == 1 + fused
     _check(y._data, ref, dt)
     y = xp.linear(x, w, None, activation=activation)          # no bias: fused with a null bias (zeros) when routed
-    _check(y._data, _act(activation, _f64(x._data).reshape(-1, 768) @ _f64(w._data).T).reshape(3, 43, 2304), dt)
+    _check(y._data, act_ref(_f64(x._data).reshape(-1, 768) @ _f64(w._data).T).reshape(3, 43, 2304), dt)
 
 
 def test_tf32_routing(spy, monkeypatch):

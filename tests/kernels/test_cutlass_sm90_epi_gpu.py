@@ -12,13 +12,11 @@ python -m gpk_array._kernels.cutlass.launch_sm90 --prebuild, or nvcc + CUTLASS h
     pytest -m gpu tests/kernels/test_cutlass_sm90_epi_gpu.py
 """
 
-import math
-
 import numpy as np
 import pytest
 
 from tests.kernels._gpu_common import gpu_marks
-from tests.kernels._sm90_common import DTYPES, load_instances
+from tests.kernels._sm90_common import DTYPES, act_ref, load_instances
 from tests.kernels._sm90_common import check as _check
 from tests.kernels._sm90_common import f64 as _f64
 from tests.kernels._sm90_common import rand as _rand
@@ -31,29 +29,6 @@ EPI = {None: "bias", "gelu": "bias_gelu", "gelu_tanh": "bias_gelu_tanh", "relu":
 KEYS = [f"gemm/{d}/tn/ppt_{e}/sm90" for e in EPI.values() for d in ("f16", "bf16")]
 M_ODD = [1, 7, 129, 1000]
 NK = [(3072, 768), (768, 3072), (2304, 768)]
-
-
-def _erf(a):
-    try:
-        from scipy.special import erf
-        return erf(a)
-    except ImportError:
-        return np.vectorize(math.erf)(a)
-
-
-def act_ref(a, activation):
-    """float64 reference of the activations (torch's definitions)."""
-    if activation is None:
-        return a
-    if activation == "gelu":
-        return 0.5 * a * (1.0 + _erf(a / math.sqrt(2.0)))
-    if activation == "gelu_tanh":
-        return 0.5 * a * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (a + 0.044715 * a ** 3)))
-    if activation == "relu":
-        return np.maximum(a, 0.0)
-    if activation == "silu":
-        return a / (1.0 + np.exp(-a))
-    raise ValueError(activation)
 
 
 @pytest.fixture(scope="module")

@@ -254,15 +254,21 @@ def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = Non
     if stream_ptr is None:
         import cupy
         stream_ptr = cupy.cuda.get_current_stream().ptr
-    raw, kp, cfg = packed or _packed(la)
+    fn, args = _driver_args(handle, la, packed or _packed(la), stream_ptr)
+    clustered = "" if tuple(la.cluster) == (1, 1, 1) else f", cluster {la.cluster}"
+    _check(fn(*args), f"{fn.__name__}({la.kernel}{clustered})")
+
+
+def _driver_args(handle: int, la: P.LaunchArgs, packed, stream_ptr: int):
+    """(driver entry point, its arguments) that launch ``la`` on ``stream_ptr``: cuLaunchKernel for a 1x1x1
+    cluster, else cuLaunchKernelEx with the packed launch config (whose hStream is set here)."""
+    raw, kp, cfg = packed
     if cfg is None:
         g, b = la.grid, la.block
-        _check(_lib().cuLaunchKernel(handle, g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem,
-                                     stream_ptr, kp, None), f"cuLaunchKernel({la.kernel})")
-        return
+        return _lib().cuLaunchKernel, (handle, g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem, stream_ptr,
+                                       kp, None)
     cfg.hStream = stream_ptr
-    _check(_lib().cuLaunchKernelEx(ctypes.byref(cfg), handle, kp, None),
-           f"cuLaunchKernelEx({la.kernel}, cluster {la.cluster})")
+    return _lib().cuLaunchKernelEx, (ctypes.byref(cfg), handle, kp, None)
 
 
 # 128x128x64 cluster 1x1x1 cooperative; 128x256x64 cluster 2x1x1 cooperative; 128x128x64 cluster 2x1x1
@@ -510,21 +516,15 @@ def _call_entry(key, x, w, out, bias, dev, stream):
     if la is None:
         la = P.build_sm90_launch(e, m, n, k, *ptrs, lda, ldb, ldd, ldd, 1.0, 0.0, sm_count=sms, device_id=dev,
                                  bias=pbias)
-        raw, kp, cfg = _packed(la)
+        packed = _packed(la)
         if len(_templates) >= _CALLS_MAX:
             _templates.clear()
         _templates[tk] = la
     else:
-        raw, kp, cfg = _packed(la)
-        set_pointers(e, kp[0], ptrs, pbias)
-    if cfg is None:
-        g, b = la.grid, la.block
-        hit = (_lib().cuLaunchKernel, (handle, g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem, stream, kp, None),
-               raw)
-    else:
-        cfg.hStream = stream
-        hit = (_lib().cuLaunchKernelEx, (ctypes.byref(cfg), handle, kp, None), (raw, cfg))
-    return hit
+        packed = _packed(la)
+        set_pointers(e, packed[1][0], ptrs, pbias)
+    # a packed config of its own per entry (so per stream): its hStream is set once, never changed
+    return _driver_args(handle, la, packed, stream) + (packed,)
 
 
 def gemm_into(key: str, x, w, out, device: int | None = None, bias=None) -> bool:
