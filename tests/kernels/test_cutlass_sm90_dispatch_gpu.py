@@ -193,7 +193,7 @@ def test_linear_fused_epilogue_dispatch(spy, dt, activation, monkeypatch):
     rng = np.random.default_rng(17)
     x, w, b = _xp_arrays(rng, dt, (3, 43, 768), (2304, 768), (2304,))
     w = w * 0.05
-    ref = act_ref(_f64(x._data).reshape(-1, 768) @ _f64(w._data).T + _f64(b._data)).reshape(3, 43, 2304)
+    ref = act_ref(_f64(x._data).reshape(-1, 768) @ _f64(w._data).T + _f64(b._data), activation).reshape(3, 43, 2304)
     y = xp.linear(x, w, b, activation=activation)           # forced (the spy's mode): the fused instance
     assert spy["ran"] == 1 and spy["keys"][-1].split("/")[3] == ("ppt_bias" + (f"_{activation}" if activation else ""))
     _check(y._data, ref, dt)
@@ -203,7 +203,7 @@ def test_linear_fused_epilogue_dispatch(spy, dt, activation, monkeypatch):
     assert fused == (activation in ("gelu", "silu")) and spy["ran"] == 1 + fused
     _check(y._data, ref, dt)
     y = xp.linear(x, w, None, activation=activation)          # no bias: fused with a null bias (zeros) when routed
-    _check(y._data, act_ref(_f64(x._data).reshape(-1, 768) @ _f64(w._data).T).reshape(3, 43, 2304), dt)
+    _check(y._data, act_ref(_f64(x._data).reshape(-1, 768) @ _f64(w._data).T, activation).reshape(3, 43, 2304), dt)
 
 
 def test_tf32_routing(spy, monkeypatch):
