@@ -154,6 +154,9 @@ def _cutlass_tn(x2d, w):
 
 
 _sm90_off = GEMM_MODE == "cublas"
+# the shape rule's cheap pre-check and the activations fused for every size (gpk_array._kernels.gemm; importing it
+# loads no CUDA code)
+from ._kernels.gemm import FUSED_ALWAYS as _FUSED_ALWAYS, sm90_may_take as _sm90_may_take  # noqa: E402
 
 
 def _sm90(x, w, layout):
@@ -221,16 +224,18 @@ def matmul(a, b):
     takes, which also serves CUDA-graph captures, TF32 and a scheduler context's SM share; else CuPy."""
     import cupy
     if a.ndim >= 2 and b.ndim == 2 and not _sm90_off and (a.dtype.itemsize == 2 or a.dtype.char == "f"):
-        y = _sm90_matmul(a, b)
-        if y is not None:
-            return y
+        k = a.shape[-1]
+        if GEMM_MODE == "cutlass" or (k and _sm90_may_take(a.size // k, b.shape[1], a.dtype.itemsize)):
+            y = _sm90_matmul(a, b)
+            if y is not None:
+                return y
     if GEMM_CUTLASS and a.ndim >= 2 and b.ndim == 2 and (a.ndim == 2 or a.flags.c_contiguous):
         y = _cutlass_tn(a.reshape(-1, a.shape[-1]), b.T)
         if y is not None:
             return y.reshape(a.shape[:-1] + (b.shape[1],))
     blas = _get_blas()
     if blas and a.ndim >= 2 and b.ndim >= 2:
-        use_tf32 = tf32() and a.dtype == cupy.float32
+        use_tf32 = a.dtype.char == "f" and tf32()
         sm = _sm_target()
         if LT_FIRST or use_tf32 or sm or _capturing():
             y = blas.matmul(a, b, tf32=use_tf32, sm_target=sm)
@@ -266,10 +271,12 @@ def linear(x2d, w, bias, activation):
         y = _nn.gemv(x2d, w, bias, activation)
         if y is not None:
             return y
-    if not _sm90_off and x2d.dtype.itemsize <= 4:
+    isz = x2d.dtype.itemsize
+    if not _sm90_off and isz <= 4 and (GEMM_MODE == "cutlass" or activation in _FUSED_ALWAYS or
+                                       _sm90_may_take(x2d.shape[0], w.shape[0], isz)):
         if bias is None and activation is None:
             y = _sm90(x2d, w, "tn")
-        elif x2d.dtype.itemsize == 2:
+        elif isz == 2:
             y = _sm90_call("linear_sm90", x2d, w, bias, activation)
         else:
             y = None

@@ -316,6 +316,16 @@ def linear_tn(x, w, out=None, alpha=1.0, beta=0.0, c=None, key=None):
 
 SM90_LAYOUTS = ("nn", "tn")
 SM90_MAX_WORK = 1 << 38
+SM90_MIN_M = 4096       # float16/bfloat16: every family of the shape rule needs M >= this
+TF32_MIN_TILES = 64     # TF32: half a wave of 128x128 tiles
+
+
+def sm90_may_take(m: int, n: int, itemsize: int) -> bool:
+    """A necessary condition of ``sm90_family`` (not forced) from M, N and the element size alone, cheap enough to
+    keep the checks of the SM90 path off every small GEMM's host time."""
+    if itemsize == 2:
+        return m >= SM90_MIN_M
+    return -(-m // 128) * -(-n // 128) >= TF32_MIN_TILES
 
 
 def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", layout: str = "nn") -> str | None:
@@ -327,14 +337,14 @@ def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", l
         # 4096^3: 0.95x, 8192^3: 0.91x)
         if layout != "tn":
             return None
-        if forced or (-(-m // 128) * -(-n // 128) >= 64 and m * n * k < 1 << 35):
+        if forced or (-(-m // 128) * -(-n // 128) >= TF32_MIN_TILES and m * n * k < 1 << 35):
             return "ppt"
         return None
     if forced:
         return "coopt" if m >= 4096 and n >= 4096 else "ppt"
-    if m >= 4096 and n >= 2048 and k <= 1024:
+    if m >= SM90_MIN_M and n >= 2048 and k <= 1024:
         return "ppt"
-    if dt == "bf16" and min(m, n, k) >= 4096 and m * n * k < SM90_MAX_WORK:
+    if dt == "bf16" and min(m, n, k) >= SM90_MIN_M and m * n * k < SM90_MAX_WORK:
         return "coopt"
     return None
 

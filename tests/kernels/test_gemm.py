@@ -244,6 +244,22 @@ def test_sm90_fused_rule(act):
     assert gemm.select_sm90_fused("float16", 8192, 3072, 768, "tanh") is None
 
 
+def test_sm90_pre_check_is_necessary_for_the_shape_rule():
+    """_gpu skips the SM90 path where sm90_may_take is False: no problem the rule (or the fused rule, gelu/silu
+    aside) gives an instance may fail the pre-check."""
+    sizes = [1, 8, 127, 128, 129, 1000, 2048, 4095, 4096, 4097, 8192, 16384]
+    for m in sizes:
+        for n in sizes:
+            for k in (8, 768, 1024, 4096):
+                for dt, isz in (("f16", 2), ("bf16", 2), ("tf32", 4)):
+                    if gemm.sm90_family(m, n, k, False, dt, "tn") is not None:
+                        assert gemm.sm90_may_take(m, n, isz), (m, n, k, dt)
+                for act in (None, "gelu_tanh", "relu"):
+                    if gemm.select_sm90_fused("float16", m, n, k, act) is not None:
+                        assert gemm.sm90_may_take(m, n, 2), (m, n, k, act)
+    assert not gemm.sm90_may_take(4095, 8192, 2) and not gemm.sm90_may_take(512, 512, 4)
+
+
 class _Meta:
     """Shape/dtype/strides stand-in: linear_sm90 must decline before touching a GPU."""
 
