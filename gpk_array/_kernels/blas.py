@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 import threading
 from collections import namedtuple
 
@@ -402,12 +403,25 @@ def _build(lib, handle, plan, types, epilogue, bias_ptr, aligns, sm_target=0, n_
         raise
 
 
+_rt = None  # (cupy, getDevice, get_current_stream) of the cupy module in sys.modules (tests swap in a fake)
+
+
+def _runtime():
+    global _rt
+    cp = sys.modules.get("cupy")
+    if cp is None:
+        import cupy as cp
+    if _rt is None or _rt[0] is not cp:
+        _rt = (cp, cp.cuda.runtime.getDevice, cp.cuda.get_current_stream)
+    return _rt
+
+
 def _run(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target=0):
     """Launch a repeated call from ``_calls`` (one dict lookup, then cublasLtMatmul with its arguments prepared,
     the bias pointer set first where it changed), else ``_run_new``; False when cuBLASLt has no algorithm."""
-    import cupy
-    dev = cupy.cuda.runtime.getDevice()
-    stream = cupy.cuda.get_current_stream().ptr
+    _, get_device, get_stream = _runtime()
+    dev = get_device()
+    stream = get_stream().ptr
     pbias = bias.data.ptr if bias is not None else 0
     use_tf32 = dtype_name == "float32" and (TF32_DEFAULT if tf32 is None else tf32)
     ck = (plan, a.data.ptr, b.data.ptr, out.data.ptr, pbias, epilogue, dtype_name, out.dtype, use_tf32, sm_target,
@@ -540,9 +554,8 @@ def _c_contiguous(shape, strides):
 
 
 def _output(out, shape, dtype):
-    import cupy
     if out is None:
-        return cupy.empty(shape, dtype=dtype)
+        return _runtime()[0].ndarray(shape, dtype)  # cupy.empty without its Python wrapper
     if tuple(out.shape) != tuple(shape) or out.dtype != dtype:
         raise ValueError(f"out has shape {tuple(out.shape)} and dtype {out.dtype}; expected {tuple(shape)} {dtype}")
     st = _elem_strides(out)
@@ -573,8 +586,10 @@ def matmul(a, b, out=None, *, tf32=None, sm_target=0, out_dtype=None):
     batch operand needs stride 0); out_dtype float32 for float16/bfloat16 operands keeps the float32 accumulator. Operands C-contiguous or transposes of C-contiguous (any leading dimension);
     anything else, other dtypes, empty problems: None. ``out``: C-contiguous (..., M, N), written and returned.
     A shape problem (K differs, batch dims that do not broadcast) raises ValueError."""
-    prep = _memo(_checked, ("mm", a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, out_dtype),
-                 lambda: _matmul_prep(a, b, out_dtype))
+    key = ("mm", a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, out_dtype)
+    prep = _checked.get(key, _checked)
+    if prep is _checked:
+        prep = _memo(_checked, key, lambda: _matmul_prep(a, b, out_dtype))
     if prep is None:
         return None
     name, plan, odt = prep
@@ -615,8 +630,10 @@ def linear(x, w, bias=None, activation=None, out=None, *, tf32=None, sm_target=0
     x (..., K), w (N, K), bias (N,) or None, activation None | "relu" | "gelu_tanh". x with more than 2 dims must
     be C-contiguous. Returns (..., N), or None for what it cannot do in one call (the caller falls back)."""
     bmeta = None if bias is None else (bias.shape, bias.strides, bias.dtype)
-    prep = _memo(_checked, ("lin", x.shape, x.strides, x.dtype, w.shape, w.strides, w.dtype, bmeta, activation),
-                 lambda: _linear_prep(x, w, bias, activation))
+    key = ("lin", x.shape, x.strides, x.dtype, w.shape, w.strides, w.dtype, bmeta, activation)
+    prep = _checked.get(key, _checked)
+    if prep is _checked:
+        prep = _memo(_checked, key, lambda: _linear_prep(x, w, bias, activation))
     if prep is None:
         return None
     name, plan, lead, K, N = prep

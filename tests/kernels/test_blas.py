@@ -230,7 +230,8 @@ def _fake_cupy():
                                                                streamIsCapturing=lambda ptr: 0),
                                  get_current_stream=lambda: types.SimpleNamespace(ptr=STREAM_PTR),
                                  Memory=_FakeMemory)
-    return types.SimpleNamespace(cuda=cuda, empty=lambda shape, dtype: _FakeArray.wrap(np.empty(shape, dtype)))
+    new = lambda shape, dtype: _FakeArray.wrap(np.empty(shape, dtype))  # noqa: E731
+    return types.SimpleNamespace(cuda=cuda, empty=new, ndarray=new)
 
 
 def _include_dirs():
