@@ -37,6 +37,11 @@ AUTOTUNE_ALGOS = max(1, int(os.environ.get("GPK_BLAS_AUTOTUNE", "8") or 1))
 # the timings pick noise (on the H200, tuned choices ran 0.8-0.9x the heuristic's in CUDA graphs at M <= 1024)
 AUTOTUNE_MIN_FLOP = 1 << 33
 _AUTOTUNE_REPS = 3
+# ... and from this many flops up to AUTOTUNE_MIN_FLOP, timed as GPU time alone: each candidate's launches recorded
+# in a CUDA graph and replayed (H200, graph-timed: the heuristic's first choice was 2-10% slower than the best of
+# its 8 candidates at 512^3, 1024x768x3072 and f32 128x768x768, benchmarks/results/h200_2026-11-30_s6_diag_lt_*)
+AUTOTUNE_GRAPH_MIN_FLOP = 1 << 27
+_GRAPH_REPS, _GRAPH_ROUNDS = 10, 3
 WORKSPACE_BYTES = 32 << 20
 _MAX_CACHE = 4096
 _INT32_MAX = 2**31 - 1
@@ -470,11 +475,12 @@ def _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, call_
             # Not for a plan made for a scheduler's SM share (sm_target): a paced context plans while a higher tier
             # runs, where timings are noise, and timing 8 candidates of a large GEMM on a few SMs would stall its
             # step (and this lock) for up to a second, as measured on the H200.
-            tune = (AUTOTUNE_ALGOS > 1 and not sm_target and 2 * plan.m * plan.n * plan.k * plan.batch >= AUTOTUNE_MIN_FLOP
+            flop = 2 * plan.m * plan.n * plan.k * plan.batch
+            tune = (AUTOTUNE_ALGOS > 1 and not sm_target and flop >= AUTOTUNE_GRAPH_MIN_FLOP
                     and not cupy.cuda.runtime.streamIsCapturing(stream))
             e = _build(lib, handle, plan, types, epilogue, pbias, aligns, sm_target, AUTOTUNE_ALGOS if tune else 1)
             if e is not None and len(e.candidates) > 1:
-                _autotune(lib, handle, e, pa, pb, out, pbias, ws.ptr, stream)
+                _autotune(lib, handle, e, pa, pb, out, pbias, ws.ptr, stream, graph=flop < AUTOTUNE_MIN_FLOP)
             _plans[key] = e
         if e is None:
             return False
@@ -490,33 +496,72 @@ def _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, call_
     return True
 
 
-def _autotune(lib, handle, e, pa, pb, out, pbias, ws, stream):
+def _autotune(lib, handle, e, pa, pb, out, pbias, ws, stream, graph=False):
     """Time each of the heuristic's candidate algorithms on this very problem (into a scratch output, so ``out``
     may alias an input) and keep the fastest in ``e.result``: the heuristic's first choice is not always the
-    fastest, most visibly with a bias + GELU epilogue. Runs once per problem key, never during a capture."""
+    fastest, most visibly with a bias + GELU epilogue. Runs once per problem key, never during a capture.
+    ``graph``: each candidate's launches are recorded in a CUDA graph and replayed (GPU time alone: a small
+    problem's eager launches would time the host), on a side stream ordered after ``stream`` and synchronized
+    before returning (the workspace is ``stream``'s)."""
     import cupy
     scratch = cupy.empty(out.shape, out.dtype)
+    user = cupy.cuda.ExternalStream(stream)
+    side = cupy.cuda.Stream(non_blocking=True) if graph else user
+    if graph:
+        side.wait_event(user.record())
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     if pbias:
         _set(lib.cublasLtMatmulDescSetAttribute, e.desc, DESC_BIAS_POINTER, _p(pbias))
     best, best_t = e.candidates[0], None
     for cand in e.candidates:
-        def run():
+        def run(s=side.ptr):
             return lib.cublasLtMatmul(handle, e.desc, ctypes.byref(e.alpha), pb, e.a, pa, e.b, ctypes.byref(e.beta),
                                       scratch.data.ptr, e.c, scratch.data.ptr, e.c, ctypes.byref(cand.algo), ws,
-                                      WORKSPACE_BYTES, stream)
+                                      WORKSPACE_BYTES, s)
         if run() != CUBLAS_STATUS_SUCCESS:  # an algorithm that refuses this problem is simply not chosen
             continue
-        start.record()
-        for _ in range(_AUTOTUNE_REPS):
-            run()
-        end.record()
-        end.synchronize()
-        t = cupy.cuda.get_elapsed_time(start, end)
+        try:
+            t = _graph_ms(run, side, start, end) if graph else _eager_ms(run, side, start, end)
+        except Exception:  # a candidate that cannot be recorded is not chosen; the heuristic's order stays
+            side.synchronize()
+            continue
         if best_t is None or t < best_t * 0.98:  # ties keep the heuristic's order
             best, best_t = cand, t
+    side.synchronize()
     e.result = best
     e.candidates = [best]
+
+
+def _eager_ms(run, stream, start, end):
+    start.record(stream)
+    for _ in range(_AUTOTUNE_REPS):
+        run()
+    end.record(stream)
+    end.synchronize()
+    import cupy
+    return cupy.cuda.get_elapsed_time(start, end)
+
+
+def _graph_ms(run, stream, start, end):
+    """Best over rounds of one replay of a graph of _GRAPH_REPS launches (``run`` launches on ``stream``)."""
+    import cupy
+    stream.begin_capture()
+    try:
+        for _ in range(_GRAPH_REPS):
+            if run() != CUBLAS_STATUS_SUCCESS:
+                raise BlasError("cublasLtMatmul failed during capture")
+    finally:
+        g = stream.end_capture()
+    g.launch(stream)
+    best = None
+    for _ in range(_GRAPH_ROUNDS):
+        start.record(stream)
+        g.launch(stream)
+        end.record(stream)
+        end.synchronize()
+        t = cupy.cuda.get_elapsed_time(start, end)
+        best = t if best is None else min(best, t)
+    return best
 
 
 def clear_cache():

@@ -201,6 +201,37 @@ def test_cache_reuse(blas):
     assert len(blas._plans) == n
 
 
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float16)] + ([BF16] if BF16 else []),
+                         ids=lambda d: d.name)
+def test_graph_timed_autotune_first_call(blas, dtype):
+    """A problem in the graph-timed autotune range (AUTOTUNE_GRAPH_MIN_FLOP..AUTOTUNE_MIN_FLOP), first called on a
+    stream of its own right after the kernels that make its inputs: the candidates are timed on a side stream
+    ordered after them, one algorithm is kept, and this call's and later calls' results are right."""
+    import cupy
+    rng = np.random.default_rng(11)
+    m, n, k = 517, 1031, 512          # 2 m n k = 5.5e8 flops: graph-timed; odd sizes: a fresh key
+    assert blas.AUTOTUNE_GRAPH_MIN_FLOP <= 2 * m * n * k < blas.AUTOTUNE_MIN_FLOP
+    xh, wh, bh = (_rand(rng, s, np.float32) for s in [(m, k), (n, k), (n,)])
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        big = cupy.ones((4096, 4096), cupy.float32)
+        big @ big                     # keeps s busy: the inputs below are queued behind it
+        x, w, b = (cupy.asarray(a.astype(dtype)) for a in (xh, wh, bh))
+        y = blas.linear(x, w, b, "gelu_tanh")
+        z = blas.matmul(x, w.T)
+        y2 = blas.linear(x, w, b, "gelu_tanh")
+    s.synchronize()
+    x64, w64, b64 = (a.astype(dtype).astype(np.float64) for a in (xh, wh, bh))
+    pre = x64 @ w64.T
+    ref = 0.5 * (pre + b64) * (1 + np.tanh(np.sqrt(2 / np.pi) * ((pre + b64) + 0.044715 * (pre + b64) ** 3)))
+    tol = _tol(dtype, activation="gelu_tanh")
+    for got, want in ((y, ref), (y2, ref), (z, pre)):
+        err = np.abs(cupy.asnumpy(got).astype(np.float64) - want).max()
+        assert err <= tol * np.abs(want).max(), err
+    tuned = [e for e in blas._plans.values() if e is not None and len(e.candidates) == 1]
+    assert tuned
+
+
 def _capture(stream, fn):
     import cupy
     with stream:
