@@ -43,12 +43,18 @@ _LOW = (_dt.F16,) + ((_dt.BF16,) if _dt.BF16 is not None else ())
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
+_gpu_mod = None
+
+
 def _fused(dev, name):
     """The CUDA kernel gpk_array._gpu offers for op ``name`` on ``dev``, or None (then plain xp code runs)."""
+    global _gpu_mod
     if dev.kind != "cuda":
         return None
-    from .. import _gpu
-    return getattr(_gpu, name, None)
+    if _gpu_mod is None:
+        from .. import _gpu
+        _gpu_mod = _gpu
+    return getattr(_gpu_mod, name, None)
 
 
 def _matmul(dev):
@@ -82,7 +88,10 @@ def _result_dtype(*datas):
     dt = None
     for d in datas:
         if d is not None:
-            dt = d.dtype if dt is None else _promotion.result_dtype(dt, d.dtype)
+            if dt is None:
+                dt = d.dtype
+            elif d.dtype != dt:  # the promotion table only where the dtypes differ
+                dt = _promotion.result_dtype(dt, d.dtype)
     return dt
 
 
