@@ -113,13 +113,26 @@ Python expression (EPILOGUES; cutlass_cppgen's EVT frontend, "gelu_tanh" added f
 D = act(acc + bias[n]), bias an (N,) vector of D's type broadcast over the rows (Sm90RowBroadcast: element
 loads, so any element-aligned address; a null pointer reads zeros), computed in fp32, rounded once; no C
 operand (ElementC void), no alpha or beta. Registry key gemm/<f16|bf16>/tn/ppt_<epi>/sm90 with <epi> in bias,
-bias_gelu (CUTLASS GELU: erff, torch's gelu), bias_gelu_tanh (GELU_taylor: tanh.approx.f32, torch's
-approximate="tanh"), bias_relu (ReLu), bias_silu (SiLu: x / (1 + fast exp(-x))); the kernel name is the ppt
+bias_gelu (gpk::epilogue::Gelu, torch's erf gelu; ours, see below), bias_gelu_tanh (CUTLASS's GELU_taylor:
+tanh.approx.f32, torch's approximate="tanh"), bias_relu (ReLu), bias_silu (gpk::epilogue::Silu: x * rcp.approx(1 +
+ex2.approx(-x log2 e)); ours); the kernel name is the ppt
 name plus "_<epi>". The emitter's SM90 visitor code would take the cluster tile as the CTA tile (256x128x64);
 the script gives it the CTA tile (128x128x64), as CUTLASS's CollectiveBuilder does for its fusion ops, and
 checks the emitted tree (``_check_fused_source``). Their Params (1792 bytes, ppt's layout) hold A, B and D
 descriptors (encoded in that order; the C atom stays value-initialized, zero) and the fusion Params: the bias
 pointer and its null default at the offsets the probe finds (the row broadcast's node in the tree's Params).
+
+Hand-written functors (gelu, silu): CUTLASS's GELU (0.5 x (1 + erff(x / sqrt 2))) and SiLu (an IEEE division) cost
+about 26 SASS instructions per element, too many to hide one ping-pong warpgroup's epilogue under the other's
+short mainloop (K = 768: 1.5x and 2x the bare GEMM). ``gpk_array/_kernels/cutlass/gpk_epilogue.h`` (FUNCTOR_HEADER,
+ours, not emitted; constants from ``scripts/fit_epilogue.py``, SASS counts from ``scripts/epilogue_sass.py``) has
+gpk::epilogue::Gelu (the erf GELU in 11 instructions, one MUFU.EX2) and gpk::epilogue::Silu (6, MUFU.EX2 and
+MUFU.RCP), with CUTLASS's functor interface and no Arguments, so the Params are CUTLASS's (the probe's host_params
+are the same bytes). The emitter traces ``gelu(...)``/``silu(...)`` as before; while such an instance is emitted its
+ActivationOp's C++ tag is our functor (``_functor_tag``), and the instance includes the header by name (compiled
+with -I of the instances' directory: launch_sm90.build, the probe). Its manifest entry lists the header and its
+sha256 (``local_headers``: ``--check`` fails after an edit of the header until the script is run again, and
+launch_sm90's cubin key hashes the header's text with the instance's).
 
 ``--probe-sm90`` compiles CUTLASS's own ``to_underlying_arguments`` on the host with
 ``CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL`` and a stub ``cuTensorMapEncodeTiled`` of ours that records its arguments and writes a known pattern into each descriptor (no libcuda, no GPU), and stores
@@ -250,23 +263,33 @@ FAMILIES = [
 ]
 
 # The fused epilogues: the function the emitter traces (its EVT frontend parses this Python source; "accum"
-# is the fp32 accumulator, "bias" a (1, N) row of D's type, "D" the output), the CUTLASS functor the
-# activation becomes (cutlass/epilogue/thread/activation.h, evaluated in fp32) and the torch function it
-# matches. gelu: GELU (0.5 x (1 + erff(x / sqrt 2))), torch's gelu; gelu_tanh: GELU_taylor (0.5 (x + x
-# tanh(x (k0 + k0 0.044715 x^2))), tanh by tanh.approx.f32), torch's gelu(approximate="tanh"); relu: ReLu
-# (NaN-propagating max(x, 0)); silu: SiLu (x / (1 + exp(-x)), exp by the fast ex2.approx path).
+# is the fp32 accumulator, "bias" a (1, N) row of D's type, "D" the output), the functor the activation
+# becomes (evaluated in fp32) and the torch function it matches. gelu_tanh: CUTLASS's GELU_taylor (0.5 (x + x
+# tanh(x (k0 + k0 0.044715 x^2))), tanh by tanh.approx.f32; cutlass/epilogue/thread/activation.h), torch's
+# gelu(approximate="tanh"); relu: CUTLASS's ReLu (NaN-propagating max(x, 0)). gelu and silu: our functors
+# (FUNCTOR_HEADER, hand-written, beside the instances): gpk::epilogue::Gelu, the erf GELU x Phi(x) (torch's gelu)
+# as max(x, 0) - |x| 2^P(|x|) with a degree-7 fit P of log2 Phi(-t) and one ex2.approx (11 SASS instructions per
+# element against about 26 for CUTLASS's GELU with erff), and gpk::epilogue::Silu, x * rcp.approx(1 +
+# ex2.approx(-x log2 e)) (6 against about 26 and a branch to the IEEE division's slow path for CUTLASS's SiLu);
+# accuracy and special values in the header. "binding": the emitter's ActivationOp that the traced name maps to;
+# where "functor" is ours, the emitter's tag of that op is replaced by it while the instance is emitted
+# (_functor_tag) and the instance includes FUNCTOR_HEADER.
 EPILOGUES = {
-    "bias": {"expr": "accum + bias", "activation": None, "functor": None, "torch": "x + b"},
-    "bias_gelu": {"expr": "gelu(accum + bias)", "activation": "gelu",
-                  "functor": "cutlass::epilogue::thread::GELU", "torch": "gelu(x + b)"},
+    "bias": {"expr": "accum + bias", "activation": None, "functor": None, "binding": None, "torch": "x + b"},
+    "bias_gelu": {"expr": "gelu(accum + bias)", "activation": "gelu", "functor": "gpk::epilogue::Gelu",
+                  "binding": "Gelu", "torch": "gelu(x + b)"},
     "bias_gelu_tanh": {"expr": "gelu_tanh(accum + bias)", "activation": "gelu_tanh",
-                       "functor": "cutlass::epilogue::thread::GELU_taylor",
+                       "functor": "cutlass::epilogue::thread::GELU_taylor", "binding": "GeluTaylor",
                        "torch": "gelu(x + b, approximate='tanh')"},
     "bias_relu": {"expr": "relu(accum + bias)", "activation": "relu",
-                  "functor": "cutlass::epilogue::thread::ReLu", "torch": "relu(x + b)"},
-    "bias_silu": {"expr": "silu(accum + bias)", "activation": "silu",
-                  "functor": "cutlass::epilogue::thread::SiLu", "torch": "silu(x + b)"},
+                  "functor": "cutlass::epilogue::thread::ReLu", "binding": "ReLU", "torch": "relu(x + b)"},
+    "bias_silu": {"expr": "silu(accum + bias)", "activation": "silu", "functor": "gpk::epilogue::Silu",
+                  "binding": "SiLU", "torch": "silu(x + b)"},
 }
+# The hand-written functor header (ours, not emitted): in OUT_DIR beside the instances; the instances that use
+# it include it by name (the loader and the probe compile with -I of that directory), their manifest entries
+# list it with its sha256 ("local_headers"; launch_sm90's cubin key hashes it with the .cu text).
+FUNCTOR_HEADER = "gpk_epilogue.h"
 
 # Operand layouts by tag (first letter: A, second: B; C and D are always (M, N) row-major). "tn": B is the
 # (N, K) row-major weight, CUTLASS's ColumnMajor (K, N); "nn": B is (K, N) row-major, CUTLASS's RowMajor.
@@ -412,7 +435,48 @@ def _build_operation(dtype: str, fam: dict):
     return op, math_inst
 
 
-def _emit_one(dtype: str, fam: dict) -> tuple[str, dict]:
+class _functor_tag:
+    """While emitting a fused instance whose activation functor is ours: the emitter's C++ tag of the traced
+    ActivationOp (cutlass_cppgen.backend.library.ActivationOpTag, what its Sm90Compute node writes) is that functor;
+    restored on exit."""
+
+    def __init__(self, epi: str | None):
+        e = EPILOGUES[epi] if epi else None
+        self.binding = e["binding"] if e and e["functor"] and not e["functor"].startswith("cutlass::") else None
+        self.functor = e["functor"] if self.binding else None
+
+    def __enter__(self):
+        if self.binding:
+            from cutlass_cppgen.backend import library
+            op = getattr(library.ActivationOp, self.binding)
+            self.saved = (library.ActivationOpTag, op, library.ActivationOpTag[op])
+            library.ActivationOpTag[op] = self.functor
+        return self
+
+    def __exit__(self, *exc):
+        if self.binding:
+            table, op, tag = self.saved
+            table[op] = tag
+        return False
+
+
+def _local_headers(epi: str | None, header_dir: Path) -> list[dict]:
+    """The hand-written headers an instance includes: [{"file", "sha256"}] (FUNCTOR_HEADER where its functor is
+    ours; none else), hashed from ``header_dir`` (the instances' directory)."""
+    e = EPILOGUES[epi] if epi else None
+    if not (e and e["functor"] and not e["functor"].startswith("cutlass::")):
+        return []
+    text = (header_dir / FUNCTOR_HEADER).read_bytes()
+    return [{"file": FUNCTOR_HEADER, "sha256": hashlib.sha256(text).hexdigest()}]
+
+
+def _emit_one(dtype: str, fam: dict, header_dir: Path = OUT_DIR) -> tuple[str, dict]:
+    epi = fam.get("epilogue")
+    with _functor_tag(epi):
+        return _emit_one_traced(dtype, fam, header_dir)
+
+
+def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict]:
     op, math_inst = _build_operation(dtype, fam)
     rt = op.rt_module
     name = op.procedural_name()
@@ -436,6 +500,8 @@ def _emit_one(dtype: str, fam: dict) -> tuple[str, dict]:
     kernel = rt.KernelTemplate.replace("${operation_name}", name).replace(
         "${operation_suffix}", rt.emitter.operation_suffix)
     includes = "".join(f'#include "{inc}"\n' for inc in rt.emitter.includes)
+    local = _local_headers(epi, header_dir)
+    includes += "".join(f'#include "{h["file"]}"   // hand-written, beside this file\n' for h in local)
     key = registry_key(dtype, fam)
     header = (
         "// GENERATED by scripts/gen_cutlass.py from nvidia-cutlass "
@@ -499,6 +565,8 @@ def _emit_one(dtype: str, fam: dict) -> tuple[str, dict]:
                           "(Sm90RowBroadcast, element loads: any element-aligned address; null = zeros)",
                           "compute": "f32", "source_c": None,
                           "tree": "act(plus(acc, bias))" if e["activation"] else "plus(acc, bias)"}
+        if local:
+            info["local_headers"] = local
     return src, info
 
 
@@ -525,9 +593,12 @@ def _check_fused_source(key: str, src: str, fam: dict, dtype: str) -> None:
             raise RuntimeError(f"{key}: emitted epilogue visitor lacks {w!r}")
 
 
-def emit_all(out_dir: Path) -> list[dict]:
-    """Write every pinned instance into out_dir; return the manifest entries (without probe data)."""
+def emit_all(out_dir: Path, header_dir: Path | None = None) -> list[dict]:
+    """Write every pinned instance into out_dir; return the manifest entries (without probe data). The
+    hand-written FUNCTOR_HEADER is hashed from ``header_dir`` (default: out_dir where it holds one, else OUT_DIR)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    if header_dir is None:
+        header_dir = out_dir if (out_dir / FUNCTOR_HEADER).is_file() else OUT_DIR
     entries = []
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory(prefix="gpk_cutlass_emit_") as scratch:
@@ -535,7 +606,7 @@ def emit_all(out_dir: Path) -> list[dict]:
         try:
             for fam in FAMILIES:
                 for dtype in fam_dtypes(fam):
-                    src, info = _emit_one(dtype, fam)
+                    src, info = _emit_one(dtype, fam, header_dir)
                     (out_dir / info["file"]).write_text(src)
                     entries.append(info)
         finally:
@@ -1128,7 +1199,8 @@ def probe_sm90_run(entries: list[dict], src_dir: Path, nvcc: str = "nvcc") -> li
         # No -DNDEBUG: CUTLASS's host-side asserts (TMA address/stride/box limits) stay armed.
         cmd = [nvcc, "-std=c++17", "--expt-relaxed-constexpr", "-O0", "-arch=sm_90a",
                "-DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL=1", "-I", str(cutlass_include_dir()),
-               "-o", str(exe), str(src)]
+               # the hand-written FUNCTOR_HEADER that fused instances include: beside them (else the package's)
+               "-I", str(src_dir), "-I", str(OUT_DIR), "-o", str(exe), str(src)]
         r = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if r.returncode:
             raise RuntimeError("SM90 probe compile failed:\n" + r.stderr[-12000:])
@@ -1332,7 +1404,7 @@ def check(out_dir: Path) -> int:
         print("settings in MANIFEST.json differ from the script's pinned settings")
         bad += 1
     with tempfile.TemporaryDirectory(prefix="gpk_cutlass_check_") as tmp:
-        fresh = {e["key"]: e for e in emit_all(Path(tmp))}
+        fresh = {e["key"]: e for e in emit_all(Path(tmp), header_dir=out_dir)}
     recorded = {e["key"]: e for e in manifest["instances"]}
     for key in sorted(set(fresh) | set(recorded)):
         f, r = fresh.get(key), recorded.get(key)

@@ -756,8 +756,10 @@ def test_encode_arguments_describe_the_operands_in_memory(layout, monkeypatch):
 # --------------------------------------------------------------------------------------------------
 # Fused bias/activation instances: ppt with an epilogue visitor tree, D = act(acc + bias[n]), no C
 # --------------------------------------------------------------------------------------------------
-EPILOGUES = {"bias": (None, None), "bias_gelu": ("gelu", "GELU"), "bias_gelu_tanh": ("gelu_tanh", "GELU_taylor"),
-             "bias_relu": ("relu", "ReLu"), "bias_silu": ("silu", "SiLu")}
+# activation and functor (CUTLASS's cutlass/epilogue/thread/activation.h, or ours: gpk_epilogue.h)
+EPILOGUES = {"bias": (None, None), "bias_gelu": ("gelu", "gpk::epilogue::Gelu"),
+             "bias_gelu_tanh": ("gelu_tanh", "cutlass::epilogue::thread::GELU_taylor"),
+             "bias_relu": ("relu", "cutlass::epilogue::thread::ReLu"), "bias_silu": ("silu", "gpk::epilogue::Silu")}
 
 
 def _build_fused(entry, case, encode=None, **kw):
@@ -783,8 +785,8 @@ def test_fused_instances_are_ppt_with_a_visitor_epilogue():
         assert "using ElementC = void;" in src and "Sm90RowBroadcast" in src
         assert "cute::Shape<_128, _128, _64>, cutlass::epilogue::collective::EpilogueTileAuto" in src
         if functor:
-            assert f"cutlass::epilogue::thread::{functor}, " in src
-            assert S.fused_of(e)["functor"] == f"cutlass::epilogue::thread::{functor}"
+            assert f"Sm90Compute<\n    {functor}, " in src
+            assert S.fused_of(e)["functor"] == functor
         # same Params size, block, cluster, mainloop; the A, B, D descriptors where ppt has them, no C encode
         assert hp["params_size"] == pp["params_size"] and hp["params_align"] == 128
         assert hp["block"] == [384, 1, 1] and hp["cluster"] == [2, 1, 1] and hp["workspace_bytes"] == 0

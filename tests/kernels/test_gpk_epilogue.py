@@ -5,7 +5,9 @@ and special values; its constants are the ones scripts/fit_epilogue.py fits; the
 take the header in (the fused gelu/silu instances include it). The same functors on the GPU (real MUFU ops):
 test_gpk_epilogue_gpu.py."""
 
+import hashlib
 import importlib.util
+import json
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 KDIR = ROOT / "gpk_array" / "_kernels" / "cutlass"
 HEADER = KDIR / "gpk_epilogue.h"
+MANIFEST = json.loads((KDIR / "MANIFEST.json").read_text())
 
 needs_scipy = pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="scipy not installed")
 
@@ -160,3 +163,39 @@ def test_special_values(host_functors, x, gelu, silu):
     assert _same(float(g[0]), gelu), f"gelu({x!r}) = {g[0]!r}, want {gelu!r}"
     if silu is not None:
         assert _same(float(s[0]), silu), f"silu({x!r}) = {s[0]!r}, want {silu!r}"
+
+
+def test_fused_gelu_silu_instances_use_the_header():
+    """The emitted gelu/silu instances include the header and name its functors in their visitor tree; their
+    manifest entries list the header with its current sha256 (what launch_sm90's cubin key hashes); the other
+    activations stay CUTLASS's."""
+    sha = hashlib.sha256(HEADER.read_bytes()).hexdigest()
+    seen = set()
+    for e in MANIFEST["instances"]:
+        fusion = e.get("fusion") or {}
+        src = (KDIR / e["file"]).read_text()
+        if fusion.get("activation") in ("gelu", "silu"):
+            functor = {"gelu": "gpk::epilogue::Gelu", "silu": "gpk::epilogue::Silu"}[fusion["activation"]]
+            assert fusion["functor"] == functor
+            assert f"Sm90Compute<\n    {functor}, " in src
+            assert '#include "gpk_epilogue.h"' in src
+            assert e["local_headers"] == [{"file": "gpk_epilogue.h", "sha256": sha}], \
+                "gpk_epilogue.h changed: run python scripts/gen_cutlass.py (and launch_sm90 --ship)"
+            seen.add(e["key"])
+        else:
+            assert "gpk_epilogue.h" not in src and "local_headers" not in e
+    assert seen == {f"gemm/{d}/tn/ppt_bias_{a}/sm90" for d in ("f16", "bf16") for a in ("gelu", "silu")}
+
+
+def test_cubin_key_hashes_the_functor_header(tmp_path, monkeypatch):
+    """A changed gpk_epilogue.h changes the cubin key of the instances that include it (so no stale shipped or
+    cached cubin loads), and no other."""
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    gelu, plain = "gemm/f16/tn/ppt_bias_gelu/sm90", "gemm/f16/tn/ppt_bias/sm90"
+    before = {k: L.cubin_key(k) for k in (gelu, plain)}
+    copy = tmp_path / "cutlass"
+    shutil.copytree(KDIR, copy, ignore=shutil.ignore_patterns("*.py", "__pycache__", "cubin"))
+    (copy / "gpk_epilogue.h").write_text(HEADER.read_text() + "// edited\n")
+    monkeypatch.setattr(L, "KDIR", copy)
+    assert L.cubin_key(plain) == before[plain]
+    assert L.cubin_key(gelu) != before[gelu]

@@ -12,6 +12,7 @@
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/collective/default_epilogue.hpp"
 #include "cutlass/epilogue/thread/linear_combination.h"
+#include "gpk_epilogue.h"   // hand-written, beside this file
 
 using namespace cute;
 
@@ -40,7 +41,7 @@ using EVTCompute0 = cutlass::epilogue::fusion::Sm90EVT<
     Bias>;
 
 using Compute1 = cutlass::epilogue::fusion::Sm90Compute<
-    cutlass::epilogue::thread::GELU, cutlass::bfloat16_t, float,
+    gpk::epilogue::Gelu, cutlass::bfloat16_t, float,
     cutlass::FloatRoundStyle::round_to_nearest
 >;
 

@@ -98,12 +98,17 @@ def _entry(key: str) -> dict:
 
 
 def cubin_key(key: str, arch: str = ARCH) -> str:
-    """Cache key of an instance's cubin: its .cu text, the flags and the pinned CUTLASS version."""
+    """Cache key of an instance's cubin: its .cu text, the flags and the pinned CUTLASS version, and the text of
+    the hand-written headers it includes (MANIFEST ``local_headers``: gpk_epilogue.h for the fused gelu/silu
+    instances; the other instances' keys are as before)."""
     e = _entry(key)
     manifest = P.load_manifest()
     h = hashlib.sha256()
-    for part in (_FORMAT, loader.normalize_arch(arch), manifest["settings"]["cutlass_version"],
-                 "\0".join(_NVCC_FLAGS), (KDIR / e["file"]).read_text()):
+    parts = [_FORMAT, loader.normalize_arch(arch), manifest["settings"]["cutlass_version"],
+             "\0".join(_NVCC_FLAGS), (KDIR / e["file"]).read_text()]
+    for hdr in e.get("local_headers", ()):
+        parts += [hdr["file"], (KDIR / hdr["file"]).read_text()]
+    for part in parts:
         h.update(part.encode())
         h.update(b"\0\1\0")
     return h.hexdigest()
@@ -140,11 +145,12 @@ def build(key: str, arch: str = ARCH, backend: str | None = None, force: bool = 
     if backend is None:
         backend = os.environ.get("GPK_CUTLASS_BACKEND") or ("nvcc" if loader.nvcc_path() else "nvrtc")
     source = (KDIR / e["file"]).read_text()
+    # -I KDIR: the hand-written headers beside the instances (gpk_epilogue.h); the source is compiled from a copy
     if backend == "nvcc":
-        opts = _NVCC_FLAGS + (f"-I{inc}",)
+        opts = _NVCC_FLAGS + (f"-I{inc}", f"-I{KDIR}")
     else:
         source = NVRTC_SHIM + source
-        opts = _NVRTC_FLAGS + (f"-I{inc}",)
+        opts = _NVRTC_FLAGS + (f"-I{inc}", f"-I{KDIR}")
     with loader._path_lock(path):
         cubin = loader.compile_cubin(source, opts, arch, backend, name=e["file"])
         if e["kernel"] not in loader.cubin_symbols(cubin):
@@ -281,8 +287,10 @@ LAYOUT_FAMILIES = {"tn": FAMILIES, "nn": ("ppt", "coopt")}
 # Fused epilogues (linear with bias and activation in one kernel, "tn" only): D = act(x @ w.T + bias), fp32
 # compute, bias an (N,) row of D's type, no C, alpha 1, beta 0. Base families that have them and the
 # activations (None: bias only); the instance is "<base>_bias" or "<base>_bias_<activation>"
-# (gemm/<dtype>/tn/ppt_bias_gelu/sm90, ...). gelu is erf-based (torch's default), gelu_tanh torch's
-# approximate="tanh" (CUTLASS GELU_taylor, tanh.approx.f32), silu x * sigmoid(x) with a fast exp.
+# (gemm/<dtype>/tn/ppt_bias_gelu/sm90, ...). gelu is erf-based (torch's default: x Phi(x), our
+# gpk::epilogue::Gelu in cutlass/gpk_epilogue.h, within 4e-7 max(1, |x|) in fp32), gelu_tanh torch's
+# approximate="tanh" (CUTLASS GELU_taylor, tanh.approx.f32), silu x * sigmoid(x) (our gpk::epilogue::Silu:
+# ex2.approx and rcp.approx).
 FUSED_FAMILIES = ("ppt",)
 ACTIVATIONS = (None, "gelu", "gelu_tanh", "relu", "silu")
 
