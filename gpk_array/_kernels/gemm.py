@@ -365,8 +365,10 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 # GPU-only against cuBLASLt's bias(+relu/gelu_tanh) epilogue (benchmarks/results/h200_2026-11-30_s5_diag_epi_*):
 # ahead where the plain ppt rule holds (4096x768->3072: 1.01x the bare GEMM against cuBLASLt's 1.17x), behind on
 # small problems (our ~8 us floor). gelu (erf) and silu have no cuBLASLt epilogue: the fused kernel replaces a
-# GEMM plus separate elementwise passes for every covered problem (its erff/exp epilogue costs 1.2-1.7x / 1.2-2.2x
-# the bare GEMM at M = 8192, less than the separate passes over the output).
+# GEMM plus separate elementwise passes for every covered problem (with CUTLASS's erff GELU / expf-and-division SiLU
+# the epilogue cost 1.2-1.7x / 1.2-2.2x the bare GEMM at M = 8192, less than the separate passes over the output;
+# since then gelu/silu use cutlass/gpk_epilogue.h's functors, 11 / 6 SASS instructions per element instead of ~25:
+# python -m benchmarks.epilogue_bench measures them).
 FUSED_ALWAYS = ("gelu", "silu")
 
 
