@@ -8,9 +8,10 @@ returns one dict per row. Times come from CUDA events around a batch of back-to-
 small sizes include the host's launch overhead, for both libraries alike): a few warm-up batches,
 then the median of ``reps`` (>= 20) batches. Every row also checks that both results agree.
 
-The ``*_tune`` kinds sweep the launch and build settings (threads per block, grid cap, unroll,
-launch bounds, streaming hints) of the float32/float16 case at the largest size, and return the same
-kind of rows (with a ``config`` field), for choosing defaults on a new GPU.
+The ``*_tune`` kinds sweep the launch and build settings (elementwise: threads per block, grid cap, unroll,
+launch bounds, streaming hints; reduction: unroll, waves, how split results finish) of the float32/float16 case at
+the largest size, and return the same kind of rows (with a ``config`` field), for choosing defaults on a new GPU
+(scripts/gpu_tune_red.py sweeps the reduction candidates further).
 """
 
 from __future__ import annotations
@@ -290,19 +291,19 @@ def _reduction_tune(cupy, reps, warmup, p=28):
             n = 1 << p
             x = _rand(cupy, (n,), dt)
             t_cupy = _time_per_call(cupy, lambda: cupy.sum(x), reps, warmup)
-            for unroll in (2, 4, 8):
-                for threads in (256, 512, 1024):
-                    for per_sm in (None, 1, 2, 4):
+            for unroll in (4, 8):
+                for waves in (1, 4):
+                    for fin in ("last", "kernel"):
                         red.CONFIG.clear()
                         red.CONFIG.update(saved)
-                        red.CONFIG.update(unroll=unroll, threads=threads, blocks_per_sm=per_sm)
+                        red.CONFIG.update(unroll=unroll, waves=waves, fin=fin)
                         try:
                             t = _time_per_call(cupy, lambda: red.reduce("sum", x), reps, warmup)
                         except Exception as e:  # noqa: BLE001
-                            print(f"  skipped unroll={unroll} threads={threads}: {type(e).__name__}: {e}")
+                            print(f"  skipped unroll={unroll} waves={waves} fin={fin}: {type(e).__name__}: {e}")
                             continue
                         rows.append(_row("reduction_tune", "sum", dt, (n,), n * dt.itemsize, t, t_cupy, True,
-                                         config=f"unroll={unroll},threads={threads},blocks_per_sm={per_sm}"))
+                                         config=f"unroll={unroll},waves={waves},fin={fin}"))
             x = None
             cupy.get_default_memory_pool().free_all_blocks()
     finally:

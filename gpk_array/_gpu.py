@@ -6,7 +6,8 @@ benchmark), and gpk_array/_ops/nn.py looks here for fused ops by name (``linear`
 back to plain CuPy code when a name is absent or returns None.
 
 - ``binary``, ``unary``, ``reduce``: the namespace's elementwise functions and sum/prod/max/min/mean/var/std of
-  arrays of at least OWN_KERNELS_MIN elements, through gpk_array._kernels.elementwise / reduction.
+  arrays of at least OWN_KERNELS_MIN elements (reductions: where REDUCE_ROUTE says), through
+  gpk_array._kernels.elementwise / reduction.
 - ``layer_norm``, ``add_layer_norm``: cuda/nn.cu (one block per row, fp32 statistics), for float32/float16/bfloat16.
 - ``scaled_dot_product_attention`` (no boolean mask): cuBLASLt GEMMs with float32 scores around a fused (causal)
   softmax kernel from cuda/nn.cu.
@@ -47,16 +48,55 @@ from ._kernels import reduction as _red
 from ._precision import tf32
 from .sched._cuda import active_context
 
-# Arrays of at least this many elements take our elementwise and reduction kernels (gpk_array/_kernels/
-# elementwise.py, reduction.py): from there their GPU time, several times shorter than CuPy's for half precision
-# and about 1.6x for float32 (benchmarks/kernels_bench.py), outweighs their larger host time per call (ours
-# ~22 us, CuPy's ~13 us on the H200's host). Reductions go there only where the H200 runs showed them faster than
-# what the namespace did before: var/std (CuPy's take several passes: 1.5x to 30x) and float16/bfloat16 (the
-# namespace converted them to float32 first); float32/float64/integer sum, max, min, mean stay on CuPy (ours:
-# 0.96x to 1.00x at 2^28 elements, slower below). GPK_OWN_KERNELS_MIN=0 routes every size and every op our kernels
-# cover, a checking mode (the GPU conformance run uses it to test them against the official suite).
+# Arrays of at least this many elements take our elementwise kernels (gpk_array/_kernels/elementwise.py): from there
+# their GPU time, several times shorter than CuPy's for half precision and about 1.6x for float32
+# (benchmarks/kernels_bench.py), outweighs their larger host time per call (ours ~22 us, CuPy's ~13 us on the H200's
+# host). Reductions of at least this many elements go to gpk_array/_kernels/reduction.py where REDUCE_ROUTE says so.
+# GPK_OWN_KERNELS_MIN=0 routes every size and every op our kernels cover, a checking mode (the GPU conformance run
+# uses it to test them against the official suite).
 OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
-_REDUCE_ALWAYS = ("var", "std")
+
+# Which reductions our kernels take: (dtype class, op, axis kind) -> the least number of elements (on top of
+# OWN_KERNELS_MIN), or None: CuPy. The first key present wins: (c, op, kind), (c, op, "*"), ("*", op, kind),
+# ("*", op, "*"), (c, "*", kind), (c, "*", "*"); no key: CuPy. dtype classes: "half" (float16, bfloat16), "f32",
+# "f64", "int" (integers and bool); axis kinds (reduce_axis_kind): "full" (all elements), "rows" (the reduced axes
+# are the last ones of a C-contiguous array: contiguous rows), "cols" (any other: strided columns).
+# H200 evidence so far: var/std (CuPy's take several passes: 1.5x to 30x) and float16/bfloat16 (else the namespace
+# converts to float32 first) at 2^22 elements and up; float32 sum over rows/columns of 2^28 elements 1.7x CuPy's
+# (benchmarks/kernels_bench.py reduction); float32 full reductions 0.96x to 1.00x at 2^28 before the bandwidth work
+# (gpu_tune_red.py measures the new kernels: REDUCE_F32_FULL_MIN and REDUCE_F32_AXIS_MIN are what it decides).
+REDUCE_F32_FULL_MIN = None     # float32 sum/max/min/mean over all elements: None (CuPy) until measured faster
+REDUCE_F32_AXIS_MIN = 1 << 28  # float32 sum/max/min/mean over rows or columns (1.7x CuPy at 2^28)
+REDUCE_ROUTE = {
+    ("*", "var", "*"): 0,
+    ("*", "std", "*"): 0,
+    ("half", "*", "*"): 0,
+    ("f32", "*", "full"): REDUCE_F32_FULL_MIN,
+    ("f32", "*", "rows"): REDUCE_F32_AXIS_MIN,
+    ("f32", "*", "cols"): REDUCE_F32_AXIS_MIN,
+    ("f32", "prod", "*"): None,
+}
+_DTYPE_CLASS = {"f16": "half", "bf16": "half", "f32": "f32", "f64": "f64"}
+
+
+def reduce_axis_kind(shape, axes, c_contiguous=True) -> str:
+    """"full", "rows" or "cols" (see REDUCE_ROUTE) for a reduction of an array of ``shape`` over ``axes``
+    (None: all); extent-1 axes do not count."""
+    big = [i for i, s in enumerate(shape) if s != 1]
+    red = big if axes is None else [i for i in big if i in axes or i - len(shape) in axes]
+    if len(red) == len(big):
+        return "full"
+    return "rows" if c_contiguous and big[-len(red):] == red else "cols"
+
+
+def reduce_route(op, dtype, shape, axes, c_contiguous=True):
+    """The least size at which REDUCE_ROUTE sends this reduction to our kernels, or None (CuPy)."""
+    c = _DTYPE_CLASS.get(_dtype_code(dtype), "int")
+    kind = reduce_axis_kind(shape, axes, c_contiguous)
+    for key in ((c, op, kind), (c, op, "*"), ("*", op, kind), ("*", op, "*"), (c, "*", kind), (c, "*", "*")):
+        if key in REDUCE_ROUTE:
+            return REDUCE_ROUTE[key]
+    return None
 
 
 def _gemm_mode(value):
@@ -96,11 +136,14 @@ def unary(bname, x):
 
 def reduce(op, x, axes, keepdims, ddof=0):
     """sum, prod, max, min, mean, var, std of a CuPy array over axes (None: all) through our kernels (float16 and
-    bfloat16 accumulate in float32, as the namespace's rule says), or None where CuPy serves (see OWN_KERNELS_MIN)."""
+    bfloat16 accumulate in float32, as the namespace's rule says), or None where CuPy serves (OWN_KERNELS_MIN,
+    REDUCE_ROUTE)."""
     if not _red.supports(op, x.dtype):
         return None
-    if OWN_KERNELS_MIN and op not in _REDUCE_ALWAYS and _dtype_code(x.dtype) not in ("f16", "bf16"):
-        return None
+    if OWN_KERNELS_MIN:
+        least = reduce_route(op, x.dtype, x.shape, axes, bool(x.flags.c_contiguous))
+        if least is None or x.size < least:
+            return None
     return _red.reduce(op, x, axis=axes, keepdims=keepdims, ddof=ddof)
 
 _blas = None

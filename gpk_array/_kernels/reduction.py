@@ -4,9 +4,12 @@
 as (outer, K, inner) with the reduced axes as the contiguous middle block: a C-contiguous array
 whose reduced axes are adjacent (after dropping extent-1 axes) is used as it is, an F-contiguous one
 through its transpose; otherwise the reduced axes are moved last and the array is copied to C order
-first. inner == 1 takes the row kernel (vector loads along the row; long rows are split across
-blocks), anything else the column kernel (coalesced across the inner axis; long K is split). Split
-partial results go through a second, deterministic kernel; no atomics.
+first. inner == 1 takes the row kernel (16-byte loads along the row; long rows are split across
+blocks), anything else a column kernel (coalesced across the inner axis, 16-byte loads of adjacent
+outputs where the layout allows; long K is split). Split partial results are combined by the last
+block of each row (column tile) to finish, in the same launch (atomic counters only count finished
+blocks), or, while a CUDA graph is being captured and with CONFIG["fin"] = "kernel", by a second
+kernel. Every combination order is fixed by the launch configuration: results are deterministic.
 
 Result dtypes follow NumPy: sum/prod of signed ints and bool give int64, of unsigned ints uint64,
 of floats the same float (float16/bfloat16 accumulate in float32, float32 in float32, float64 in
@@ -16,10 +19,13 @@ take axis=None or one axis. Unsupported (op, dtype) raises NotImplementedError.
 
 from __future__ import annotations
 
+import os
+import weakref
+
 import numpy as np
 
 from . import loader
-from ._common import ALL, BOOL, FLOATS, INTS, dtype_code
+from ._common import ALL, BOOL, FLOATS, INTS, ITEMSIZE, dtype_code
 
 REDUCE_FILE = "reduce.cu"
 
@@ -43,22 +49,77 @@ _ACC_SLOT = 16
 _COL_MAX_THREADS = 256
 
 CONFIG = {
-    "threads": 256,
+    # build settings (each value other than reduce.cu's default builds its own modules)
+    "threads": 256,            # GPK_RED_THREADS: threads per block of the row kernel
+    "unroll": 4,               # GPK_RED_UNROLL: 16-byte loads in flight per thread, row kernel
+    "col_unroll": 8,           # GPK_RED_COL_UNROLL: scalar loads in flight per thread, column kernel
+    "vcol_unroll": 4,          # GPK_RED_VCOL_UNROLL: 16-byte loads in flight per thread, vector column kernel
+    "min_blocks": 3,           # GPK_RED_MIN_BLOCKS: __launch_bounds__(block, this): caps registers (0: none)
+    "load": 0,                 # GPK_RED_LOAD: 0 plain, 1 .nc.L1::no_allocate, 2 .cs, 3 as 1 + .L2::256B
+    "async": 0,                # GPK_RED_ASYNC: > 1: the row kernel loads through a cp.async pipeline, this deep
+    "gather": 4,               # GPK_RED_GATHER: partials in flight per thread when they are combined
+    # launch settings
     "blocks_per_sm": None,     # resident blocks per SM assumed when sizing grids; None: occupancy
     "row_min_k": 32,           # rows shorter than this go to the column kernel (thread per row)
     "warp_max_k": 2048,        # rows up to this length: one warp per row
     "warp_rows_max_k": 65536,  # ... and up to this length when there are >= 16 rows per SM
     "block_min_seg": 4096,     # a split row segment holds at least this many elements
     "col_min_iters": 8,        # a split column chunk gives each thread at least this many loads
-    "unroll": 4,               # GPK_RED_UNROLL; other values build separate modules
+    "waves": 1,                # block-mode rows (full reductions): segments and grid for waves x resident blocks
+    "warp_waves": 1,           # warp-mode rows: grid of at most waves x resident blocks (0: a warp per row)
+    "col_waves": 1,            # column kernels: grid of at most waves x resident blocks
+    "col_vec": True,           # 16-byte loads of adjacent outputs in column reductions where aligned
+    "col_tx": 32,              # threads across the outputs of a column block
+    "fin": "last",             # split results: "last" block combines them, or a second "kernel"
 }
 
+# reduce.cu's defaults of the build settings, and their macros
+_BUILD = {"threads": ("GPK_RED_THREADS", 256), "unroll": ("GPK_RED_UNROLL", 4),
+          "col_unroll": ("GPK_RED_COL_UNROLL", 8), "vcol_unroll": ("GPK_RED_VCOL_UNROLL", 4),
+          "min_blocks": ("GPK_RED_MIN_BLOCKS", 3), "load": ("GPK_RED_LOAD", 0), "async": ("GPK_RED_ASYNC", 0),
+          "gather": ("GPK_RED_GATHER", 4)}
 
-def module_options(dt: str, group: str) -> tuple:
+
+def _config_from_env(text: str) -> None:
+    """GPK_RED_CONFIG="unroll=8,load=1,fin=kernel": CONFIG overrides (ints, None, True/False, words)."""
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        key, _, val = item.partition("=")
+        key = key.strip()
+        if key not in CONFIG:
+            raise ValueError(f"GPK_RED_CONFIG: unknown setting {key!r}")
+        val = val.strip()
+        CONFIG[key] = (None if val == "None" else True if val == "True" else False if val == "False"
+                       else int(val) if val.lstrip("-").isdigit() else val)
+
+
+if os.environ.get("GPK_RED_CONFIG"):
+    _config_from_env(os.environ["GPK_RED_CONFIG"])
+
+
+def module_options(dt: str, group: str, cfg=None) -> tuple:
+    cfg = cfg or CONFIG
     opts = ("-DGPK_SELECT", f"-DGPK_DT_{dt}", f"-DGPK_GROUP_{group}")
-    if CONFIG["unroll"] != 4:
-        opts += (f"-DGPK_RED_UNROLL={int(CONFIG['unroll'])}",)
+    for key, (macro, default) in _BUILD.items():
+        if int(cfg[key]) != default:
+            opts += (f"-D{macro}={int(cfg[key])}",)
     return opts
+
+
+def col_vec_width(itemsize: int) -> int:
+    """Adjacent outputs per thread of the vector column kernel (gpk::col_vec in reduce.cu)."""
+    return min(16 // itemsize, 8)
+
+
+def stage_bytes(threads: int, dt: str, cfg=None) -> int:
+    """Dynamic shared memory of the row kernel: the cp.async stages (0 without them)."""
+    cfg = cfg or CONFIG
+    stages = int(cfg["async"])
+    if stages <= 1:
+        return 0
+    unroll = int(cfg["unroll"])
+    if ITEMSIZE[dt] == 1:
+        unroll = (unroll + 1) // 2
+    return stages * unroll * threads * 16
 
 
 def variants() -> list[tuple[str, tuple]]:
@@ -75,7 +136,7 @@ def expected_by_module() -> dict[tuple[str, tuple], set[str]]:
     for op, (group, dts) in REDUCE_OPS.items():
         for dt in dts:
             names = mods.setdefault((REDUCE_FILE, module_options(dt, group)), set())
-            for kind in ("row", "col", "fin"):
+            for kind in ("row", "col", "colv", "fin"):
                 names.add(f"gpk_red_{op}_{dt}_{kind}")
     return mods
 
@@ -195,48 +256,57 @@ def pick_splits(units: int, target: int, max_splits: int) -> int:
     return 1
 
 
-def kernel_shape(outer: int, K: int, inner: int, sms: int = 132, cfg=None) -> dict:
-    """Which kernel (row or col) and its block shape. Pure function.
+def kernel_shape(outer: int, K: int, inner: int, sms: int = 132, cfg=None, vec: int = 1) -> dict:
+    """Which kernel (row, col or colv) and its block shape. Pure function.
 
     Rows: one warp per row when rows are short, or when there are so many rows that warps alone
-    fill the GPU in one wave; otherwise a block per row segment (long rows are split)."""
+    fill the GPU in one wave; otherwise a block per row segment (long rows are split). Columns:
+    ``vec`` > 1 (inner % vec == 0 and an aligned input) takes the vector column kernel, a thread per
+    ``vec`` adjacent outputs."""
     cfg = cfg or CONFIG
     threads = cfg["threads"]
     nout = outer * inner
     if inner == 1 and K >= cfg["row_min_k"]:
         warp = K <= cfg["warp_max_k"] or (outer >= sms * 16 and K <= cfg["warp_rows_max_k"])
         return {"kind": "row", "warp_mode": 1 if warp else 0, "block": (threads,)}
-    # column kernel: TX consecutive outputs x TY slices of K (TY a power of two)
+    # column kernels: TX consecutive outputs (vectors of outputs) x TY slices of K (TY a power of two)
     threads = min(threads, _COL_MAX_THREADS)
-    tx = 32 if nout >= 32 else _pow2ceil(nout)
+    units = nout // vec
+    cap = min(int(cfg["col_tx"]), threads) if vec > 1 else 32
+    tx = cap if units >= cap else _pow2ceil(units)
     ty = min(threads // tx, _pow2ceil(K))
-    tx = min(threads // ty, max(tx, min(_pow2ceil(nout), threads)))
-    return {"kind": "col", "block": (tx, ty)}
+    tx = min(threads // ty, max(tx, min(_pow2ceil(units), threads)))
+    return {"kind": "colv" if vec > 1 else "col", "block": (tx, ty), "vec": vec}
 
 
-def plan_launch(outer: int, K: int, inner: int, sms: int, blocks_per_sm: int = 8, cfg=None) -> dict:
+def plan_launch(outer: int, K: int, inner: int, sms: int, blocks_per_sm: int = 8, cfg=None, vec: int = 1) -> dict:
     """Kernel choice and launch shape for an (outer, K, inner) reduction; ``blocks_per_sm`` is the
-    kernel's occupancy at its block size. Pure function."""
+    kernel's occupancy at its block size. ``units``: the counters a split launch needs (one per row,
+    or per column tile). Pure function."""
     cfg = cfg or CONFIG
-    shape = kernel_shape(outer, K, inner, sms, cfg)
-    target = sms * max(1, int(cfg["blocks_per_sm"] or blocks_per_sm))
-    nout = outer * inner
+    shape = kernel_shape(outer, K, inner, sms, cfg, vec)
+    base = sms * max(1, int(cfg["blocks_per_sm"] or blocks_per_sm))
     if shape["kind"] == "row":
         threads = shape["block"][0]
         if shape["warp_mode"]:
-            warps = threads // 32
-            return dict(shape, splits=1, seg_len=K, grid=(max(1, min(-(-outer // warps), target)),))
+            groups = -(-outer // (threads // 32))
+            waves = int(cfg["warp_waves"])
+            grid = groups if waves <= 0 else min(groups, base * waves)
+            return dict(shape, splits=1, seg_len=K, units=outer, grid=(max(1, grid),))
+        target = base * max(1, int(cfg["waves"]))
         splits = pick_splits(outer, target, K // cfg["block_min_seg"])
         seg_len = -(-K // splits)
         seg_len = -(-seg_len // 16) * 16
         splits = -(-K // seg_len)
-        return dict(shape, splits=splits, seg_len=seg_len, grid=(max(1, min(outer * splits, target)),))
+        return dict(shape, splits=splits, seg_len=seg_len, units=outer,
+                    grid=(max(1, min(outer * splits, target)),))
     tx, ty = shape["block"]
-    ntiles = -(-nout // tx)
+    ntiles = -(-(outer * inner // vec) // tx)
+    target = base * max(1, int(cfg["col_waves"]))
     splits = pick_splits(ntiles, target, K // (ty * cfg["col_min_iters"]))
     kchunk = -(-K // splits)
     splits = -(-K // kchunk)
-    return dict(shape, splits=splits, kchunk=kchunk, grid=(max(1, min(ntiles * splits, target)),))
+    return dict(shape, splits=splits, kchunk=kchunk, units=ntiles, grid=(max(1, min(ntiles * splits, target)),))
 
 
 def plan_fin(nout: int, splits: int, sms: int, cfg=None) -> dict:
@@ -325,44 +395,88 @@ def reduce(op: str, x, axis=None, keepdims: bool = False, ddof=0):
     return out.reshape(out_shape)
 
 
-_plans: dict = {}  # (kop, dt, opts, outer, K, inner, device) -> (kernel, launch plan): pick_splits is a search
+_plans: dict = {}  # (kop, dt, opts, outer, K, inner, vec, device, CONFIG values) -> (kernel, launch plan)
 
 
-def _plan(kop, dt, opts, outer, K, inner):
+def _plan(kop, dt, opts, outer, K, inner, vec):
     dev = loader.current_device_id()
-    key = (kop, dt, opts, outer, K, inner, dev)
+    key = (kop, dt, opts, outer, K, inner, vec, dev, tuple(CONFIG.values()))
     hit = _plans.get(key)
     if hit is None:
         sms = loader.sm_count()
-        shape = kernel_shape(outer, K, inner, sms)
+        shape = kernel_shape(outer, K, inner, sms, vec=vec)
         fn = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_{shape['kind']}", opts)
         threads = 1
         for b in shape["block"]:
             threads *= b
+        smem = stage_bytes(threads, dt) if shape["kind"] == "row" else 0
+        if smem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = smem
+        plan = plan_launch(outer, K, inner, sms, loader.occupancy(fn, threads, smem), vec=vec)
+        plan["smem"] = smem
         if len(_plans) > 4096:
             _plans.clear()
-        hit = _plans[key] = (fn, plan_launch(outer, K, inner, sms, loader.occupancy(fn, threads)))
+        hit = _plans[key] = (fn, plan)
     return hit
+
+
+def _vec(x, inner: int, dt: str) -> int:
+    """Outputs per thread of the column kernel for input x: col_vec_width where inner and x allow."""
+    if inner <= 1 or not CONFIG["col_vec"]:
+        return 1
+    v = col_vec_width(ITEMSIZE[dt])
+    return v if inner % v == 0 and x.data.ptr % (v * ITEMSIZE[dt]) == 0 else 1
+
+
+_counter_bufs: dict = {}  # (device, stream pointer) -> (weak reference to the stream, zeroed uint32 counters)
+
+
+def _counters(n: int):
+    """Zeroed uint32 counters for a split launch on the current stream (every launch leaves them zeroed;
+    launches on one stream run one after another), or None while the stream captures a CUDA graph
+    (then the fin kernel combines the partials: a replay of the graph on another stream must not
+    share counters with this one)."""
+    import cupy
+    stream = cupy.cuda.get_current_stream()
+    if cupy.cuda.runtime.streamIsCapturing(stream.ptr):
+        return None
+    key = (loader.current_device_id(), stream.ptr)
+    hit = _counter_bufs.get(key)
+    # a dead stream's handle may be reused by a new stream while its last launch still runs: fresh counters
+    if hit is not None and hit[1].size >= n and (hit[0]() is stream or stream.ptr == 0):
+        return hit[1]
+    if len(_counter_bufs) > 64:
+        for k in [k for k, v in _counter_bufs.items() if v[0]() is None]:
+            del _counter_bufs[k]
+    buf = cupy.zeros(max(int(n), 1024), dtype=np.uint32)
+    try:
+        ref = weakref.ref(stream)
+    except TypeError:  # not weakly referenceable: compare by pointer only
+        ref = lambda s=stream.ptr: stream if s == stream.ptr else None  # noqa: E731
+    _counter_bufs[key] = (ref, buf)
+    return buf
 
 
 def _run(kop, dt, opts, x, outer, K, inner, out, center, ddof):
     import cupy
     nout = outer * inner
-    fn, p = _plan(kop, dt, opts, outer, K, inner)
-    kind = p["kind"]
+    fn, p = _plan(kop, dt, opts, outer, K, inner, _vec(x, inner, dt))
     splits = p["splits"]
-    partial = cupy.empty(splits * nout * _ACC_SLOT, dtype=np.uint8) if splits > 1 else None
+    partial = counters = None
+    if splits > 1:
+        partial = cupy.empty(splits * nout * _ACC_SLOT, dtype=np.uint8)
+        if CONFIG["fin"] == "last":
+            counters = _counters(p["units"])
     n = np.float64(K)
     ddof = np.float64(ddof)
-    if kind == "row":
-        loader.launch(fn, p["grid"], p["block"],
-                      (x, np.int64(outer), np.int64(K), np.int64(splits), np.int64(p["seg_len"]),
-                       np.int32(p["warp_mode"]), partial, out, center, n, ddof))
+    if p["kind"] == "row":
+        args = (x, np.int64(outer), np.int64(K), np.int64(splits), np.int64(p["seg_len"]), np.int32(p["warp_mode"]),
+                partial, out, center, n, ddof, counters)
     else:
-        loader.launch(fn, p["grid"], p["block"],
-                      (x, np.int64(outer), np.int64(K), np.int64(inner), np.int64(splits),
-                       np.int64(p["kchunk"]), partial, out, center, n, ddof))
-    if splits > 1:
+        args = (x, np.int64(outer), np.int64(K), np.int64(inner), np.int64(splits), np.int64(p["kchunk"]),
+                partial, out, center, n, ddof, counters)
+    loader.launch(fn, p["grid"], p["block"], args, shared_mem=p["smem"])
+    if splits > 1 and counters is None:
         f = plan_fin(nout, splits, loader.sm_count())
         fin = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_fin", opts)
         loader.launch(fin, f["grid"], f["block"], (partial, np.int64(nout), np.int64(splits), out, n, ddof))

@@ -245,7 +245,7 @@ def make_fake_cupy():
 
     cuda.Device = device
     cuda.runtime = types.SimpleNamespace(getDeviceCount=lambda: 1, getDevice=lambda: 0,
-                                         runtimeGetVersion=lambda: 13000)
+                                         runtimeGetVersion=lambda: 13000, streamIsCapturing=lambda ptr: False)
     m.cuda = cuda
     m.__version__ = "fake"
     return m
@@ -376,7 +376,7 @@ class Emulator:
         names = self.modules.get((cu_file, options))
         if names is None:
             # build options may carry extra -D settings (unroll, ...) after the selection
-            base = tuple(o for o in options if not o.startswith(("-DGPK_EW_UNROLL", "-DGPK_RED_UNROLL",
+            base = tuple(o for o in options if not o.startswith(("-DGPK_EW_UNROLL", "-DGPK_RED_",
                                                                   "-DGPK_MIN_BLOCKS", "-DGPK_STREAM")))
             names = self.modules.get((cu_file, base))
         assert names is not None, f"no module {cu_file} {options}"
@@ -461,22 +461,35 @@ class Emulator:
             assert not store, "partials left over"
             return
         if kind == "row":
-            x, outer, K, splits, seg_len, warp_mode, partial, out, center, n, ddof = args
+            x, outer, K, splits, seg_len, warp_mode, partial, out, center, n, ddof, counters = args
             assert isinstance(warp_mode, np.int32) and block[0] % 32 == 0
+            assert block[0] == reduction.CONFIG["threads"], "the row kernel is built for CONFIG['threads']"
+            assert not (warp_mode and int(splits) > 1), "warp mode never splits"
             for v in (outer, K, splits, seg_len):
                 assert isinstance(v, np.int64)
             inner, kchunk = 1, int(seg_len)
+            units = int(outer)
         else:
-            x, outer, K, inner, splits, kchunk, partial, out, center, n, ddof = args
+            x, outer, K, inner, splits, kchunk, partial, out, center, n, ddof, counters = args
             for v in (outer, K, inner, splits, kchunk):
                 assert isinstance(v, np.int64)
             tx, ty = block
             assert tx * ty <= 256 and ty & (ty - 1) == 0
+            vec = 1
+            if kind == "colv":
+                vec = reduction.col_vec_width(x.dtype.itemsize)
+                assert int(inner) % vec == 0 and Memory(x).ptr % (vec * x.dtype.itemsize) == 0
+            units = -(-(int(outer) * int(inner) // vec) // tx)
         assert isinstance(n, np.float64) and isinstance(ddof, np.float64)
         assert _common.dtype_code(x.dtype) == dt
         outer, K, inner, splits, kchunk = int(outer), int(K), int(inner), int(splits), int(kchunk)
         assert (splits > 1) == (partial is not None)
+        assert counters is None or splits > 1
         assert kchunk * splits >= K and kchunk * (splits - 1) < K
+        if counters is not None:
+            # the last block of each unit combines its partials in this launch and leaves the counter at 0
+            assert counters.dtype == np.uint32 and counters.size >= units
+            assert not Memory(counters).read(np.arange(units)).any(), "counters not zeroed"
         mx = Memory(x)
         mc = Memory(center) if center is not None else None
         nout = outer * inner
@@ -499,6 +512,13 @@ class Emulator:
                     key = s * nout + jj
                     assert key not in store
                     store[key] = accs[jj]
+        if partial is not None and counters is not None:
+            for jj in range(nout):
+                acc = None
+                for s in range(splits):
+                    acc = _combine(op, acc, store.pop(s * nout + jj))
+                Memory(out).write([jj], _cast([_finish(op, acc, float(n), float(ddof))], out.dtype))
+            assert not store, "partials left over"
 
 
 def _accumulate(op, vals, k, cen):

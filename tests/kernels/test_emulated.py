@@ -9,6 +9,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -73,15 +74,50 @@ def test_emulator_sees_every_path(emulated_gpu):
     ew.binary("less", s, x)
     ew.binary("add", x[1:], x[:-1])
     ew.unary("exp", x)
-    red.reduce("sum", x)
-    red.reduce("sum", x.reshape(50, 100), 1)
-    red.reduce("sum", x.reshape(2, 2500), 1)
-    red.reduce("sum", x.reshape(1000, 5), 0)
+    for fin in ("last", "kernel"):
+        red.CONFIG["fin"] = fin
+        try:
+            red.reduce("sum", x)
+            red.reduce("sum", x.reshape(50, 100), 1)
+            red.reduce("sum", x.reshape(2, 2500), 1)
+            red.reduce("sum", x.reshape(1000, 5), 0)
+            red.reduce("sum", x.reshape(50, 100), 0)
+        finally:
+            red.CONFIG["fin"] = "last"
     names = [n for n, _, _ in emulated_gpu.launches]
     for expect in ("gpk_add_f32_vv", "gpk_subtract_f32_vs", "gpk_subtract_f32_sv", "gpk_greater_f32_vs",
                    "gpk_add_f32_nd", "gpk_exp_f32_v", "gpk_red_sum_f32_row", "gpk_red_sum_f32_fin",
-                   "gpk_red_sum_f32_col"):
+                   "gpk_red_sum_f32_col", "gpk_red_sum_f32_colv"):
         assert expect in names, (expect, names)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("cfg", [dict(fin="kernel"), dict(col_vec=False), dict(waves=3, warp_waves=0, col_waves=2),
+                                 dict(unroll=8, min_blocks=2, load=1, async_=3), dict(col_tx=8, vcol_unroll=2)],
+                         ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+def test_reduction_settings(emulated_gpu, monkeypatch, cfg):
+    """The GPU suite's reductions under other launch and build settings (CONFIG; GPK_RED_CONFIG)."""
+    from gpk_array._kernels import reduction as red
+    for k, v in cfg.items():
+        monkeypatch.setitem(red.CONFIG, k.rstrip("_"), v)
+    mod = _load("test_reduction")
+    mod.test_float_sum_mean_prod("sum", np.dtype(np.float32))
+    mod.test_float_var_std("var", np.dtype(np.float16))
+    mod.test_argmax_argmin("argmax", np.dtype(np.int8))
+    mod.test_max_min("max", np.dtype(np.float64))
+    mod.test_layouts(np.dtype(np.float32))
+
+
+def test_config_from_env(monkeypatch):
+    from gpk_array._kernels import reduction as red
+    for k in ("unroll", "fin", "blocks_per_sm", "col_vec"):
+        monkeypatch.setitem(red.CONFIG, k, red.CONFIG[k])
+    red._config_from_env("unroll=8, fin=kernel,blocks_per_sm=None,col_vec=False")
+    assert (red.CONFIG["unroll"], red.CONFIG["fin"], red.CONFIG["blocks_per_sm"]) == (8, "kernel", None)
+    assert red.CONFIG["col_vec"] is False
+    assert "-DGPK_RED_UNROLL=8" in red.module_options("f32", "basic")
+    with pytest.raises(ValueError):
+        red._config_from_env("nonsense=1")
 
 
 def test_chunked_strided_launches(emulated_gpu, monkeypatch):

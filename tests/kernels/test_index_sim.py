@@ -48,8 +48,9 @@ def row_unroll(unroll, itemsize):
     return (unroll + 1) // 2 if itemsize == 1 else unroll
 
 
-def sim_thread_reduce_row(rowbase_addr, itemsize, start, end, gtid, G, unroll):
-    """Indices (within the row) that one thread of a group folds in, as in thread_reduce_row."""
+def sim_thread_reduce_row(rowbase_addr, itemsize, start, end, gtid, G, unroll, stages=0):
+    """Indices (within the row) that one thread of a group folds in, as in thread_reduce_row / row_vectors
+    (stages > 1: the cp.async pipeline's batches)."""
     N = 16 // itemsize
     U = row_unroll(unroll, itemsize)
     out = []
@@ -64,21 +65,32 @@ def sim_thread_reduce_row(rowbase_addr, itemsize, start, end, gtid, G, unroll):
     b0 = start + head
     assert (rowbase_addr + b0 * itemsize) % 16 == 0 or b0 == end
     nv = (end - b0) // N
-    v = gtid
-    while v + (U - 1) * G < nv:
-        for u in range(U):
-            out.extend(range(b0 + (v + u * G) * N, b0 + (v + u * G + 1) * N))
-        v += U * G
-    while v < nv:
-        out.extend(range(b0 + v * N, b0 + (v + 1) * N))
-        v += G
+    k = b0 + gtid * N
+    left = nv - gtid
+    STEP = G * N
+    if stages > 1:
+        nb = -(-left // (U * G)) if left > 0 else 0
+        for b in range(nb):
+            for u in range(U):
+                if left - b * U * G > u * G:
+                    out.extend(range(k + (b * U + u) * STEP, k + (b * U + u) * STEP + N))
+    else:
+        while left > (U - 1) * G:
+            for u in range(U):
+                out.extend(range(k + u * STEP, k + u * STEP + N))
+            left -= U * G
+            k += U * STEP
+        if left > 0:
+            for u in range(U):
+                if left > u * G:
+                    out.extend(range(k + u * STEP, k + u * STEP + N))
     t = b0 + nv * N + gtid
     if t < end:
         out.append(t)
     return out
 
 
-def sim_row_kernel(outer, K, plan, itemsize, base_addr):
+def sim_row_kernel(outer, K, plan, itemsize, base_addr, stages=0):
     seen = np.zeros((outer, K), dtype=np.int64)
     writes = {}
     threads = plan["block"][0]
@@ -97,7 +109,7 @@ def sim_row_kernel(outer, K, plan, itemsize, base_addr):
             end = min(start + seg_len, K)
             for gtid in range(G):
                 for k in sim_thread_reduce_row(base_addr + row * K * itemsize, itemsize, start, end, gtid, G,
-                                               reduction.CONFIG["unroll"]):
+                                               reduction.CONFIG["unroll"], stages):
                     assert start <= k < end
                     seen[row, k] += 1
             key = ("out", row) if splits == 1 else ("partial", s * outer + row)
@@ -140,6 +152,65 @@ def sim_col_kernel(outer, K, inner, plan, U=8):
     return seen, writes
 
 
+def sim_colv_kernel(outer, K, inner, plan, V, U=4):
+    """colv_kernel: thread (tx, ty) of a tile owns the V adjacent outputs j0 = (tile * TX + tx) * V ..."""
+    seen = np.zeros((outer, K, inner), dtype=np.int64)
+    writes = {}
+    TX, TY = plan["block"]
+    grid = plan["grid"][0]
+    splits, kchunk = plan["splits"], plan["kchunk"]
+    nout = outer * inner
+    assert inner % V == 0
+    nvec = nout // V
+    ntiles = -(-nvec // TX)
+    assert plan["units"] == ntiles
+    for bx in range(grid):
+        w = bx
+        while w < ntiles * splits:
+            tile, s = divmod(w, splits)
+            for tx in range(TX):
+                g = tile * TX + tx
+                if g < nvec:
+                    j0 = g * V
+                    o, i = divmod(j0, inner)
+                    k0, k1 = s * kchunk, min(s * kchunk + kchunk, K)
+                    for ty in range(TY):
+                        k = k0 + ty
+                        while k + (U - 1) * TY < k1:
+                            for u in range(U):
+                                seen[o, k + u * TY, i:i + V] += 1
+                            k += U * TY
+                        for u in range(U):
+                            if k + u * TY < k1:
+                                seen[o, k + u * TY, i:i + V] += 1
+                    for c in range(V):
+                        key = ("out", j0 + c) if splits == 1 else ("partial", s * nout + j0 + c)
+                        writes[key] = writes.get(key, 0) + 1
+            w += grid
+    return seen, writes
+
+
+COLV_CASES = [(1, 1000, 8), (1, 64, 4096), (10, 7, 32), (3, 300, 16), (2, 5000, 8), (1, 33, 24)]
+
+
+@pytest.mark.parametrize("outer,K,inner", COLV_CASES)
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8])
+def test_colv_kernel_covers_each_element_once(outer, K, inner, itemsize):
+    V = reduction.col_vec_width(itemsize)
+    if inner % V:
+        pytest.skip("not a vector layout")
+    for col_tx, sms, occ in ((32, 1, 2), (8, 2, 4), (16, 3, 1)):
+        cfg = dict(reduction.CONFIG, col_min_iters=2, col_tx=col_tx)
+        plan = reduction.plan_launch(outer, K, inner, sms, occ, cfg, vec=V)
+        assert plan["kind"] == "colv"
+        seen, writes = sim_colv_kernel(outer, K, inner, plan, V)
+        assert (seen == 1).all(), plan
+        nout = outer * inner
+        want = {("out", j) for j in range(nout)} if plan["splits"] == 1 else \
+            {("partial", i) for i in range(nout * plan["splits"])}
+        assert set(writes) == want and set(writes.values()) == {1}
+
+
 ROW_CASES = [(1, 5000), (1, 100003), (3, 5000), (7, 40), (64, 1000), (2, 70000), (5, 33), (40, 2049)]
 
 
@@ -151,8 +222,8 @@ def test_row_kernel_covers_each_element_once(outer, K, itemsize):
         plan = reduction.plan_launch(outer, K, 1, sms, occ, cfg)
         if plan["kind"] != "row":
             continue
-        for base_off in (0, itemsize, 16 - itemsize if itemsize < 16 else 0):
-            seen, writes = sim_row_kernel(outer, K, plan, itemsize, 4096 + base_off)
+        for base_off, stages in ((0, 0), (itemsize, 0), (16 - itemsize, 0), (itemsize, 3)):
+            seen, writes = sim_row_kernel(outer, K, plan, itemsize, 4096 + base_off, stages)
             assert (seen == 1).all(), (plan, base_off)
             if plan["splits"] == 1:
                 assert set(writes) == {("out", r) for r in range(outer)}
