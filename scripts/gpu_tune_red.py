@@ -53,7 +53,6 @@ BUILDS = {
     "u16m2nc": {"unroll": 16, "min_blocks": 2, "load": 1},
     "a4u4": {"async": 4, "unroll": 4},                            # cp.async pipeline, 4 stages of 4 vectors
     "a3u8": {"async": 3, "unroll": 8, "min_blocks": 2},
-    "a6u2": {"async": 6, "unroll": 2, "min_blocks": 4},
     "v8nc": {"unroll": 8, "vcol_unroll": 8, "load": 1},           # column kernel: 8 vector loads in flight
 }
 
@@ -211,9 +210,12 @@ def check_all():
         big = max((sh for sh, ax in CHECK_SHAPES if ax is None), key=np.prod)
         big0 = max((sh for sh, ax in CHECK_SHAPES if ax == 0), key=np.prod)
         for arr, axis in ((data[("float32", big)][1], None), (data[("float32", big0)][1], 0)):
-            r1, r2 = red.reduce("sum", arr, axis), red.reduce("sum", arr, axis)
-            if cupy.asnumpy(r1).tobytes() != cupy.asnumpy(r2).tobytes():
-                fails.append(f"nondeterministic sum {arr.shape} axis={axis}")
+            try:
+                r1, r2 = red.reduce("sum", arr, axis), red.reduce("sum", arr, axis)
+                if cupy.asnumpy(r1).tobytes() != cupy.asnumpy(r2).tobytes():
+                    fails.append(f"nondeterministic sum {arr.shape} axis={axis}")
+            except Exception as e:  # noqa: BLE001  (a launch this build cannot make: reported, not fatal)
+                fails.append(f"repeat sum {arr.shape} axis={axis}: {type(e).__name__}: {e}")
         bad += len(fails)
         row = {"build": b, "launch": launch, "failures": fails[:20], "n_failures": len(fails)}
         OUT["check"].append(row)

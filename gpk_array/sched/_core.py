@@ -27,6 +27,7 @@ import contextlib
 import contextvars
 import os
 import re
+import sys
 import threading
 import time
 import weakref
@@ -200,6 +201,7 @@ class Scheduler:
         max_inflight=2,
         burst_s=0.02,
         activity_window_s=0.005,
+        switch_interval=5e-6,
     ):
         parsed = _parse_device(device)
         self.kind, self.device_id = parsed
@@ -227,6 +229,9 @@ class Scheduler:
         self.max_inflight = int(max_inflight)
         self.burst_s = float(burst_s)
         self.activity_window_s = float(activity_window_s)
+        if switch_interval is not None and not float(switch_interval) >= 0.0:
+            raise ValueError(f"switch_interval must be >= 0 seconds or None, got {switch_interval!r}")
+        self.switch_interval = float(switch_interval or 0.0)
         self.total_vram_budget = None if total_vram_budget is None else parse_bytes(total_vram_budget,
                                                                                    "total_vram_budget")
         if self.kind == "cpu":
@@ -1307,6 +1312,36 @@ def _uninstall_hook():
     _hook_state["previous"] = None
 
 
+# --- host-side priority: the interpreter's switch interval ---------------------------------------------------------
+#
+# Threads of one process share one interpreter. A guaranteed context's thread whose synchronize has returned waits
+# for the interpreter while a paced context's thread runs Python (its launches, its pacing), up to the switch
+# interval (CPython's default 5 ms). Measured on the H200 (benchmarks/results/h200_2026-11-30_s6_diag_switch_*):
+# the guaranteed step's p99 with two best-effort GEMM threads was 1.27-1.36x its p99 alone at 50 us, 1.19-1.23x
+# at 10 us and 0.95-1.04x at 5 us, with the best-effort throughput unchanged.
+
+_switch_saved = None  # the interval before the scheduler shortened it, or None while it has not
+
+
+def _update_switch_interval():
+    """(with _lock held) The interval while some scheduler holds a guaranteed and a paced context, else the saved
+    one back. Never lengthens a shorter interval set by the program."""
+    global _switch_saved
+    want = None
+    for sc in _schedulers.values():
+        if sc.switch_interval > 0.0:
+            ctxs = list(sc.contexts.values())
+            if any(not c._paced for c in ctxs) and any(c._paced for c in ctxs):
+                want = sc.switch_interval if want is None else min(want, sc.switch_interval)
+    if want is not None:
+        if _switch_saved is None:
+            _switch_saved = sys.getswitchinterval()
+        sys.setswitchinterval(min(want, _switch_saved))
+    elif _switch_saved is not None:
+        sys.setswitchinterval(_switch_saved)
+        _switch_saved = None
+
+
 # --- module-level API ---------------------------------------------------------------------------------------------
 
 
@@ -1319,7 +1354,10 @@ def initialize(device=0, total_vram_budget=None, **config):
     (``{"burstable": 0.5, "best_effort": 0.25}``), ``contention_sms`` (16: CUDA SMs a paced context's kernels are
     confined to, through a green-context stream, while a higher tier is busy; 0 or None: no confinement),
     ``max_inflight`` (2), ``burst_s`` (0.02),
-    ``activity_window_s`` (0.005). Calling it again for the same device reconfigures it if it has no live
+    ``activity_window_s`` (0.005), ``switch_interval`` (5e-6 s: while a guaranteed context and a paced one live
+    on the device, the interpreter's switch interval, ``sys.setswitchinterval``, is at most this, so a guaranteed
+    context's thread waits at most that long for the interpreter held by a paced context's thread; the previous
+    value is restored when no scheduler needs it; 0 or None: left alone). Calling it again for the same device reconfigures it if it has no live
     contexts or partitions, and raises RuntimeError otherwise. The device becomes the default for
     :func:`create_context`.
     """
@@ -1364,6 +1402,7 @@ def shutdown():
         _schedulers.clear()
         _default = None
         _uninstall_hook()
+        _update_switch_interval()
     _reap_graveyard()
 
 
@@ -1464,6 +1503,7 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
         _contexts[name] = ctx
         if partition is not None:
             partition.contexts[name] = ctx
+        _update_switch_interval()
     _reap_graveyard()
     return ctx
 
@@ -1505,6 +1545,7 @@ def destroy_context(name_or_ctx):
             del _contexts[ctx.name]
         if ctx.partition is not None and ctx.partition.contexts.get(ctx.name) is ctx:
             del ctx.partition.contexts[ctx.name]
+        _update_switch_interval()
         caches = list(ctx._caches.values())
         ctx._caches.clear()
         for rec in list(ctx._records):  # CPU charges no longer count anywhere

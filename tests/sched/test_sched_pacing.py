@@ -148,3 +148,50 @@ def test_launch_is_paced(cpu_sched):
     st = be.stats()
     assert st["launches"] == 20
     assert be._bucket.charged_s <= 0.2 * wall + 0.02 + 3 * 0.004 + 5e-3
+
+
+def test_switch_interval_while_guaranteed_and_paced_coexist():
+    """The interpreter's switch interval is shortened while a guaranteed and a paced context live on a device, and
+    restored (the program's own value) when either side is gone, on shutdown, and never lengthened."""
+    import sys
+    sched.shutdown()
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.004)
+        sched.initialize("cpu", total_vram_budget=1_000_000)
+        g = sched.create_context("g", 1000, qos="guaranteed")
+        assert sys.getswitchinterval() == pytest.approx(0.004)          # no paced context yet
+        b = sched.create_context("b", 1000, qos="best_effort")
+        assert sys.getswitchinterval() == pytest.approx(5e-6)
+        sched.destroy_context(b)
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+        capped = sched.create_context("capped", 1000, qos="guaranteed", bandwidth=0.5)   # paced by its cap
+        assert sys.getswitchinterval() == pytest.approx(5e-6)
+        sched.destroy_context(g)
+        assert sys.getswitchinterval() == pytest.approx(0.004)          # only paced contexts left
+        del capped
+        sched.shutdown()
+        sys.setswitchinterval(1e-6)                                     # shorter than the scheduler's: kept
+        sched.initialize("cpu", total_vram_budget=1_000_000)
+        sched.create_context("g", 1000)
+        sched.create_context("b", 1000, qos="best_effort")
+        assert sys.getswitchinterval() == pytest.approx(1e-6)
+        sched.shutdown()
+        assert sys.getswitchinterval() == pytest.approx(1e-6)
+        sys.setswitchinterval(0.004)
+        sched.initialize("cpu", total_vram_budget=1_000_000, switch_interval=None)   # off
+        sched.create_context("g", 1000)
+        sched.create_context("b", 1000, qos="best_effort")
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+        sched.shutdown()
+        sched.initialize("cpu", total_vram_budget=1_000_000, switch_interval=2e-5)
+        sched.create_context("g", 1000)
+        sched.create_context("b", 1000, qos="burstable")
+        assert sys.getswitchinterval() == pytest.approx(2e-5)
+        sched.shutdown()
+        assert sys.getswitchinterval() == pytest.approx(0.004)
+        with pytest.raises(ValueError):
+            sched.initialize("cpu", switch_interval=-1)
+    finally:
+        sched.shutdown()
+        sys.setswitchinterval(before)
