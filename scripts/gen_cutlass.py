@@ -45,6 +45,16 @@ on the device; no TMA epilogue): pp (ping-pong 128x128x32) and coop (cooperative
 Epilogue: D = alpha * acc + beta * C (``LinearCombination``; C may alias D or be any valid pointer
 when beta == 0, it is not read then).
 
+Candidates (a family's "candidate": True; MANIFEST ``candidate``): instances emitted and probed like the others,
+launchable by key (``launch_sm90.linear_tn_sm90(..., key=...)``, ``gemm_into``), but in no dispatch rule, not shipped
+as cubins and not prebuilt until a GPU run (``python -m benchmarks.sm90_candidate_sweep``) shows one ahead of cuBLAS:
+TF32 "tn" xl (cooperative 128x256x32, 2x1x1, 4 stages), xl12 (the same, 1x2x1), co12 (cooperative 256x128x32,
+1x2x1, 4 stages), all three with direct stores, pp64 / pp64t (ping-pong 64x256x32, 2x1x1: direct stores, 5 stages /
+TMA epilogue, 4 stages); FP16/BF16 "tn" coopt12 (coopt with the 1x2x1 cluster) and xlt (cooperative 128x256x64,
+2x1x1, TMA epilogue, 4 stages). The TF32 direct-store instances are probed with the TMA-epilogue cases (C and D
+16-byte aligned: float32 stores need 4). Promoting one: drop its "candidate", regenerate (its .cu text and cubin key
+stay the same), add it to the rule, ``python -m gpk_array._kernels.cutlass.launch_sm90 --ship``.
+
 Launching an emitted SM80 instance through cupy.RawModule (what the host must do)
 ----------------------------------------------------------------------------------
 Each SM80 file defines ``extern "C" __global__ void <kernel>(<kernel>_type::Params params)``, where
@@ -260,6 +270,58 @@ FAMILIES = [
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
      "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "epilogue": _epi}
     for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_relu", "bias_silu")
+] + [
+    # Candidates ("candidate": True; MANIFEST ``candidate``): emitted and probed like every instance (launchable by
+    # key through launch_sm90), but in no dispatch rule, not shipped as cubins (``launch_sm90 --ship`` and the
+    # shipped-cubin test skip them) and not prebuilt; a GPU sweep decides which, if any, enter the rule. Promoting
+    # one: drop its "candidate" (the .cu text, hence its cubin key, stays the same), regenerate, ship.
+    # Emitted after every other instance, so those stay byte-identical.
+    #
+    # TF32 "tn" for large square problems (4096^3, 8192^3; ppt reaches 0.91-0.95x cuBLAS there). The tiles are
+    # those CUTLASS's library generator lists for SM90 tf32 (k-tile 32, wgmma m64n128k8 / m64n256k8, clusters
+    # 2x1 / 1x2). Per k8 step a wgmma m64nNk8 reads 64x8 of A and Nx8 of B from shared memory, so a CTA tile
+    # of M x N costs (M/64) * (64 + N) * 8 elements of shared-memory reads for M * N * 8 multiply-adds: 42.7 MACs
+    # per element for 128x128 (ppt) and 256x128, 51 for 128x256 and 64x256. In the cluster, the operand the pair
+    # shares is multicast: L2->SM traffic per CTA is (2M + N) / 2 rows for 2x1 and (M + 2N) / 2 for 1x2, so the
+    # 256-long side goes to the shared operand: 128x256 with 2x1 (B shared), 256x128 with 1x2 (A shared). Clusters
+    # of 4 are left out (CUTLASS's 18-SM-per-GPC grid model launches only 116 of 132 CTAs), and stream-K too (its
+    # scheduler Params and reduction workspace are not built by params_sm90; 128x256 tiles leave 3% of a wave
+    # idle at 4096^3 and 8192^3). Raster order and swizzle are run-time Params (params_sm90 max_swizzle, raster),
+    # swept on the GPU without new instances.
+    # xl: cooperative 128x256x32 (each consumer warpgroup 64x256: m64n256k8), cluster 2x1x1, 4 stages of 48 KiB,
+    # direct-store epilogue (a TMA epilogue's float32 staging would leave 3 stages; CUTLASS's generator lists
+    # this tile for tf32 with the no-smem epilogue only). As the 16-bit "xl" with k-tile 32.
+    {"arch": 90, "family": "xl", "tile": (128, 256, 32), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "NoSmemWarpSpecialized", "align": 4, "dtypes": ("tf32",), "candidate": True},
+    # xl12: xl with the 1x2x1 cluster (A multicast), to measure the cluster direction against the model.
+    {"arch": 90, "family": "xl12", "tile": (128, 256, 32), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (1, 2, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "NoSmemWarpSpecialized", "align": 4, "dtypes": ("tf32",), "candidate": True},
+    # co12: cooperative 256x128x32 (each warpgroup 128x128), cluster 1x2x1 (A multicast: the 256-row A tile is
+    # the shared one), 4 stages, direct-store epilogue (coopt, 2x1 with the TMA epilogue, has 3 stages).
+    {"arch": 90, "family": "co12", "tile": (256, 128, 32), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (1, 2, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "NoSmemWarpSpecialized", "align": 4, "dtypes": ("tf32",), "candidate": True},
+    # pp64 / pp64t: ping-pong 64x256x32 (each warpgroup a whole 64x256 tile, m64n256k8: xl's shared-memory
+    # intensity with ping-pong's epilogue overlap, 128 accumulator registers per thread), cluster 2x1x1 (B
+    # multicast); direct stores with 5 stages of 40 KiB, or the TMA epilogue with 4 (what fits beside its
+    # float32 staging, as ppt's 6 of 32 KiB).
+    {"arch": 90, "family": "pp64", "tile": (64, 256, 32), "stages": 5, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
+     "epilogue_schedule": "NoSmemWarpSpecialized", "align": 4, "dtypes": ("tf32",), "candidate": True},
+    {"arch": 90, "family": "pp64t", "tile": (64, 256, 32), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
+     "epilogue_schedule": "TmaWarpSpecialized", "align": 4, "dtypes": ("tf32",), "candidate": True},
+    # FP16/BF16 "tn" for 4096^3 / 8192^3 (coopt, 256x128x64 2x1x1 with the TMA epilogue, and xl, 128x256x64
+    # 2x1x1 with direct stores, are the incumbents): coopt12, coopt with the 1x2x1 cluster (the 256-row A tile
+    # multicast), and xlt, xl with the TMA epilogue; 4 stages of 48 KiB beside 33 KiB of epilogue staging each.
+    {"arch": 90, "family": "coopt12", "tile": (256, 128, 64), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (1, 2, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
+    {"arch": 90, "family": "xlt", "tile": (128, 256, 64), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
 ]
 
 # The fused epilogues: the function the emitter traces (its EVT frontend parses this Python source; "accum"
@@ -542,6 +604,7 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
         "instruction_shape": list(math_inst.instruction_shape),
         "stages": fam["stages"],
         **({"stage_count": "StageCountAutoCarveout (resolves to stages)"} if fam.get("auto_stages") else {}),
+        **({"candidate": True} if fam.get("candidate") else {}),
         "cluster": list(fam["cluster"]),
         "swizzle": f"GemmIdentityThreadblockSwizzle<{fam['swizzle']}>" if fam["arch"] < 90 else
                    "sm90 default tile scheduler",
@@ -884,7 +947,11 @@ def sm90_probe_cases(entry: dict) -> list:
         return SM90_PROBE_CASES_FUSED
     if entry_layout(entry) == "nn":
         return SM90_PROBE_CASES_NN
-    return SM90_PROBE_CASES_EPI_TMA if sm90_epi_tma(entry) else SM90_PROBE_CASES
+    # float32 (tf32) C and D need 4-byte alignment even with direct stores: the cases with case 9's 2-byte
+    # aligned C/D pair moved (those of the TMA epilogue)
+    if sm90_epi_tma(entry) or entry.get("dtype") == "tf32":
+        return SM90_PROBE_CASES_EPI_TMA
+    return SM90_PROBE_CASES
 
 
 def sm90_probe_members(entry: dict) -> list[tuple[str, str]]:

@@ -27,9 +27,13 @@ MANIFEST = json.loads((KDIR / "MANIFEST.json").read_text())
 SM90 = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" not in e]
 # fused bias/activation instances (gemm/<dtype>/tn/ppt_<epilogue>/sm90): tested at the end of this module
 FUSED = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e]
-SM90_16 = [e for e in SM90 if e["dtype"] != "tf32"]      # FP16/BF16; the TF32 ones have tests of their own below
-TF32 = [e for e in SM90 if e["dtype"] == "tf32"]
+# candidates (MANIFEST "candidate": emitted and probed, in no rule, not shipped): their Params are checked with every
+# instance's (SM90, ALL90); their settings by the tests at the end of this module
+CANDIDATES = [e for e in SM90 if e.get("candidate")]
+SM90_16 = [e for e in SM90 if e["dtype"] != "tf32" and not e.get("candidate")]   # FP16/BF16; TF32 below
+TF32 = [e for e in SM90 if e["dtype"] == "tf32" and not e.get("candidate")]
 ALL90 = [e for e in MANIFEST["instances"] if e["arch"] == 90]
+SHIPPED90 = [e for e in ALL90 if not e.get("candidate")]
 RASTER = ["heuristic", "along_m", "along_n"]
 
 
@@ -458,10 +462,11 @@ def test_cubin_key_ignores_runtime_versions_and_names_the_arch(tmp_path, monkeyp
         L.build("gemm/f16/tn/large/sm90")
 
 
-@pytest.mark.parametrize("key", [e["key"] for e in ALL90])
+@pytest.mark.parametrize("key", [e["key"] for e in SHIPPED90])
 def test_shipped_cubin_matches_the_instance(key):
-    """The package ships every SM90 instance's cubin under the hash of its current .cu text, flags and CUTLASS
-    version (a changed instance without a rebuilt cubin fails here): `launch_sm90 --ship` after a change."""
+    """The package ships every SM90 instance's cubin (candidates excepted) under the hash of its current .cu text,
+    flags and CUTLASS version (a changed instance without a rebuilt cubin fails here): `launch_sm90 --ship` after a
+    change."""
     from gpk_array._kernels import loader
     from gpk_array._kernels.cutlass import launch_sm90 as L
     p = L.shipped_path(key)
@@ -469,8 +474,8 @@ def test_shipped_cubin_matches_the_instance(key):
     cubin = p.read_bytes()
     assert cubin[:4] == b"\x7fELF"
     assert S.instance(key)["kernel"] in loader.cubin_symbols(cubin)
-    names = {L.shipped_path(e["key"]).name for e in ALL90}
-    assert {q.name for q in L.SHIPPED_DIR.glob("*.cubin")} == names     # nothing stale shipped
+    names = {L.shipped_path(e["key"]).name for e in SHIPPED90}
+    assert {q.name for q in L.SHIPPED_DIR.glob("*.cubin")} == names     # nothing stale shipped, no candidate
 
 
 @pytest.fixture
@@ -1168,3 +1173,112 @@ def test_gemm_into_caches_launches_and_repoints_params(key, tma_stub, launch_stu
     n_calls = len(L._calls)
     bad_x = _FakeArray((m, k), (k * isz, isz), 0x7e00_0000_0008, dt)          # 8 bytes off 16-byte alignment
     assert not L.gemm_into(key, bad_x, w, out, 0, bias) and len(L._calls) == n_calls
+
+
+# --------------------------------------------------------------------------------------------------
+# Candidates (MANIFEST "candidate"): probed and launchable by key, outside every rule, never shipped
+# --------------------------------------------------------------------------------------------------
+# key -> CTA tile, cluster, stages, kernel schedule, epilogue schedule (scripts/gen_cutlass.py, FAMILIES' candidates)
+_CO, _PP = "TmaWarpSpecializedCooperative", "TmaWarpSpecializedPingpong"
+CANDIDATE_SPEC = {
+    "gemm/tf32/tn/xl/sm90": ([128, 256, 32], [2, 1, 1], 4, _CO, "NoSmemWarpSpecialized"),
+    "gemm/tf32/tn/xl12/sm90": ([128, 256, 32], [1, 2, 1], 4, _CO, "NoSmemWarpSpecialized"),
+    "gemm/tf32/tn/co12/sm90": ([256, 128, 32], [1, 2, 1], 4, _CO, "NoSmemWarpSpecialized"),
+    "gemm/tf32/tn/pp64/sm90": ([64, 256, 32], [2, 1, 1], 5, _PP, "NoSmemWarpSpecialized"),
+    "gemm/tf32/tn/pp64t/sm90": ([64, 256, 32], [2, 1, 1], 4, _PP, "TmaWarpSpecialized"),
+    **{f"gemm/{d}/tn/coopt12/sm90": ([256, 128, 64], [1, 2, 1], 4, _CO, _CO) for d in ("f16", "bf16")},
+    **{f"gemm/{d}/tn/xlt/sm90": ([128, 256, 64], [2, 1, 1], 4, _CO, _CO) for d in ("f16", "bf16")},
+}
+
+
+def test_candidates_are_the_pinned_ones_and_most_stages_that_fit():
+    """Each candidate as pinned: tile, cluster, schedules; the probed shared memory holds its stages and not one
+    more (the pinned count is the most that fits 227 KiB); TMA boxes are the CTA tile's K x rows, the multicast
+    operand split over the cluster (A over cluster N, B over cluster M); one k-block's transaction bytes."""
+    assert {e["key"] for e in CANDIDATES} == set(CANDIDATE_SPEC)
+    for e in CANDIDATES:
+        tile, cluster, stages, ks, es = CANDIDATE_SPEC[e["key"]]
+        hp = e["host_params"]
+        assert hp["status"] == "probed" and e["layout_tag"] == "tn" and "fusion" not in e
+        assert e["tile"] == tile and e["cluster"] == cluster and e["stages"] == stages
+        assert e["kernel_schedule"] == ks and e["epilogue_schedule"] == es
+        assert hp["cluster"] == cluster and hp["block"] == [384, 1, 1] and hp["workspace_bytes"] == 0
+        es_bytes = 4 if e["dtype"] == "tf32" else 2
+        tm, tn, tk = tile
+        stage = (tm + tn) * tk * es_bytes
+        assert stages * stage <= hp["smem_bytes"] <= _SM90_SMEM < hp["smem_bytes"] + stage
+        t = hp["tma"]
+        assert t["box_A"] == [tk, tm // cluster[1], 1] and t["box_B"] == [tk, tn // cluster[0], 1]
+        assert hp["tma_transaction_bytes"] == [stage, tm * tk * es_bytes, tn * tk * es_bytes]
+        assert t["data_type"] == (11 if e["dtype"] == "tf32" else 1) and t["swizzle"] == 3
+        epi_tma = es != "NoSmemWarpSpecialized"
+        assert S.is_epi_tma(e) == epi_tma and hp["params_size"] == (1792 if epi_tma else 1024)
+        assert sorted(hp["descriptors"]) == (["A", "B", "C", "D"] if epi_tma else ["A", "B"])
+        for g in hp["golden"]:
+            if g["case"][13] >= 2:
+                assert all(x % c == 0 for x, c in zip(g["grid"], cluster)), (e["key"], g)
+            # float32 C and D are 4-byte aligned in every case (direct stores need that much)
+            assert e["dtype"] != "tf32" or (g["case"][11] % 16 == 0 and g["case"][12] % 16 == 0)
+    names = [e["kernel"] for e in MANIFEST["instances"]]
+    assert len(names) == len(set(names))
+
+
+def test_candidates_are_unshipped_unlisted_and_outside_the_rule(tmp_path, monkeypatch):
+    from gpk_array._kernels import gemm
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    cands = {e["key"] for e in CANDIDATES}
+    assert set(L.instance_keys(candidates=True)) == cands and not cands & set(L.instance_keys())
+    assert all(L.is_candidate(k) for k in cands) and not any(L.is_candidate(e["key"]) for e in SHIPPED90)
+    assert not any(L.shipped_path(k).is_file() for k in cands)
+    for dt in ("f16", "bf16", "tf32"):
+        for lay in ("tn", "nn"):
+            assert not {f"gemm/{dt}/{lay}/{f}/sm90" for f in L.layout_families(dt, lay)} & cands
+    sizes = [1, 128, 768, 1024, 2048, 3072, 4096, 8192, 16384]
+    for dt in ("f16", "bf16", "tf32"):
+        for m in sizes:
+            for n in sizes:
+                for k in sizes:
+                    for forced in (False, True):
+                        fam = gemm.sm90_family(m, n, k, forced, dt, "tn")
+                        assert fam is None or f"gemm/{dt}/tn/{fam}/sm90" not in cands, (dt, m, n, k, forced)
+    # --ship never copies a candidate (and keeps the shipped set); --candidates --ship is refused
+    shipped = []
+    monkeypatch.setattr(L, "SHIPPED_DIR", tmp_path)
+    monkeypatch.setattr(L, "build", lambda k, backend=None, force=False: shipped.append(k) or {"path": str(tmp_path / "x")})
+    monkeypatch.setattr("shutil.copyfile", lambda src, dst: Path(dst).write_bytes(b"\x7fELF"))
+    assert L._main(["--ship"]) == 0
+    assert set(shipped) == {e["key"] for e in SHIPPED90 if e["host_params"].get("status") == "probed"}
+    with pytest.raises(SystemExit):
+        L._main(["--ship", "--candidates"])
+
+
+@pytest.mark.parametrize("entry", [e for e in CANDIDATES if e["dtype"] == "tf32" and not S.is_epi_tma(e)],
+                         ids=lambda e: e["key"])
+def test_tf32_direct_store_candidates_write_float32_c_and_d(entry):
+    """The direct-store TF32 candidates take C and D by pointer and (ld, M * ld) element strides, 4-byte aligned
+    (no TMA epilogue: any N, as for the 16-bit direct-store instances)."""
+    import struct
+    la, enc = _build(entry, (1000, 3000, 4104, 4112, 4120, 3008, 3016, 0.5, 0.25,
+                             0x7f0000001000, 0x7f0000200000, 0x7f0000400004, 0x7f0000600008, 132, 1, 0))
+    off = entry["host_params"]["offsets"]
+    assert len(enc.calls) == 2
+    assert struct.unpack_from("<Q2q", la.params, off["epilogue.ptr_C"]) == (0x7f0000400004, 3008, 1000 * 3008)
+    assert struct.unpack_from("<Q2q", la.params, off["epilogue.ptr_D"]) == (0x7f0000600008, 3016, 1000 * 3016)
+    ok = dict(m=17, n=12, k=20, lda=20, ldb=20, ldc=12, ldd=12, ptrs=(0x1000, 0x2000, 0x3004, 0x3008))
+    assert S.sm90_unsupported(entry, **ok) is None
+    assert S.sm90_unsupported(entry, **{**ok, "n": 13, "ldc": 13, "ldd": 13}) is None
+    assert "4-byte" in S.sm90_unsupported(entry, **{**ok, "ptrs": (0x1000, 0x2000, 0x3002, 0x3008)})
+
+
+def test_candidate_sweep_plan_covers_every_candidate():
+    """benchmarks/sm90_candidate_sweep.py (the GPU sweep that decides on the candidates) plans, without a GPU or
+    CuPy, every candidate beside incumbents that exist in the manifest."""
+    code = ("import sys, json; import benchmarks.sm90_candidate_sweep as W; "
+            "assert W.main(['--plan']) == 0; assert 'cupy' not in sys.modules, 'cupy imported'; "
+            "print(json.dumps(W.plan(W.GROUPS)))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), check=False)
+    assert r.returncode == 0, r.stderr
+    pl = json.loads(r.stdout.splitlines()[-1])
+    assert {k for g in pl.values() for k in g["candidates"]} == {e["key"] for e in CANDIDATES}
+    for g, v in pl.items():
+        assert all(S.instance(k)["dtype"] == g and not S.instance(k).get("candidate") for k in v["incumbents"])

@@ -564,10 +564,18 @@ def gemm_into(key: str, x, w, out, device: int | None = None, bias=None) -> bool
     return True
 
 
-def instance_keys() -> list[str]:
-    """Registry keys of every launchable SM90 instance in the manifest."""
+def is_candidate(key: str) -> bool:
+    """Is the instance a candidate (MANIFEST ``candidate``: emitted and probed, launchable by key, but in no dispatch
+    rule, not shipped and not prebuilt until a GPU sweep promotes it)?"""
+    return bool(_entry(key).get("candidate"))
+
+
+def instance_keys(candidates: bool = False) -> list[str]:
+    """Registry keys of every launchable SM90 instance in the manifest: the shipped ones, or with ``candidates``
+    the candidates only (``is_candidate``)."""
     return [e["key"] for e in P.load_manifest()["instances"]
-            if e["arch"] == 90 and e["host_params"].get("status") == "probed"]
+            if e["arch"] == 90 and e["host_params"].get("status") == "probed"
+            and bool(e.get("candidate")) == candidates]
 
 
 def _main(argv=None) -> int:
@@ -579,9 +587,14 @@ def _main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--ship", action="store_true",
                     help="copy every instance's cubin (built first where missing) into cutlass/cubin/, the "
-                         "package's shipped set, and remove shipped cubins no instance names any more")
+                         "package's shipped set, and remove shipped cubins no instance names any more "
+                         "(candidates are never shipped)")
+    ap.add_argument("--candidates", action="store_true",
+                    help="list or --prebuild the candidate instances (MANIFEST candidate) instead of the shipped ones")
     args = ap.parse_args(argv)
-    keys = instance_keys()
+    if args.ship and args.candidates:
+        ap.error("candidates are not shipped: promote one first (drop its candidate mark in scripts/gen_cutlass.py)")
+    keys = instance_keys(candidates=args.candidates)
     if args.ship:
         import shutil
         SHIPPED_DIR.mkdir(exist_ok=True)
