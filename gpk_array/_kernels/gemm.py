@@ -7,10 +7,11 @@ layouts "nn" (``a @ b``, b (K, N) row-major) and "tn" (``x @ w.T``, w (N, K) row
 ``gemm/<f16|bf16>/<nn|tn>/<ppt|coopt>/sm90``. Shape rule (``sm90_family``) from GPU-only times (CUDA graphs of 20
 calls, against cuBLASLt's heuristic choice, which is cuBLAS's kernel) over the gemm bench's 27 shapes on the H200
 (.gpu diag, benchmarks/results/h200_2026-11-30_s5_diag_sm90_37c8273.*): "ppt" (ping-pong 128x128x64) for
-M >= 4096, N >= 2048, K <= 1024 (GPT-2's MLP up-projection and fused QKV at 8192 rows: 1.02-1.06x); bfloat16 "coopt"
-(cooperative 256x128x64) when M, N, K >= 4096 and M*N*K < 2^38 (4096^3: 1.07x; float16 there 0.96x, cuBLAS's float16
-kernel is faster). Everywhere else cuBLAS is faster: our instances take at least ~8 us (cuBLAS ~3.3 us) on small
-problems, 0.53-0.96x at M <= 2048, and 0.94-1.00x at 8192^3. ``forced=True`` (the ``GPK_GEMM=cutlass`` checking
+M >= 4096, N >= 2048, K <= 1024 (GPT-2's MLP up-projection and fused QKV at 8192 rows: 1.02-1.06x). Everywhere else
+cuBLAS is faster: our instances take at least ~8 us (cuBLAS ~3.3 us) on small problems, 0.53-0.96x at M <= 2048,
+and at 4096^3 / 8192^3 the best of 5 incumbent and 4 candidate instances (every swizzle and raster order) reached
+0.95-0.98x cuBLAS (benchmarks/results/h200_2026-11-30_s6_sm90_candidate_sweep_4056f26.*; bfloat16 "coopt" at
+4096^3 had measured 1.07x in session 5, 0.95-0.98x in both runs of session 6: no longer in the rule). ``forced=True`` (the ``GPK_GEMM=cutlass`` checking
 mode) takes ppt/coopt for every covered problem. (Event-timed single launches had shown the same instances 1.2-2x
 "faster" than cuBLAS at small and medium shapes: that was CuPy's host time per cuBLAS call, not GPU time.)
 
@@ -315,7 +316,6 @@ def linear_tn(x, w, out=None, alpha=1.0, beta=0.0, c=None, key=None):
 # SM90
 
 SM90_LAYOUTS = ("nn", "tn")
-SM90_MAX_WORK = 1 << 38
 SM90_MIN_M = 4096       # float16/bfloat16: every family of the shape rule needs M >= this
 TF32_MIN_TILES = 64     # TF32: half a wave of 128x128 tiles
 
@@ -334,7 +334,7 @@ def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", l
     if dt == "tf32":
         # TF32: only "tn" (the "nn" instances run B through registers: 0.55-0.94x); ppt from half a wave of
         # 128x128 tiles up to 2^35 multiply-adds (2048^3: 1.15x, GPT-2 MLP at 1024/8192 rows: 1.09-1.25x;
-        # 4096^3: 0.95x, 8192^3: 0.91x)
+        # 4096^3: 0.95x, 8192^3: 0.91x; session 6's sweep: the best TF32 candidate, xl, 0.93x / 0.97x)
         if layout != "tn":
             return None
         if forced or (-(-m // 128) * -(-n // 128) >= TF32_MIN_TILES and m * n * k < 1 << 35):
@@ -344,8 +344,6 @@ def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", l
         return "coopt" if m >= 4096 and n >= 4096 else "ppt"
     if m >= SM90_MIN_M and n >= 2048 and k <= 1024:
         return "ppt"
-    if dt == "bf16" and min(m, n, k) >= SM90_MIN_M and m * n * k < SM90_MAX_WORK:
-        return "coopt"
     return None
 
 

@@ -48,14 +48,18 @@ _ACC_SLOT = 16
 # The column and final kernels keep one accumulator per thread in __shared__ A sm[256].
 _COL_MAX_THREADS = 256
 
+# Chosen from scripts/gpu_tune_red.py on the H200 (benchmarks/results/h200_2026-11-30_s6_red_tune_4056f26.*): float32
+# at 2^28 elements, GB/s against CuPy's in the same run: full sum ~4.34-4.37 TB/s (1.00-1.01x), rows of 1024
+# 4.49 TB/s (1.93x), columns 4.34 TB/s (1.85x); unroll 8 with .nc loads, a warp per row, 2 waves for full
+# reductions, 64 threads across a column block.
 CONFIG = {
     # build settings (each value other than reduce.cu's default builds its own modules)
     "threads": 256,            # GPK_RED_THREADS: threads per block of the row kernel
-    "unroll": 4,               # GPK_RED_UNROLL: 16-byte loads in flight per thread, row kernel
+    "unroll": 8,               # GPK_RED_UNROLL: 16-byte loads in flight per thread, row kernel (H200: 8)
     "col_unroll": 8,           # GPK_RED_COL_UNROLL: scalar loads in flight per thread, column kernel
     "vcol_unroll": 4,          # GPK_RED_VCOL_UNROLL: 16-byte loads in flight per thread, vector column kernel
     "min_blocks": 3,           # GPK_RED_MIN_BLOCKS: __launch_bounds__(block, this): caps registers (0: none)
-    "load": 0,                 # GPK_RED_LOAD: 0 plain, 1 .nc.L1::no_allocate, 2 .cs, 3 as 1 + .L2::256B
+    "load": 1,                 # GPK_RED_LOAD: 0 plain, 1 .nc.L1::no_allocate, 2 .cs, 3 as 1 + .L2::256B (H200: 1)
     "async": 0,                # GPK_RED_ASYNC: > 1: the row kernel loads through a cp.async pipeline, this deep
     "gather": 4,               # GPK_RED_GATHER: partials in flight per thread when they are combined
     # launch settings
@@ -65,18 +69,18 @@ CONFIG = {
     "warp_rows_max_k": 65536,  # ... and up to this length when there are >= 16 rows per SM
     "block_min_seg": 4096,     # a split row segment holds at least this many elements
     "col_min_iters": 8,        # a split column chunk gives each thread at least this many loads
-    "waves": 1,                # block-mode rows (full reductions): segments and grid for waves x resident blocks
-    "warp_waves": 1,           # warp-mode rows: grid of at most waves x resident blocks (0: a warp per row)
+    "waves": 2,                # block-mode rows (full reductions): segments and grid for waves x resident blocks
+    "warp_waves": 0,           # warp-mode rows: grid of at most waves x resident blocks (0: a warp per row)
     "col_waves": 1,            # column kernels: grid of at most waves x resident blocks
     "col_vec": True,           # 16-byte loads of adjacent outputs in column reductions where aligned
-    "col_tx": 32,              # threads across the outputs of a column block
+    "col_tx": 64,              # threads across the outputs of a column block
     "fin": "last",             # split results: "last" block combines them, or a second "kernel"
 }
 
 # reduce.cu's defaults of the build settings, and their macros
-_BUILD = {"threads": ("GPK_RED_THREADS", 256), "unroll": ("GPK_RED_UNROLL", 4),
+_BUILD = {"threads": ("GPK_RED_THREADS", 256), "unroll": ("GPK_RED_UNROLL", 8),
           "col_unroll": ("GPK_RED_COL_UNROLL", 8), "vcol_unroll": ("GPK_RED_VCOL_UNROLL", 4),
-          "min_blocks": ("GPK_RED_MIN_BLOCKS", 3), "load": ("GPK_RED_LOAD", 0), "async": ("GPK_RED_ASYNC", 0),
+          "min_blocks": ("GPK_RED_MIN_BLOCKS", 3), "load": ("GPK_RED_LOAD", 1), "async": ("GPK_RED_ASYNC", 0),
           "gather": ("GPK_RED_GATHER", 4)}
 
 

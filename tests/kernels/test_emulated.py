@@ -112,10 +112,10 @@ def test_config_from_env(monkeypatch):
     from gpk_array._kernels import reduction as red
     for k in ("unroll", "fin", "blocks_per_sm", "col_vec"):
         monkeypatch.setitem(red.CONFIG, k, red.CONFIG[k])
-    red._config_from_env("unroll=8, fin=kernel,blocks_per_sm=None,col_vec=False")
-    assert (red.CONFIG["unroll"], red.CONFIG["fin"], red.CONFIG["blocks_per_sm"]) == (8, "kernel", None)
+    red._config_from_env("unroll=16, fin=kernel,blocks_per_sm=None,col_vec=False")
+    assert (red.CONFIG["unroll"], red.CONFIG["fin"], red.CONFIG["blocks_per_sm"]) == (16, "kernel", None)
     assert red.CONFIG["col_vec"] is False
-    assert "-DGPK_RED_UNROLL=8" in red.module_options("f32", "basic")
+    assert "-DGPK_RED_UNROLL=16" in red.module_options("f32", "basic")
     with pytest.raises(ValueError):
         red._config_from_env("nonsense=1")
 

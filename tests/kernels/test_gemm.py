@@ -156,7 +156,7 @@ def test_gpk_gemm_switch_values():
 
 @pytest.mark.parametrize("m, n, k, fam, fam_bf16", [
     (8192, 3072, 768, "ppt", "ppt"), (8192, 2304, 768, "ppt", "ppt"), (8192, 768, 3072, None, None),
-    (8192, 768, 768, None, None), (1, 3072, 768, None, None), (4096, 4096, 4096, None, "coopt"),
+    (8192, 768, 768, None, None), (1, 3072, 768, None, None), (4096, 4096, 4096, None, None),
     (8192, 8192, 8192, None, None), (4096, 8192, 8192, None, None), (128, 768, 3072, None, None),
     (1024, 3072, 768, None, None), (2048, 2048, 2048, None, None), (4096, 4096, 1024, "ppt", "ppt")])
 def test_sm90_shape_rule(m, n, k, fam, fam_bf16):

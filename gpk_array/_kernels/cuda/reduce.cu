@@ -23,7 +23,7 @@
 
 // Build settings (reduction.py CONFIG, mirrored in module_options):
 #ifndef GPK_RED_UNROLL
-#define GPK_RED_UNROLL 4      // 16-byte loads in flight per thread in the row kernel
+#define GPK_RED_UNROLL 8      // 16-byte loads in flight per thread in the row kernel
 #endif
 #ifndef GPK_RED_COL_UNROLL
 #define GPK_RED_COL_UNROLL 8  // scalar loads in flight per thread in the column kernel
@@ -35,7 +35,7 @@
 #define GPK_RED_ASYNC 0       // > 1: the row kernel loads through a cp.async pipeline of this many stages
 #endif
 #ifndef GPK_RED_LOAD
-#define GPK_RED_LOAD 0        // cache treatment of the 16-byte input loads, see red_ldw
+#define GPK_RED_LOAD 1        // cache treatment of the 16-byte input loads, see red_ldw
 #endif
 #ifndef GPK_RED_GATHER
 #define GPK_RED_GATHER 4      // partials in flight per thread when they are combined
