@@ -357,6 +357,12 @@ def _nd_offsets(params, count):
     return offs
 
 
+def _selection(options):
+    """Module options without the build settings (unroll, ...): which kernels a module holds."""
+    return tuple(o for o in options if not o.startswith(("-DGPK_EW_UNROLL", "-DGPK_RED_", "-DGPK_MIN_BLOCKS",
+                                                         "-DGPK_STREAM")))
+
+
 class Kernel:
     def __init__(self, emu, cu_file, name, options):
         self.emu, self.cu_file, self.name, self.options = emu, cu_file, name, tuple(options)
@@ -369,6 +375,7 @@ class Emulator:
         for table in (elementwise.expected_by_module(), reduction.expected_by_module()):
             for (f, opts), names in table.items():
                 self.modules[(f, opts)] = names
+                self.modules.setdefault((f, _selection(opts)), set()).update(names)
 
     # loader replacements
     def get_function(self, cu_file, name, options=()):
@@ -376,9 +383,7 @@ class Emulator:
         names = self.modules.get((cu_file, options))
         if names is None:
             # build options may carry extra -D settings (unroll, ...) after the selection
-            base = tuple(o for o in options if not o.startswith(("-DGPK_EW_UNROLL", "-DGPK_RED_",
-                                                                  "-DGPK_MIN_BLOCKS", "-DGPK_STREAM")))
-            names = self.modules.get((cu_file, base))
+            names = self.modules.get((cu_file, _selection(options)))
         assert names is not None, f"no module {cu_file} {options}"
         assert name in names, f"{name} is not in module {cu_file} {options}"
         return Kernel(self, cu_file, name, options)
