@@ -62,9 +62,10 @@ OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
 # "f64", "int" (integers and bool); axis kinds (reduce_axis_kind): "full" (all elements), "rows" (the reduced axes
 # are the last ones of a C-contiguous array: contiguous rows), "cols" (any other: strided columns).
 # H200 evidence: var/std (CuPy's take several passes: 1.5x to 30x) and float16/bfloat16 (else the namespace
-# converts to float32 first) at 2^22 elements and up; float32 from scripts/gpu_tune_red.py (benchmarks/results/h200_2026-11-30_s6_red_tune_4056f26.*), per call against CuPy:
-# full reductions 0.98-1.08x at 2^26 and 0.99-1.03x at 2^28 (ours only from 2^28: parity, our kernels), rows and
-# columns 1.56-2.6x at 2^26 and 1.8-2.7x at 2^28, 0.66-1.23x at 2^24.
+# converts to float32 first) at 2^22 elements and up; float32 from scripts/gpu_tune_red.py
+# (benchmarks/results/h200_2026-11-30_s6_red_tune_4056f26.*), per call against CuPy: full reductions 0.98-1.08x at
+# 2^26 and 0.99-1.03x at 2^28 (ours only from 2^28: parity, our kernels), rows and columns 1.56-2.6x at 2^26 and
+# 1.8-2.7x at 2^28, 0.66-1.23x at 2^24.
 REDUCE_F32_FULL_MIN = 1 << 28  # float32 sum/max/min/mean over all elements
 REDUCE_F32_AXIS_MIN = 1 << 26  # float32 sum/max/min/mean over rows or columns
 REDUCE_ROUTE = {
