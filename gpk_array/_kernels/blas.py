@@ -502,43 +502,51 @@ def _autotune(lib, handle, e, pa, pb, out, pbias, ws, stream, graph=False):
     fastest, most visibly with a bias + GELU epilogue. Runs once per problem key, never during a capture.
     ``graph``: each candidate's launches are recorded in a CUDA graph and replayed (GPU time alone: a small
     problem's eager launches would time the host), on a side stream ordered after ``stream`` and synchronized
-    before returning (the workspace is ``stream``'s)."""
+    before returning (the workspace is ``stream``'s). Tuning only chooses: any failure on the way (a capture
+    another thread's work invalidates, ...) keeps the heuristic's first choice."""
     import cupy
+    rt = cupy.cuda.runtime
     scratch = cupy.empty(out.shape, out.dtype)
-    user = cupy.cuda.ExternalStream(stream)
-    side = cupy.cuda.Stream(non_blocking=True) if graph else user
-    if graph:
-        side.wait_event(user.record())
+    side = cupy.cuda.Stream(non_blocking=True) if graph else None
+    sptr = side.ptr if graph else stream
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    if pbias:
-        _set(lib.cublasLtMatmulDescSetAttribute, e.desc, DESC_BIAS_POINTER, _p(pbias))
     best, best_t = e.candidates[0], None
-    for cand in e.candidates:
-        def run(s=side.ptr):
-            return lib.cublasLtMatmul(handle, e.desc, ctypes.byref(e.alpha), pb, e.a, pa, e.b, ctypes.byref(e.beta),
-                                      scratch.data.ptr, e.c, scratch.data.ptr, e.c, ctypes.byref(cand.algo), ws,
-                                      WORKSPACE_BYTES, s)
-        if run() != CUBLAS_STATUS_SUCCESS:  # an algorithm that refuses this problem is simply not chosen
-            continue
-        try:
-            t = _graph_ms(run, side, start, end) if graph else _eager_ms(run, side, start, end)
-        except Exception:  # a candidate that cannot be recorded is not chosen; the heuristic's order stays
-            side.synchronize()
-            continue
-        if best_t is None or t < best_t * 0.98:  # ties keep the heuristic's order
-            best, best_t = cand, t
-    side.synchronize()
+    try:
+        if graph:  # the side stream starts after the caller's queued work (inputs, earlier users of ws)
+            ready = cupy.cuda.Event(disable_timing=True)
+            rt.eventRecord(ready.ptr, stream)
+            rt.streamWaitEvent(sptr, ready.ptr, 0)
+        if pbias:
+            _set(lib.cublasLtMatmulDescSetAttribute, e.desc, DESC_BIAS_POINTER, _p(pbias))
+        for cand in e.candidates:
+            def run(cand=cand):
+                return lib.cublasLtMatmul(handle, e.desc, ctypes.byref(e.alpha), pb, e.a, pa, e.b,
+                                          ctypes.byref(e.beta), scratch.data.ptr, e.c, scratch.data.ptr, e.c,
+                                          ctypes.byref(cand.algo), ws, WORKSPACE_BYTES, sptr)
+            if run() != CUBLAS_STATUS_SUCCESS:  # an algorithm that refuses this problem is simply not chosen
+                continue
+            t = _graph_ms(run, side, start, end) if graph else _eager_ms(run, sptr, start, end)
+            if best_t is None or t < best_t * 0.98:  # ties keep the heuristic's order
+                best, best_t = cand, t
+    except Exception:
+        best = e.candidates[0]
+    finally:
+        try:  # scratch and the workspace are in use until the timed launches are done
+            rt.streamSynchronize(sptr)
+        except Exception:
+            pass
     e.result = best
     e.candidates = [best]
 
 
-def _eager_ms(run, stream, start, end):
-    start.record(stream)
+def _eager_ms(run, stream_ptr, start, end):
+    import cupy
+    rt = cupy.cuda.runtime
+    rt.eventRecord(start.ptr, stream_ptr)
     for _ in range(_AUTOTUNE_REPS):
         run()
-    end.record(stream)
+    rt.eventRecord(end.ptr, stream_ptr)
     end.synchronize()
-    import cupy
     return cupy.cuda.get_elapsed_time(start, end)
 
 

@@ -20,6 +20,7 @@ take axis=None or one axis. Unsupported (op, dtype) raises NotImplementedError.
 from __future__ import annotations
 
 import os
+import threading
 import weakref
 
 import numpy as np
@@ -443,7 +444,8 @@ def _vec(x, inner: int, dt: str) -> int:
     return v if inner % v == 0 and x.data.ptr % (v * ITEMSIZE[dt]) == 0 else 1
 
 
-_counter_bufs: dict = {}  # (device, stream pointer) -> (weak reference to the stream, zeroed uint32 counters)
+_counter_bufs: dict = {}  # (device, stream pointer[, thread]) -> (weak reference to the stream, zeroed counters)
+_PER_THREAD_STREAM = 2    # cudaStreamPerThread (CUPY_CUDA_PER_THREAD_DEFAULT_STREAM=1): each thread's own stream
 
 
 def _counters(n: int):
@@ -456,13 +458,15 @@ def _counters(n: int):
     if cupy.cuda.runtime.streamIsCapturing(stream.ptr):
         return None
     key = (loader.current_device_id(), stream.ptr)
+    if stream.ptr == _PER_THREAD_STREAM:  # one handle, a different stream in every thread: counters per thread
+        key += (threading.get_ident(),)
     hit = _counter_bufs.get(key)
     # a dead stream's handle may be reused by a new stream while its last launch still runs: fresh counters
-    if hit is not None and hit[1].size >= n and (hit[0]() is stream or stream.ptr == 0):
+    if hit is not None and hit[1].size >= n and (hit[0]() is stream or stream.ptr in (0, _PER_THREAD_STREAM)):
         return hit[1]
     if len(_counter_bufs) > 64:
-        for k in [k for k, v in _counter_bufs.items() if v[0]() is None]:
-            del _counter_bufs[k]
+        for k in [k for k, v in list(_counter_bufs.items()) if v[0]() is None]:
+            _counter_bufs.pop(k, None)
     buf = cupy.zeros(max(int(n), 1024), dtype=np.uint32)
     try:
         ref = weakref.ref(stream)

@@ -1320,26 +1320,36 @@ def _uninstall_hook():
 # the guaranteed step's p99 with two best-effort GEMM threads was 1.27-1.36x its p99 alone at 50 us, 1.19-1.23x
 # at 10 us and 0.95-1.04x at 5 us, with the best-effort throughput unchanged.
 
-_switch_saved = None  # the interval before the scheduler shortened it, or None while it has not
+_switch_saved = None  # the program's interval before the scheduler shortened it (None: not shortened)
+_switch_set = None    # the interval the scheduler set (as sys.getswitchinterval reports it)
+_SWITCH_KINDS = ("cuda",)  # device kinds whose contexts count (GPU work is what waits for the interpreter)
 
 
 def _update_switch_interval():
-    """(with _lock held) The interval while some scheduler holds a guaranteed and a paced context, else the saved
-    one back. Never lengthens a shorter interval set by the program."""
-    global _switch_saved
-    want = None
+    """(with _lock held) At most the schedulers' ``switch_interval`` while a guaranteed context and a paced one live
+    (on any devices: one interpreter), else the program's interval back. An interval the program set meanwhile is
+    the program's: never lengthened, and not overwritten on the way back."""
+    global _switch_saved, _switch_set
+    want, guaranteed, paced = None, False, False
     for sc in _schedulers.values():
-        if sc.switch_interval > 0.0:
-            ctxs = list(sc.contexts.values())
-            if any(not c._paced for c in ctxs) and any(c._paced for c in ctxs):
-                want = sc.switch_interval if want is None else min(want, sc.switch_interval)
-    if want is not None:
-        if _switch_saved is None:
-            _switch_saved = sys.getswitchinterval()
-        sys.setswitchinterval(min(want, _switch_saved))
-    elif _switch_saved is not None:
-        sys.setswitchinterval(_switch_saved)
-        _switch_saved = None
+        if sc.kind in _SWITCH_KINDS and sc.switch_interval > 0.0 and sc.contexts:
+            for c in sc.contexts.values():
+                if c._paced:
+                    paced = True
+                else:
+                    guaranteed = True
+            want = sc.switch_interval if want is None else min(want, sc.switch_interval)
+    cur = sys.getswitchinterval()
+    if want is not None and guaranteed and paced:
+        if _switch_set is None or cur != _switch_set:  # not ours (yet, or any more): the program's value
+            _switch_saved = cur
+        if min(want, _switch_saved) != cur:
+            sys.setswitchinterval(min(want, _switch_saved))
+        _switch_set = sys.getswitchinterval()
+    elif _switch_set is not None:
+        if cur == _switch_set:
+            sys.setswitchinterval(_switch_saved)
+        _switch_saved = _switch_set = None
 
 
 # --- module-level API ---------------------------------------------------------------------------------------------
@@ -1355,9 +1365,10 @@ def initialize(device=0, total_vram_budget=None, **config):
     confined to, through a green-context stream, while a higher tier is busy; 0 or None: no confinement),
     ``max_inflight`` (2), ``burst_s`` (0.02),
     ``activity_window_s`` (0.005), ``switch_interval`` (5e-6 s: while a guaranteed context and a paced one live
-    on the device, the interpreter's switch interval, ``sys.setswitchinterval``, is at most this, so a guaranteed
-    context's thread waits at most that long for the interpreter held by a paced context's thread; the previous
-    value is restored when no scheduler needs it; 0 or None: left alone). Calling it again for the same device reconfigures it if it has no live
+    on CUDA devices, the interpreter's switch interval, ``sys.setswitchinterval``, is at most this, so a guaranteed
+    context's thread waits at most that long for the interpreter held by a paced context's thread; the program's
+    value comes back when no scheduler needs it, and one the program sets meanwhile is left as it is; 0 or None:
+    left alone). Calling it again for the same device reconfigures it if it has no live
     contexts or partitions, and raises RuntimeError otherwise. The device becomes the default for
     :func:`create_context`.
     """

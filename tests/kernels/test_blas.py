@@ -415,3 +415,113 @@ def test_constants_match_headers(tmp_path):
     res = subprocess.run(["gcc", "-fsyntax-only"] + [f"-I{d}" for d in inc] + [str(tmp_path / "c.c")],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
+
+
+# --- candidate timing (blas._autotune) with a fake CuPy and library: which candidate it keeps -------------------
+
+
+class _TuneWorld:
+    """A fake cupy (streams, events, graphs, runtime calls) and cublasLt whose "GPU time" per launch is set per
+    candidate algorithm: get_elapsed_time reports the time of the launches made since the start event."""
+
+    def __init__(self, per_launch_ms, fail_capture=False):
+        self.per_launch, self.fail_capture = per_launch_ms, fail_capture
+        self.clock, self.synced, self.waits = 0.0, [], []
+        world = self
+
+        class Event:
+            def __init__(self, disable_timing=False):
+                self.ptr, self.t = id(self), 0.0
+
+            def record(self, stream=None):
+                self.t = world.clock
+
+            def synchronize(self):
+                pass
+
+        class Graph:
+            def __init__(self, calls):
+                self.calls = calls
+
+            def launch(self, stream=None):
+                for fn in self.calls:
+                    fn()
+
+        class Stream:
+            def __init__(self, non_blocking=False):
+                self.ptr, self.capturing = 0x51DE, None
+
+            def begin_capture(self):
+                if world.fail_capture:
+                    raise RuntimeError("capture invalidated")
+                self.capturing = []
+
+            def end_capture(self):
+                g, self.capturing = Graph(self.capturing or []), None
+                return g
+
+        self.Stream = Stream
+        rt = types.SimpleNamespace(
+            eventRecord=lambda ev, s: setattr(world.events[ev], "t", world.clock),
+            streamWaitEvent=lambda s, ev, flags=0: world.waits.append((s, ev)),
+            streamSynchronize=lambda s: world.synced.append(s))
+        self.events = {}
+
+        def make_event(disable_timing=False):
+            ev = Event(disable_timing)
+            self.events[ev.ptr] = ev
+            return ev
+
+        self.cupy = types.SimpleNamespace(
+            empty=lambda shape, dtype: _FakeArray.wrap(np.empty(shape, dtype)),
+            cuda=types.SimpleNamespace(Stream=Stream, Event=make_event, runtime=rt,
+                                       get_elapsed_time=lambda a, b: b.t - a.t))
+        self.capturing_stream = None
+
+        def matmul(*args):
+            algo = args[12]._obj  # ctypes.byref(cand.algo)
+            cost = world.per_launch[algo.value]
+            stream = world.capturing_stream
+            if stream is not None and stream.capturing is not None:
+                stream.capturing.append(lambda: world._tick(cost))
+            else:
+                world._tick(cost)
+            return 0
+        self.lib = types.SimpleNamespace(cublasLtMatmul=matmul, cublasLtMatmulDescSetAttribute=lambda *a: 0)
+
+    def _tick(self, ms):
+        self.clock += ms
+
+
+@pytest.mark.parametrize("graph", [True, False])
+def test_autotune_keeps_the_fastest_candidate(graph, monkeypatch):
+    world = _TuneWorld({0: 5.0, 1: 3.0, 2: 3.05, 3: 4.0})
+    monkeypatch.setitem(sys.modules, "cupy", world.cupy)
+    if graph:  # the side stream is the one the launches are recorded on
+        orig = world.Stream
+
+        def stream(non_blocking=False):
+            s = orig(non_blocking)
+            world.capturing_stream = s
+            return s
+        world.cupy.cuda.Stream = stream
+    cands = [types.SimpleNamespace(algo=ctypes.c_int(i)) for i in range(4)]
+    e = types.SimpleNamespace(candidates=list(cands), result=cands[0], desc=None, a=None, b=None, c=None,
+                              alpha=ctypes.c_float(1), beta=ctypes.c_float(0))
+    out = _FakeArray.wrap(np.empty((2, 2), np.float32))
+    blas._autotune(world.lib, None, e, 0, 0, out, 0, 0, STREAM_PTR, graph=graph)
+    assert e.result is cands[1] and e.candidates == [cands[1]]    # 3.05 is not 2% better than 3.0: the earlier
+    assert world.synced                                            # the timed stream was drained before returning
+    if graph:
+        assert world.waits and world.waits[0][0] == 0x51DE         # the side stream waited for the caller's
+
+
+def test_autotune_failure_keeps_the_heuristic_choice(monkeypatch):
+    world = _TuneWorld({0: 5.0, 1: 3.0}, fail_capture=True)
+    monkeypatch.setitem(sys.modules, "cupy", world.cupy)
+    cands = [types.SimpleNamespace(algo=ctypes.c_int(i)) for i in range(2)]
+    e = types.SimpleNamespace(candidates=list(cands), result=cands[0], desc=None, a=None, b=None, c=None,
+                              alpha=ctypes.c_float(1), beta=ctypes.c_float(0))
+    out = _FakeArray.wrap(np.empty((2, 2), np.float32))
+    blas._autotune(world.lib, None, e, 0, 0, out, 0, 0, STREAM_PTR, graph=True)
+    assert e.result is cands[0] and e.candidates == [cands[0]] and world.synced

@@ -156,3 +156,22 @@ def test_benchmark_code_runs(emulated_gpu):
         assert rows and all("config" in r for r in rows)
     with pytest.raises(ValueError):
         kb.run("nonsense")
+
+
+def test_split_counters_per_thread_on_the_per_thread_default_stream(emulated_gpu, monkeypatch):
+    """The last-block-done counters are per stream; cudaStreamPerThread (handle 2) is a different stream in every
+    thread, so there they are per thread too (two threads' split reductions must not count into one buffer)."""
+    import threading
+    from gpk_array._kernels import reduction as red
+    monkeypatch.setattr(red, "_counter_bufs", {})
+    s = FAKE.cuda.get_current_stream()
+    monkeypatch.setattr(s, "ptr", red._PER_THREAD_STREAM)
+    mine = red._counters(8)
+    assert red._counters(8) is mine                      # reused within the thread
+    other = []
+    t = threading.Thread(target=lambda: other.append(red._counters(8)))
+    t.start()
+    t.join()
+    assert other[0] is not mine
+    monkeypatch.setattr(s, "ptr", 1)
+    assert red._counters(8) is not mine                  # an ordinary stream: its own buffer, shared by threads

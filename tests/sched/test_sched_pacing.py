@@ -150,12 +150,20 @@ def test_launch_is_paced(cpu_sched):
     assert be._bucket.charged_s <= 0.2 * wall + 0.02 + 3 * 0.004 + 5e-3
 
 
-def test_switch_interval_while_guaranteed_and_paced_coexist():
-    """The interpreter's switch interval is shortened while a guaranteed and a paced context live on a device, and
-    restored (the program's own value) when either side is gone, on shutdown, and never lengthened."""
+def test_switch_interval_while_guaranteed_and_paced_coexist(monkeypatch):
+    """The interpreter's switch interval is shortened while a guaranteed and a paced context live (CUDA devices; the
+    CPU device here, through _SWITCH_KINDS), and restored (the program's own value) when either side is gone, on
+    shutdown; never lengthened; a value the program sets meanwhile is kept."""
     import sys
+    from gpk_array.sched import _core
     sched.shutdown()
     before = sys.getswitchinterval()
+    sched.initialize("cpu", total_vram_budget=1_000_000)
+    sched.create_context("g", 1000)
+    sched.create_context("b", 1000, qos="best_effort")
+    assert sys.getswitchinterval() == pytest.approx(before)             # CPU devices: not by default
+    sched.shutdown()
+    monkeypatch.setattr(_core, "_SWITCH_KINDS", ("cuda", "cpu"))
     try:
         sys.setswitchinterval(0.004)
         sched.initialize("cpu", total_vram_budget=1_000_000)
@@ -190,6 +198,16 @@ def test_switch_interval_while_guaranteed_and_paced_coexist():
         assert sys.getswitchinterval() == pytest.approx(2e-5)
         sched.shutdown()
         assert sys.getswitchinterval() == pytest.approx(0.004)
+        sched.initialize("cpu", total_vram_budget=1_000_000)
+        sched.create_context("g", 1000)
+        sched.create_context("b", 1000, qos="best_effort")
+        assert sys.getswitchinterval() == pytest.approx(5e-6)
+        sys.setswitchinterval(2e-6)                                     # the program's, while the scheduler's holds
+        sched.create_context("b2", 1000, qos="best_effort")
+        assert sys.getswitchinterval() == pytest.approx(2e-6)          # not lengthened
+        sys.setswitchinterval(0.003)
+        sched.shutdown()
+        assert sys.getswitchinterval() == pytest.approx(0.003)         # not overwritten on the way back
         with pytest.raises(ValueError):
             sched.initialize("cpu", switch_interval=-1)
     finally:
