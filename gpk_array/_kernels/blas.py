@@ -42,6 +42,11 @@ _AUTOTUNE_REPS = 3
 # its 8 candidates at 512^3, 1024x768x3072 and f32 128x768x768, benchmarks/results/h200_2026-11-30_s6_diag_lt_cands_e819ed0.*)
 AUTOTUNE_GRAPH_MIN_FLOP = 1 << 27
 _GRAPH_REPS, _GRAPH_ROUNDS = 10, 3
+# Graph-timed tuning costs a few ms per new problem (8 candidates recorded and replayed, the caller's queue drained
+# first); a workload whose row count M varies (a server's prefill) would pay it for every new M. At most this many
+# problems per (device, types, epilogue, N, K) are tuned; later ones keep the heuristic's choice.
+GRAPH_TUNED_PER_WEIGHT = 16
+_graph_tuned: dict = {}   # (device, types, epilogue, N, K) -> problems tuned so far
 WORKSPACE_BYTES = 32 << 20
 _MAX_CACHE = 4096
 _INT32_MAX = 2**31 - 1
@@ -478,6 +483,11 @@ def _run_new(plan, dtype_name, a, b, out, bias, epilogue, tf32, sm_target, call_
             flop = 2 * plan.m * plan.n * plan.k * plan.batch
             tune = (AUTOTUNE_ALGOS > 1 and not sm_target and flop >= AUTOTUNE_GRAPH_MIN_FLOP
                     and not cupy.cuda.runtime.streamIsCapturing(stream))
+            if tune and flop < AUTOTUNE_MIN_FLOP:
+                weight = (dev, types, epilogue, plan.N, plan.K)
+                tune = _graph_tuned.get(weight, 0) < GRAPH_TUNED_PER_WEIGHT
+                if tune:
+                    _graph_tuned[weight] = _graph_tuned.get(weight, 0) + 1
             e = _build(lib, handle, plan, types, epilogue, pbias, aligns, sm_target, AUTOTUNE_ALGOS if tune else 1)
             if e is not None and len(e.candidates) > 1:
                 _autotune(lib, handle, e, pa, pb, out, pbias, ws.ptr, stream, graph=flop < AUTOTUNE_MIN_FLOP)
@@ -580,6 +590,7 @@ def clear_cache():
             if e is not None:
                 e.destroy()
         _plans.clear()
+        _graph_tuned.clear()
 
 
 # --- the API --------------------------------------------------------------------------------------------------

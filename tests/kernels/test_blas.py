@@ -525,3 +525,25 @@ def test_autotune_failure_keeps_the_heuristic_choice(monkeypatch):
     out = _FakeArray.wrap(np.empty((2, 2), np.float32))
     blas._autotune(world.lib, None, e, 0, 0, out, 0, 0, STREAM_PTR, graph=True)
     assert e.result is cands[0] and e.candidates == [cands[0]] and world.synced
+
+
+def test_graph_tuning_is_capped_per_weight(stub, monkeypatch):
+    """Problems in the graph-timed range are tuned for at most GRAPH_TUNED_PER_WEIGHT row counts per weight shape;
+    later row counts (a server's varying prefill lengths) keep the heuristic's first choice."""
+    seen = []
+
+    def build(lib, handle, plan, types, epilogue, bias_ptr, aligns, sm_target=0, n_algos=1):
+        seen.append(n_algos)
+        return None                                     # "no algorithm": nothing launches
+
+    monkeypatch.setattr(blas, "_build", build)
+    monkeypatch.setattr(blas, "_graph_tuned", {})
+    monkeypatch.setattr(blas, "AUTOTUNE_ALGOS", 8)
+    f = _FakeArray.wrap
+    k = n = 2048
+    w = f(np.ones((k, n), np.float32))
+    for m in range(16, 36):                             # 2 m n k from 1.3e8 to 3e8 flops: the graph-timed range
+        assert blas.AUTOTUNE_GRAPH_MIN_FLOP <= 2 * m * n * k < blas.AUTOTUNE_MIN_FLOP
+        assert blas.matmul(f(np.ones((m, k), np.float32)), w) is None
+    cap = blas.GRAPH_TUNED_PER_WEIGHT
+    assert seen == [8] * cap + [1] * (20 - cap)
