@@ -42,6 +42,7 @@ import os
 import numpy as np
 
 from ._kernels import elementwise as _ew
+from ._kernels import gemm as _gemm
 from ._kernels._common import dtype_code as _dtype_code
 from ._kernels import nn as _nn
 from ._kernels import reduction as _red
@@ -172,18 +173,12 @@ def _capturing():
     return cupy.cuda.runtime.streamIsCapturing(cupy.cuda.get_current_stream().ptr)
 
 
-_gemm = None
-
-
 def _cutlass_tn(x2d, w):
     """x2d @ w.T (x2d (M, K), w (N, K), float16 or bfloat16) through a CUTLASS instance, or None where
     gpk_array._kernels.gemm does not cover it (or its CUTLASS headers are missing: then never again)."""
-    global _gemm, GEMM_CUTLASS
+    global GEMM_CUTLASS
     if x2d.dtype != w.dtype or x2d.dtype.itemsize != 2 or _sm_target():
         return None
-    if _gemm is None:
-        from ._kernels import gemm
-        _gemm = gemm
     try:
         return _gemm.linear_tn(x2d, w)
     except Exception as e:  # a compile failure (e.g. no nvidia-cutlass headers): cuBLAS from now on
@@ -198,9 +193,6 @@ def _cutlass_tn(x2d, w):
 
 
 _sm90_off = GEMM_MODE == "cublas"
-# the shape rule's cheap pre-check and the activations fused for every size (gpk_array._kernels.gemm; importing it
-# loads no CUDA code)
-from ._kernels.gemm import FUSED_ALWAYS as _FUSED_ALWAYS, sm90_may_take as _sm90_may_take  # noqa: E402
 
 
 def _sm90(x, w, layout):
@@ -214,13 +206,10 @@ def _sm90_call(fn, x, *args, **kw):
     """gpk_array._kernels.gemm.<fn>(x, *args, forced=, **kw) for 16-bit (or, with TF32 allowed, 32-bit) x with
     contiguous rows, outside paced sched contexts; None otherwise or where it declines; the SM90 instances
     switched off for good (with a warning) where they cannot be loaded."""
-    global _sm90_off, _gemm
+    global _sm90_off
     isz = x.dtype.itemsize
     if _sm90_off or x.strides[-1] != isz or not (isz == 2 or kw.get("tf32")) or _sm_target():
         return None
-    if _gemm is None:
-        from ._kernels import gemm
-        _gemm = gemm
     try:
         return getattr(_gemm, fn)(x, *args, forced=GEMM_MODE == "cutlass", **kw)
     except Exception as e:  # no cubin and nothing to build or load it with: cuBLAS from now on
@@ -269,7 +258,7 @@ def matmul(a, b):
     import cupy
     if a.ndim >= 2 and b.ndim == 2 and not _sm90_off and (a.dtype.itemsize == 2 or a.dtype.char == "f"):
         k = a.shape[-1]
-        if GEMM_MODE == "cutlass" or (k and _sm90_may_take(a.size // k, b.shape[1], a.dtype.itemsize)):
+        if GEMM_MODE == "cutlass" or (k and _gemm.sm90_may_take(a.size // k, b.shape[1], a.dtype.itemsize)):
             y = _sm90_matmul(a, b)
             if y is not None:
                 return y
@@ -316,8 +305,8 @@ def linear(x2d, w, bias, activation):
         if y is not None:
             return y
     isz = x2d.dtype.itemsize
-    if not _sm90_off and isz <= 4 and (GEMM_MODE == "cutlass" or activation in _FUSED_ALWAYS or
-                                       _sm90_may_take(x2d.shape[0], w.shape[0], isz)):
+    if not _sm90_off and isz <= 4 and (GEMM_MODE == "cutlass" or activation in _gemm.FUSED_ALWAYS or
+                                       _gemm.sm90_may_take(x2d.shape[0], w.shape[0], isz)):
         if bias is None and activation is None:
             y = _sm90(x2d, w, "tn")
         elif isz == 2:

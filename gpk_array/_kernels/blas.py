@@ -39,7 +39,8 @@ AUTOTUNE_MIN_FLOP = 1 << 33
 _AUTOTUNE_REPS = 3
 # ... and from this many flops up to AUTOTUNE_MIN_FLOP, timed as GPU time alone: each candidate's launches recorded
 # in a CUDA graph and replayed (H200, graph-timed: the heuristic's first choice was 2-10% slower than the best of
-# its 8 candidates at 512^3, 1024x768x3072 and f32 128x768x768, benchmarks/results/h200_2026-11-30_s6_diag_lt_cands_e819ed0.*)
+# its 8 candidates at 512^3, 1024x768x3072 and f32 128x768x768,
+# benchmarks/results/h200_2026-11-30_s6_diag_lt_cands_e819ed0.*)
 AUTOTUNE_GRAPH_MIN_FLOP = 1 << 27
 _GRAPH_REPS, _GRAPH_ROUNDS = 10, 3
 # Graph-timed tuning costs a few ms per new problem (8 candidates recorded and replayed, the caller's queue drained

@@ -63,8 +63,8 @@ CONFIG = {
     "load": 1,                 # GPK_RED_LOAD: 0 plain, 1 .nc.L1::no_allocate, 2 .cs, 3 as 1 + .L2::256B (H200: 1)
     "async": 0,                # GPK_RED_ASYNC: > 1: the row kernel loads through a cp.async pipeline, this deep
     "gather": 4,               # GPK_RED_GATHER: partials in flight per thread when they are combined
-    "half_unroll": 4,          # float16/bfloat16: the row kernel's unroll and load (None: as above); H200: unroll
-    "half_load": 0,            # 8 with .nc loads took float16 rows of 1024 from 0.97x to 0.64x CuPy's, full 1.07x->1.03x
+    "half_unroll": 4,          # float16/bfloat16: the row kernel's unroll and load (None: as above); H200:
+    "half_load": 0,            # unroll 8, .nc took float16 rows of 1024 from 0.97x to 0.64x CuPy's, full 1.07x->1.03x
     # launch settings
     "blocks_per_sm": None,     # resident blocks per SM assumed when sizing grids; None: occupancy
     "row_min_k": 32,           # rows shorter than this go to the column kernel (thread per row)
@@ -103,21 +103,23 @@ if os.environ.get("GPK_RED_CONFIG"):
     _config_from_env(os.environ["GPK_RED_CONFIG"])
 
 
-def _build_cfg(dt: str, cfg) -> dict:
-    """The build settings of dtype code ``dt``'s modules: ``cfg`` with the 16-bit overrides applied."""
-    if dt in ("f16", "bf16"):
-        over = {k: cfg[f"half_{k}"] for k in ("unroll", "load") if cfg.get(f"half_{k}") is not None}
-        if over:
-            return {**cfg, **over}
-    return cfg
+_HALF_OVERRIDES = {"unroll": "half_unroll", "load": "half_load"}  # build setting -> its 16-bit override
+
+
+def _build_setting(cfg, dt: str, key: str) -> int:
+    """Build setting ``key`` of dtype code ``dt``'s modules (a 16-bit override where one is set)."""
+    over = _HALF_OVERRIDES.get(key) if dt in ("f16", "bf16") else None
+    v = cfg[key] if over is None or cfg.get(over) is None else cfg[over]
+    return int(v)
 
 
 def module_options(dt: str, group: str, cfg=None) -> tuple:
-    cfg = _build_cfg(dt, cfg or CONFIG)
+    cfg = cfg or CONFIG
     opts = ("-DGPK_SELECT", f"-DGPK_DT_{dt}", f"-DGPK_GROUP_{group}")
     for key, (macro, default) in _BUILD.items():
-        if int(cfg[key]) != default:
-            opts += (f"-D{macro}={int(cfg[key])}",)
+        v = _build_setting(cfg, dt, key)
+        if v != default:
+            opts += (f"-D{macro}={v}",)
     return opts
 
 
@@ -128,11 +130,11 @@ def col_vec_width(itemsize: int) -> int:
 
 def stage_bytes(threads: int, dt: str, cfg=None) -> int:
     """Dynamic shared memory of the row kernel: the cp.async stages (0 without them)."""
-    cfg = _build_cfg(dt, cfg or CONFIG)
+    cfg = cfg or CONFIG
     stages = int(cfg["async"])
     if stages <= 1:
         return 0
-    unroll = int(cfg["unroll"])
+    unroll = _build_setting(cfg, dt, "unroll")
     if ITEMSIZE[dt] == 1:
         unroll = (unroll + 1) // 2
     return stages * unroll * threads * 16

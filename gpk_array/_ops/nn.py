@@ -46,23 +46,25 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _gpu_mod = None
 
 
+def _gpu():
+    """gpk_array._gpu, imported on first use (it loads the kernel modules) and kept."""
+    global _gpu_mod
+    if _gpu_mod is None:
+        from .. import _gpu as mod
+        _gpu_mod = mod
+    return _gpu_mod
+
+
 def _fused(dev, name):
     """The CUDA kernel gpk_array._gpu offers for op ``name`` on ``dev``, or None (then plain xp code runs)."""
-    global _gpu_mod
     if dev.kind != "cuda":
         return None
-    if _gpu_mod is None:
-        from .. import _gpu
-        _gpu_mod = _gpu
-    return getattr(_gpu_mod, name, None)
+    return getattr(_gpu(), name, None)
 
 
 def _matmul(dev):
     """The matrix product of the plain code: gpk_array._gpu's GEMM dispatch on CUDA, the backend's elsewhere."""
-    if dev.kind == "cuda":
-        from .._gpu import matmul
-        return matmul
-    return dev.xp.matmul
+    return _gpu().matmul if dev.kind == "cuda" else dev.xp.matmul
 
 
 def _operands(op, *arrays):
