@@ -6,7 +6,8 @@ when contexts and partitions are created and at each request, against the device
 reservations already made. Awaiting GPU work polls CUDA events without blocking the event loop. While a higher
 tier is busy, a paced (burstable / best-effort) context is slowed to its contention share of device time and, on
 CUDA, its steps run on a stream of a green context: a partition of ``contention_sms`` SMs (default 16) that its
-kernels, CuPy's and cuBLAS's included, cannot leave (``sched.initialize(..., contention_sms=0)`` turns that off).
+kernels, CuPy's and cuBLAS's included, cannot leave (``sched.initialize(..., contention_sms=0)`` turns that off),
+until the higher tier has been quiet for ``confine_hold_s`` (0.5 s).
 
     from gpk_array import sched
     sched.initialize("cuda:0")

@@ -642,7 +642,7 @@ def green(fake, monkeypatch):
 
 def test_paced_context_runs_confined_while_a_higher_tier_is_busy(fake, green):
     made, destroyed = green
-    sched.initialize(0, contention_sms=24, activity_window_s=0.002)
+    sched.initialize(0, contention_sms=24, activity_window_s=0.002, confine_hold_s=0.002)
     g = sched.create_context("g", 64 * MiB)
     be = sched.create_context("be", 64 * MiB, qos="best_effort")
     own = be.stream
@@ -669,6 +669,34 @@ def test_paced_context_runs_confined_while_a_higher_tier_is_busy(fake, green):
     assert be.stream is made[0][0]
     sched.destroy_context(be)
     assert destroyed == [1001]
+
+
+def test_confinement_outlasts_the_pacing_window(fake, green):
+    """A paced context stays confined for confine_hold_s after the higher tier's last activity (work it queued on
+    every SM would otherwise delay that tier's next steps), while its pacing returns to full rate after the shorter
+    activity window; after the hold it goes back to its own stream."""
+    made, _ = green
+    sched.initialize(0, contention_sms=16, activity_window_s=0.002, confine_hold_s=0.1)
+    assert sched.get_scheduler().confine_hold_s == 0.1
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    own = be.stream
+    with be:
+        with g:
+            pass
+        be.pace()
+        assert be.stream is made[0][0] and be._rate() < 1.0
+        time.sleep(0.02)  # past the pacing window, within the hold
+        be.pace()
+        assert be.stream is made[0][0] and be._rate() == 1.0
+        time.sleep(0.15)  # past the hold
+        be.pace()
+        assert be.stream is own
+    sched.shutdown()
+    sched.initialize(0, activity_window_s=0.3, confine_hold_s=0.1)
+    assert sched.get_scheduler().confine_hold_s == 0.3  # never shorter than the pacing window
+    with pytest.raises(ValueError, match="confine_hold_s"):
+        sched.initialize(0, confine_hold_s=-1)
 
 
 def test_confinement_keeps_one_stream_order_for_shared_sessions(fake, green):

@@ -324,7 +324,7 @@ def test_paced_context_is_confined_to_a_green_context_while_a_higher_tier_is_bus
     from gpk_array.sched import _cuda
 
     sched.shutdown()
-    sched.initialize(0, contention_sms=16, activity_window_s=0.05)
+    sched.initialize(0, contention_sms=16, activity_window_s=0.05, confine_hold_s=0.05)
     try:
         g = sched.create_context("g", 256 * MiB)
         be = sched.create_context("be", 1024 * MiB, qos="best_effort")
