@@ -233,6 +233,8 @@ class Scheduler:
         if not float(confine_hold_s) >= 0.0:
             raise ValueError(f"confine_hold_s must be >= 0 seconds, got {confine_hold_s!r}")
         self.confine_hold_s = max(float(confine_hold_s), self.activity_window_s)
+        self._confined_by = {}  # paced contexts on their confined stream now -> its SMs
+        self._confined_sms = 0
         if switch_interval is not None and not float(switch_interval) >= 0.0:
             raise ValueError(f"switch_interval must be >= 0 seconds or None, got {switch_interval!r}")
         self.switch_interval = float(switch_interval or 0.0)
@@ -417,6 +419,20 @@ class Scheduler:
                     ctx._queued -= 1
 
     # contention ------------------------------------------------------------------------------------------------
+
+    def _note_confined(self, ctx, sms):
+        """Record that ``ctx`` runs on its confined stream of ``sms`` SMs (0: it does not); ``_confined_sms`` is what
+        the contexts outside plan their GEMMs around (every confined context of a scheduler shares one green
+        context, so one set of SMs)."""
+        held = self._confined_by
+        if held.get(ctx, 0) == sms:
+            return
+        with _lock:
+            if sms:
+                held[ctx] = sms
+            else:
+                held.pop(ctx, None)
+            self._confined_sms = max(held.values(), default=0)
 
     def _higher_tier_busy(self, ctx, window=None):
         """Whether a context of a higher tier than ``ctx`` has work in flight or was active within ``window``
@@ -938,18 +954,19 @@ class Context:
         return rate
 
     def _sm_target(self):
-        """SMs this context's GEMMs should plan for (gpk_array's cuBLASLt path): 0 (all) at full rate, the SMs of
-        its confined stream while on it, else the context's current share of the device's SMs, leaving the others
-        to higher tiers and concurrent streams."""
-        if not self._paced:
-            return 0
+        """SMs this context's GEMMs should plan for (gpk_array's cuBLASLt path): the SMs of its confined stream
+        while on it; else, while other contexts run confined, the SMs outside their green context (a kernel planned
+        for the whole device would leave its last CTAs waiting for SMs that a confined context's long-running CTAs
+        hold: measured on the H200, a guaranteed step of 4 GEMMs took 1.6-1.8x its GPU time beside best-effort
+        GEMMs confined to 16 SMs), times the context's pacing rate below full rate; 0 (all) otherwise."""
         conf = self._confined
         if conf and self.stream is conf[0]:
             return conf[1]
-        rate = self._rate()
+        held = self._sched._confined_sms
+        rate = self._rate() if self._paced else 1.0
         if rate >= 1.0:
-            return 0
-        return max(1, int(_cuda.sm_count(self.device_id) * rate))
+            return _cuda.sm_count(self.device_id) - held if held else 0
+        return max(1, int((_cuda.sm_count(self.device_id) - held) * rate))
 
     def _place(self):
         """CUDA, paced: the next step runs on the confined stream (a green context of ``contention_sms`` SMs) while
@@ -980,6 +997,8 @@ class Context:
             target = self._full_stream
         if target is not self.stream:
             self._move_to(target)
+        conf = self._confined
+        sched._note_confined(self, conf[1] if conf and self.stream is conf[0] else 0)
 
     def _move_to(self, new):
         """Make ``new`` the context's stream, ordered after everything queued on the old one. Only while the context
@@ -1594,6 +1613,7 @@ def destroy_context(name_or_ctx):
             for stream in (ctx._full_stream, conf[0] if conf else None):
                 if stream is not None:
                     stream.synchronize()
+            ctx._sched._note_confined(ctx, 0)
             if conf:
                 ctx._confined = None
                 if not ctx._entered:  # a session still inside may have it as CuPy's current stream: keep it then

@@ -218,6 +218,7 @@ class FakeCupy:
             getDeviceCount=lambda: 1,
             memGetInfo=lambda: (fake.device.total - fake.device.used, fake.device.total),
             eventQuery=event_query,
+            getDeviceProperties=lambda dev: {"multiProcessorCount": 132},
             CUDARuntimeError=CUDARuntimeError,
         )
         def set_thread_local_allocator(allocator):
@@ -265,6 +266,7 @@ def fake(monkeypatch):
     cp = FakeCupy()
     monkeypatch.setattr(_cuda, "_cupy", cp)
     monkeypatch.setattr(_cuda, "_priority_cache", {})
+    monkeypatch.setattr(_cuda, "_sm_counts", {})
     yield cp
     sched.shutdown()
     gc.collect()
@@ -657,18 +659,23 @@ def test_paced_context_runs_confined_while_a_higher_tier_is_busy(fake, green):
         assert be.stream is confined and fake.get_current_stream() is confined  # CuPy launches go there now
         assert len(confined.waited) == 1  # ordered after what the own stream had queued
         assert be._sm_target() == 24  # its GEMMs plan for the SMs it has
+        # the others plan for the SMs outside its green context (whose CTAs would otherwise wait for those)
+        assert g._sm_target() == _cuda.sm_count(0) - 24
         assert be.stats()["confined_sms"] == 24 and be.stats()["confined_steps"] == 1
         time.sleep(0.01)  # the guaranteed context went quiet
         be.pace()
         assert be.stream is own and fake.get_current_stream() is own
+        assert g._sm_target() == 0 and be._sm_target() == 0
         assert len(made) == 1  # the confined stream is kept for the next busy period
     assert fake.get_current_stream() is fake.null
     g2 = sched.create_context("g2", 64 * MiB)
     with g2:
         be.launch(lambda: None)  # launch() places too
     assert be.stream is made[0][0]
+    assert g2._sm_target() == _cuda.sm_count(0) - 24
     sched.destroy_context(be)
     assert destroyed == [1001]
+    assert g2._sm_target() == 0  # nothing confined any more
 
 
 def test_confinement_outlasts_the_pacing_window(fake, green):

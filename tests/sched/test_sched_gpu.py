@@ -345,6 +345,7 @@ def test_paced_context_is_confined_to_a_green_context_while_a_higher_tier_is_bus
             sms = _cuda.stream_sm_count(confined.ptr)
             assert sms is not None and 16 <= sms < _cuda.sm_count(0)
             assert be.stats()["confined_sms"] == sms and be._sm_target() == sms
+            assert g._sm_target() == _cuda.sm_count(0) - sms  # the guaranteed context plans around them
             y = float(x[12345].get(stream=confined))  # read on the confined stream: the own stream's work is done
             assert y == pytest.approx(1.0001 ** 20, rel=1e-6)
             a = gp.asarray(a_host, device="cuda:0")
