@@ -2,7 +2,7 @@
 the bare GEMM, and the activation functors' own cost per element.
 
     python -m benchmarks.epilogue_bench [--json OUT] [--shapes 8192x768x3072,512x768x3072] [--dtypes f16,bf16]
-                                        [--no-functors]
+                                        [--no-functors] [--power]
 
 Table 1, per dtype and shape (M x K -> N): each fused instance gemm/<dtype>/tn/ppt_bias[_<act>]/sm90
 (D = act(x @ w.T + b), launch_sm90.gemm_into), the bare ppt instance (gemm/<dtype>/tn/ppt/sm90, same mainloop,
@@ -151,12 +151,75 @@ def functor_table(cp, rows):
         print(f"{name:14s} {FUNCTORS[name]:42s} {net:8.3f} ps" + ("" if rel is None else f"   x{rel:5.2f}"))
 
 
+def power_table(cp, rows, seconds=2.0):
+    """Table 3 (--power): f16 8192x768->3072, each variant (bare cuBLASLt, bare ppt, ppt_bias[_<act>]) replayed in
+    CUDA graphs of 50 calls for ``seconds`` while nvidia-smi samples the SM clock and the board power every 50 ms
+    (the first quarter of the samples dropped): sustained us per call, median clock and power. Shows whether the
+    fused kernels run at the board's power limit, where an activation's extra instructions cost time through the
+    clock rather than through issue slots."""
+    import subprocess
+    import time
+
+    from gpk_array._kernels import blas
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    m, k, n = 8192, 768, 3072
+    rng = np.random.default_rng(0)
+    x = cp.asarray(rng.uniform(-1, 1, (m, k)).astype(np.float16))
+    w = cp.asarray((rng.uniform(-1, 1, (n, k)) * 0.05).astype(np.float16))
+    b = cp.asarray(rng.uniform(-1, 1, (n,)).astype(np.float16))
+    o = cp.empty((m, n), x.dtype)
+    variants = {"cublaslt": lambda: blas.matmul(x, w.T), "ppt": lambda: L.gemm_into("gemm/f16/tn/ppt/sm90", x, w, o)}
+    for act in ACTS:
+        key = L.fused_key(x.dtype, "ppt", act)
+        variants[act or "bias"] = (lambda key=key: L.gemm_into(key, x, w, o, bias=b))
+    print(f"\nsustained, f16 {m}x{k}->{n}: us per call, SM clock, board power (nvidia-smi, every 50 ms)")
+    for name, fn in variants.items():
+        s = cp.cuda.Stream(non_blocking=True)
+        with s:
+            fn()
+            s.synchronize()
+            s.begin_capture()
+            for _ in range(50):
+                fn()
+            g = s.end_capture()
+        g.launch(s)
+        s.synchronize()
+        try:
+            smi = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+                                    "-lms", "50"], stdout=subprocess.PIPE, text=True)
+        except OSError as e:
+            print(f"power table: nvidia-smi not available ({e}); skipped")
+            return
+        t0, reps = time.perf_counter(), 0
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record(s)
+        while time.perf_counter() - t0 < seconds:
+            for _ in range(20):
+                g.launch(s)
+            reps += 20
+            s.synchronize()
+        e1.record(s)
+        e1.synchronize()
+        us = cp.cuda.get_elapsed_time(e0, e1) * 1e3 / (reps * 50)
+        smi.terminate()
+        samples = [[float(v) for v in line.split(",")] for line in smi.communicate()[0].splitlines()
+                   if line.count(",") == 1]
+        samples = np.asarray(samples[len(samples) // 4:])
+        clock, power = (float(np.median(samples[:, i])) if len(samples) else float("nan") for i in (0, 1))
+        rows.append({"table": "power", "variant": name, "us": us, "sm_clock_mhz": clock, "power_w": power,
+                     "samples": len(samples)})
+        print(f"{name:10} {us:8.2f} us/call   SM clock {clock:6.0f} MHz   power {power:6.1f} W   ({len(samples)} samples)",
+              flush=True)
+        time.sleep(0.5)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", default=None)
     ap.add_argument("--shapes", default="8192x768x3072,512x768x3072", help="MxKxN,...")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--no-functors", action="store_true")
+    ap.add_argument("--power", action="store_true", help="also the sustained clock/power table")
     args = ap.parse_args(argv)
     import cupy as cp
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
@@ -164,6 +227,8 @@ def main(argv=None) -> int:
     fused_table(cp, shapes, args.dtypes.split(","), rows)
     if not args.no_functors:
         functor_table(cp, rows)
+    if args.power:
+        power_table(cp, rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

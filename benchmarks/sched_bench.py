@@ -11,6 +11,9 @@
     (every thread on the default stream, the big GEMM loops bounded to the same queue depth) give the baseline.
     Reported: p50/p99 per case and the p99 ratio contended / alone, with and without the scheduler, plus the
     best-effort throughput in each case.
+(a2) the GPU's share alone: the same graph step while best-effort GEMMs queued on the confined streams before the
+    loop run (no best-effort host activity meanwhile), the step's GEMMs planned around the confined SMs (the
+    scheduler's way) or for the whole device.
 (b) overhead: host time per call of a small CuPy op outside any context, inside an entered context, entering
     a context around each op, and through ``ctx.launch`` (guaranteed and paced best-effort).
 (c) stress: 1,000 random allocate/free sequences over 4 contexts under a total budget (count of allocations
@@ -251,6 +254,62 @@ def _isolation(cp, steps, warmup, graph):
     return out
 
 
+def bench_gpu_isolation(cp, steps=1000, warmup=50, reps=3, queued=8):
+    """(a2) The GPU's share of the interference alone: the graph step in the guaranteed context while best-effort
+    GEMMs run that two best-effort contexts queued on their confined streams *before* the loop (no best-effort host
+    activity during it, so no interpreter shared with running threads), ``queued`` BIG^3 GEMMs each (they outlast
+    the loop: checked). The guaranteed step's GEMMs planned around the confined SMs (the scheduler's way) or for
+    the whole device (its SM target forced to 0), alternating, ``reps`` times each."""
+    import gpk_array as gp
+    from gpk_array import sched
+
+    sched.shutdown()
+    sched.initialize(0)
+    out = {"steps": steps, "queued_per_context": queued, "runs": []}
+    try:
+        lat = sched.create_context("latency", 1024 * MiB, qos="guaranteed")
+        bes = [sched.create_context(f"batch{i}", 4096 * MiB, qos="best_effort") for i in range(2)]
+        ops = []
+        for be in bes:
+            with be:
+                ops.append((gp.ones((BIG, BIG), dtype=gp.float16, device="cuda:0"),
+                            gp.ones((BIG, BIG), dtype=gp.float16, device="cuda:0")))
+        with lat:
+            out["alone"] = _summary(*_latency_loop(cp, lat.stream, steps, warmup, True, lat))
+        for rep in range(reps):
+            for mode in ("planned", "whole_device"):
+                with lat:
+                    pass  # activity: the best-effort contexts confine at their next step
+                for be, (a, b) in zip(bes, ops):
+                    with be:
+                        be.pace()
+                        for _ in range(queued):
+                            c = a @ b
+                        del c
+                confined = [bool(be._confined) and be.stream is be._confined[0] for be in bes]
+                if mode == "whole_device":
+                    lat._sm_target = lambda: 0  # an instance override of the method
+                target = lat._sm_target()
+                try:
+                    with lat:
+                        host, gpu = _latency_loop(cp, lat.stream, steps, warmup, True, lat)
+                finally:
+                    lat.__dict__.pop("_sm_target", None)
+                busy = [cp.cuda.runtime.streamQuery(be.stream.ptr) != 0 for be in bes]
+                for be in bes:
+                    be.stream.synchronize()
+                res = _summary(host, gpu)
+                out["runs"].append({"mode": mode, "rep": rep, "sm_target": target, "confined": confined,
+                                    "best_effort_busy_at_end": busy, "contended": res,
+                                    "p99_ratio": res["p99_us"] / out["alone"]["p99_us"],
+                                    "gpu_p99_ratio": res["gpu_p99_us"] / out["alone"]["gpu_p99_us"]})
+    finally:
+        sched.shutdown()
+        gc.collect()
+        cp.get_default_memory_pool().free_all_blocks()
+    return out
+
+
 # --- (b) overhead ---------------------------------------------------------------------------------------------
 
 
@@ -421,6 +480,19 @@ def _table(res):
                     label = f"{step}/{mode}"
                     lines.append(f"    {label:32} {case:10} {s['p50_us']:9.1f} {s['p99_us']:9.1f} "
                                  f"{s['gpu_p50_us']:9.1f} {s['gpu_p99_us']:9.1f} {ratio:>10} {tf:>10} {conf:>11}")
+    gi = res.get("gpu_isolation")
+    if gi:
+        a = gi["alone"]
+        lines.append(f"(a2) GPU-only: best-effort GEMMs queued on their confined streams before the loop (no host "
+                     f"activity during it); guaranteed graph step alone: p99 {a['p99_us']:.1f} us, gpu p50/p99 "
+                     f"{a['gpu_p50_us']:.1f}/{a['gpu_p99_us']:.1f} us")
+        lines.append(f"    {'guaranteed GEMMs plan for':26} {'SMs':>4} {'p50 us':>8} {'p99 us':>8} {'gpu p50':>8} "
+                     f"{'gpu p99':>8} {'p99/alone':>10} {'gpu p99/alone':>14}  BE confined / busy at end")
+        for r in gi["runs"]:
+            c = r["contended"]
+            lines.append(f"    {r['mode']:26} {r['sm_target'] or 'all':>4} {c['p50_us']:8.1f} {c['p99_us']:8.1f} "
+                         f"{c['gpu_p50_us']:8.1f} {c['gpu_p99_us']:8.1f} {r['p99_ratio']:10.2f} "
+                         f"{r['gpu_p99_ratio']:14.2f}  {all(r['confined'])} / {all(r['best_effort_busy_at_end'])}")
     ovh = res.get("overhead")
     if ovh:
         lines.append(f"(b) overhead, host us per call ({ovh['op']}):")
@@ -449,6 +521,7 @@ def run(quick=False):
     name = props["name"]
     res = {"device": name.decode() if isinstance(name, bytes) else str(name)}
     res["isolation"] = bench_isolation(cp, steps=200 if quick else 4000, warmup=20 if quick else 50)
+    res["gpu_isolation"] = bench_gpu_isolation(cp, steps=200 if quick else 1000, reps=1 if quick else 3)
     res["overhead"] = bench_overhead(cp, n=3000 if quick else 20000)
     res["stress"] = bench_stress(cp, sequences=1000)
     print(_table(res))
