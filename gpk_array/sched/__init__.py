@@ -7,7 +7,8 @@ reservations already made. Awaiting GPU work polls CUDA events without blocking 
 tier is busy, a paced (burstable / best-effort) context is slowed to its contention share of device time and, on
 CUDA, its steps run on a stream of a green context: a partition of ``contention_sms`` SMs (default 16) that its
 kernels, CuPy's and cuBLAS's included, cannot leave (``sched.initialize(..., contention_sms=0)`` turns that off),
-until the higher tier has been quiet for ``confine_hold_s`` (0.5 s).
+until the higher tier has been quiet for ``confine_hold_s`` (0.5 s); meanwhile the other contexts' GEMMs plan for
+the SMs outside that partition.
 
     from gpk_array import sched
     sched.initialize("cuda:0")
