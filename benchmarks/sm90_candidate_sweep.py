@@ -3,6 +3,8 @@
     python -m benchmarks.sm90_candidate_sweep                  # everything, within --budget seconds (default 240)
     python -m benchmarks.sm90_candidate_sweep --groups tf32    # TF32 only (groups: tf32, f16, bf16)
     python -m benchmarks.sm90_candidate_sweep --plan           # no GPU: what a run builds, checks and times
+    python -m benchmarks.sm90_candidate_sweep --groups f16,bf16 --keys K1,K2 --shapes 512x768x3072 \
+        --incumbents ppt,large                                 # given instances at given shapes (M x K x N)
 
 What it does (one process; $OUT receives sm90_candidate_sweep.json, rewritten after every figure, and the built
 candidates' cubins under cubin/, named as launch_sm90.cubin_path names them):
@@ -565,6 +567,11 @@ def main(argv=None) -> int:
     ap.add_argument("--build-timeout", type=float, default=200.0)
     ap.add_argument("--check-timeout", type=float, default=60.0)
     ap.add_argument("--no-build", action="store_true", help="take the candidates' cubins from the cache as they are")
+    ap.add_argument("--shapes", default=None,
+                    help="MxKxN,...: time these (every variant) in place of the goal and extra shapes")
+    ap.add_argument("--incumbents", default=None,
+                    help="comma-separated families (shipped instances) timed beside the candidates, in place of "
+                         "the default ones")
     ap.add_argument("--plan", action="store_true", help="print the plan (no GPU) and exit")
     ap.add_argument("--build-one", metavar="KEY", help=argparse.SUPPRESS)
     ap.add_argument("--check-one", metavar="KEY", help=argparse.SUPPRESS)
@@ -577,6 +584,13 @@ def main(argv=None) -> int:
     bad = set(groups) - set(GROUPS)
     if bad:
         ap.error(f"unknown groups {sorted(bad)}")
+    if args.shapes:
+        shapes = [tuple(int(v) for v in t.split("x")) for t in args.shapes.split(",") if t]
+        for g in groups:
+            GOAL[g], EXTRA[g] = shapes, []
+    if args.incumbents:
+        for g in groups:
+            INCUMBENTS[g] = tuple(f for f in args.incumbents.split(",") if f)
     if args.plan:
         pl = plan(groups, set(args.keys.split(",")) if args.keys else None)
         for g in groups:

@@ -51,7 +51,9 @@ as cubins and not prebuilt until a GPU run (``python -m benchmarks.sm90_candidat
 TF32 "tn" xl (cooperative 128x256x32, 2x1x1, 4 stages), xl12 (the same, 1x2x1), co12 (cooperative 256x128x32,
 1x2x1, 4 stages), all three with direct stores, pp64 / pp64t (ping-pong 64x256x32, 2x1x1: direct stores, 5 stages /
 TMA epilogue, 4 stages); FP16/BF16 "tn" coopt12 (coopt with the 1x2x1 cluster) and xlt (cooperative 128x256x64,
-2x1x1, TMA epilogue, 4 stages). The TF32 direct-store instances are probed with the TMA-epilogue cases (C and D
+2x1x1, TMA epilogue, 4 stages), and for few rows co128t (cooperative 128x128x64, 1x1x1, 6 stages), co64t
+(cooperative 128x64x64, 1x1x1, 8 stages) and ppm64 (ping-pong 64x128x64, 2x1x1, 8 stages), all three with the TMA
+epilogue. The TF32 direct-store instances are probed with the TMA-epilogue cases (C and D
 16-byte aligned: float32 stores need 4). Promoting one: drop its "candidate", regenerate (its .cu text and cubin key
 stay the same), add it to the rule, ``python -m gpk_array._kernels.cutlass.launch_sm90 --ship``.
 
@@ -322,6 +324,21 @@ FAMILIES = [
     {"arch": 90, "family": "xlt", "tile": (128, 256, 64), "stages": 4, "warps": (4, 1, 1),
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
      "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
+    # FP16/BF16 "tn" for few rows (GPT-2's M <= 2048 with K x N = 768 x 3072 and the like): at 512x768x3072 ppt's
+    # 128x128 tiles make 96 tiles, each on one consumer warpgroup of its CTA (the other idles), and take 1.38x
+    # cuBLASLt's time. co128t: cooperative 128x128x64 (both warpgroups on each tile, 64 rows each), 1x1x1, TMA
+    # epilogue, 6 stages of 32 KiB; co64t: cooperative 128x64x64 (twice the tiles), 1x1x1, 8 stages of 24 KiB;
+    # ppm64: ping-pong 64x128x64 (each warpgroup its own 64x128 tile: twice the tiles of ppt, both warpgroups
+    # busy), 2x1x1 (B multicast), TMA epilogue, 8 stages of 24 KiB.
+    {"arch": 90, "family": "co128t", "tile": (128, 128, 64), "stages": 6, "warps": (4, 1, 1),
+     "cluster": (1, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
+    {"arch": 90, "family": "co64t", "tile": (128, 64, 64), "stages": 8, "warps": (4, 1, 1),
+     "cluster": (1, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
+    {"arch": 90, "family": "ppm64", "tile": (64, 128, 64), "stages": 8, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
+     "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "candidate": True},
 ]
 
 # The fused epilogues: the function the emitter traces (its EVT frontend parses this Python source; "accum"

@@ -1188,6 +1188,9 @@ CANDIDATE_SPEC = {
     "gemm/tf32/tn/pp64t/sm90": ([64, 256, 32], [2, 1, 1], 4, _PP, "TmaWarpSpecialized"),
     **{f"gemm/{d}/tn/coopt12/sm90": ([256, 128, 64], [1, 2, 1], 4, _CO, _CO) for d in ("f16", "bf16")},
     **{f"gemm/{d}/tn/xlt/sm90": ([128, 256, 64], [2, 1, 1], 4, _CO, _CO) for d in ("f16", "bf16")},
+    **{f"gemm/{d}/tn/co128t/sm90": ([128, 128, 64], [1, 1, 1], 6, _CO, _CO) for d in ("f16", "bf16")},
+    **{f"gemm/{d}/tn/co64t/sm90": ([128, 64, 64], [1, 1, 1], 8, _CO, _CO) for d in ("f16", "bf16")},
+    **{f"gemm/{d}/tn/ppm64/sm90": ([64, 128, 64], [2, 1, 1], 8, _PP, "TmaWarpSpecialized") for d in ("f16", "bf16")},
 }
 
 
