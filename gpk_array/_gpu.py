@@ -330,7 +330,8 @@ def linear(x2d, w, bias, activation):
         return blas.linear(x2d, w, bias, activation, tf32=tf32(), sm_target=_sm_target())
     # gelu (erf), silu (no cuBLASLt epilogue), gelu_tanh in float64: the GEMM with cuBLASLt's bias epilogue, then our
     # activation kernel in place (two kernels, where the plain code takes a widening copy, a bias pass and several
-    # passes for the activation: 3-13x the GPU time on the H200 at GPT-2 shapes)
+    # passes for the activation; GPU time of the plain code over this on the H200: float16 3.3-10x, float32 1.2-1.8x
+    # at GPT-2 shapes, benchmarks/results/h200_2026-11-30_s7_diag_act_path_aba1d26.*)
     if not _ew.supports_unary(activation, x2d.dtype):
         return None
     y = blas.linear(x2d, w, bias, None, tf32=tf32(), sm_target=_sm_target())
