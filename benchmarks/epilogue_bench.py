@@ -190,26 +190,28 @@ def power_table(cp, rows, seconds=2.0):
         except OSError as e:
             print(f"power table: nvidia-smi not available ({e}); skipped")
             return
-        t0, reps = time.perf_counter(), 0
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record(s)
-        while time.perf_counter() - t0 < seconds:
-            for _ in range(20):
-                g.launch(s)
-            reps += 20
-            s.synchronize()
-        e1.record(s)
-        e1.synchronize()
-        us = cp.cuda.get_elapsed_time(e0, e1) * 1e3 / (reps * 50)
-        smi.terminate()
+        try:
+            t0, reps = time.perf_counter(), 0
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record(s)
+            while time.perf_counter() - t0 < seconds:
+                for _ in range(20):
+                    g.launch(s)
+                reps += 20
+                s.synchronize()
+            e1.record(s)
+            e1.synchronize()
+            us = cp.cuda.get_elapsed_time(e0, e1) * 1e3 / (reps * 50)
+        finally:
+            smi.terminate()
         samples = [[float(v) for v in line.split(",")] for line in smi.communicate()[0].splitlines()
                    if line.count(",") == 1]
         samples = np.asarray(samples[len(samples) // 4:])
         clock, power = (float(np.median(samples[:, i])) if len(samples) else float("nan") for i in (0, 1))
         rows.append({"table": "power", "variant": name, "us": us, "sm_clock_mhz": clock, "power_w": power,
                      "samples": len(samples)})
-        print(f"{name:10} {us:8.2f} us/call   SM clock {clock:6.0f} MHz   power {power:6.1f} W   ({len(samples)} samples)",
-              flush=True)
+        print(f"{name:10} {us:8.2f} us/call   SM clock {clock:6.0f} MHz   power {power:6.1f} W   "
+              f"({len(samples)} samples)", flush=True)
         time.sleep(0.5)
 
 

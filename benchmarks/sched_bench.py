@@ -259,7 +259,9 @@ def bench_gpu_isolation(cp, steps=1000, warmup=50, reps=3, queued=8):
     GEMMs run that two best-effort contexts queued on their confined streams *before* the loop (no best-effort host
     activity during it, so no interpreter shared with running threads), ``queued`` BIG^3 GEMMs each (they outlast
     the loop: checked). The guaranteed step's GEMMs planned around the confined SMs (the scheduler's way) or for
-    the whole device (its SM target forced to 0), alternating, ``reps`` times each."""
+    the whole device (its SM target forced to 0), alternating, ``reps`` times each. The two modes may also run
+    different kernels: with a target, cuBLASLt's heuristic choice for that many SMs; without, what the namespace
+    picks for the whole device (timed cuBLASLt candidates or SM90 instances)."""
     import gpk_array as gp
     from gpk_array import sched
 
@@ -284,8 +286,7 @@ def bench_gpu_isolation(cp, steps=1000, warmup=50, reps=3, queued=8):
                     with be:
                         be.pace()
                         for _ in range(queued):
-                            c = a @ b
-                        del c
+                            a @ b  # queued work; the result is dropped
                 confined = [bool(be._confined) and be.stream is be._confined[0] for be in bes]
                 if mode == "whole_device":
                     lat._sm_target = lambda: 0  # an instance override of the method

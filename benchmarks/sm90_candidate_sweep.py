@@ -585,7 +585,12 @@ def main(argv=None) -> int:
     if bad:
         ap.error(f"unknown groups {sorted(bad)}")
     if args.shapes:
-        shapes = [tuple(int(v) for v in t.split("x")) for t in args.shapes.split(",") if t]
+        try:
+            shapes = [tuple(int(v) for v in t.split("x")) for t in args.shapes.split(",") if t]
+        except ValueError:
+            shapes = []
+        if not shapes or any(len(t) != 3 or min(t) <= 0 for t in shapes):
+            ap.error(f"--shapes takes MxKxN,... (positive integers), got {args.shapes!r}")
         for g in groups:
             GOAL[g], EXTRA[g] = shapes, []
     if args.incumbents:

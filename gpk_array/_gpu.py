@@ -204,8 +204,9 @@ def _sm90(x, w, layout):
 
 def _sm90_call(fn, x, *args, **kw):
     """gpk_array._kernels.gemm.<fn>(x, *args, forced=, **kw) for 16-bit (or, with TF32 allowed, 32-bit) x with
-    contiguous rows, outside paced sched contexts; None otherwise or where it declines; the SM90 instances
-    switched off for good (with a warning) where they cannot be loaded."""
+    contiguous rows, where the sched context (if any) plans for every SM (not a paced context below full rate or
+    confined, nor a context beside a confined one: those take cuBLASLt with an SM count target); None otherwise or
+    where it declines; the SM90 instances switched off for good (with a warning) where they cannot be loaded."""
     global _sm90_off
     isz = x.dtype.itemsize
     if _sm90_off or x.strides[-1] != isz or not (isz == 2 or kw.get("tf32")) or _sm_target():

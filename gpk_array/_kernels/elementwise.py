@@ -274,7 +274,8 @@ def binary(op: str, a, b, out=None):
 
 
 def unary(op: str, x, out=None):
-    """``out = op(x)`` elementwise; x is a cupy array, out has x's dtype and shape."""
+    """``out = op(x)`` elementwise; x is a cupy array, out has x's dtype and shape. ``out`` may be ``x`` itself (in
+    place: every element is read once, by the thread that writes it); no other overlap of out and x."""
     import cupy
     if not isinstance(x, cupy.ndarray):
         raise TypeError("gpk_array kernels: unary() takes a cupy.ndarray")

@@ -230,11 +230,12 @@ class Scheduler:
         self.max_inflight = int(max_inflight)
         self.burst_s = float(burst_s)
         self.activity_window_s = float(activity_window_s)
-        if not float(confine_hold_s) >= 0.0:
-            raise ValueError(f"confine_hold_s must be >= 0 seconds, got {confine_hold_s!r}")
-        self.confine_hold_s = max(float(confine_hold_s), self.activity_window_s)
+        if confine_hold_s is not None and not float(confine_hold_s) >= 0.0:
+            raise ValueError(f"confine_hold_s must be >= 0 seconds or None, got {confine_hold_s!r}")
+        self.confine_hold_s = max(float(confine_hold_s or 0.0), self.activity_window_s)
         self._confined_by = {}  # paced contexts on their confined stream now -> its SMs
         self._confined_sms = 0
+        self._confined_until = 0.0
         if switch_interval is not None and not float(switch_interval) >= 0.0:
             raise ValueError(f"switch_interval must be >= 0 seconds or None, got {switch_interval!r}")
         self.switch_interval = float(switch_interval or 0.0)
@@ -420,19 +421,23 @@ class Scheduler:
 
     # contention ------------------------------------------------------------------------------------------------
 
-    def _note_confined(self, ctx, sms):
-        """Record that ``ctx`` runs on its confined stream of ``sms`` SMs (0: it does not); ``_confined_sms`` is what
-        the contexts outside plan their GEMMs around (every confined context of a scheduler shares one green
-        context, so one set of SMs)."""
-        held = self._confined_by
-        if held.get(ctx, 0) == sms:
-            return
+    def _note_confined(self, ctx):
+        """Record whether ``ctx`` runs on its confined stream now (a destroyed context never does), at its step
+        boundaries: ``_confined_sms`` is what the contexts outside plan their GEMMs around (every confined context
+        of a scheduler shares one green context, so one set of SMs), until ``_confined_until`` (``confine_hold_s``
+        after a confined context's last step: one that stops stepping stops counting)."""
         with _lock:
+            conf = ctx._confined
+            sms = conf[1] if conf and ctx.stream is conf[0] and not ctx._destroyed else 0
             if sms:
-                held[ctx] = sms
-            else:
-                held.pop(ctx, None)
-            self._confined_sms = max(held.values(), default=0)
+                self._confined_until = _monotonic() + self.confine_hold_s
+            held = self._confined_by
+            if held.get(ctx, 0) != sms:
+                if sms:
+                    held[ctx] = sms
+                else:
+                    held.pop(ctx, None)
+                self._confined_sms = max(held.values(), default=0)
 
     def _higher_tier_busy(self, ctx, window=None):
         """Whether a context of a higher tier than ``ctx`` has work in flight or was active within ``window``
@@ -958,15 +963,22 @@ class Context:
         while on it; else, while other contexts run confined, the SMs outside their green context (a kernel planned
         for the whole device would leave its last CTAs waiting for SMs that a confined context's long-running CTAs
         hold: measured on the H200, a guaranteed step of 4 GEMMs took 1.6-1.8x its GPU time beside best-effort
-        GEMMs confined to 16 SMs), times the context's pacing rate below full rate; 0 (all) otherwise."""
+        GEMMs confined to 16 SMs), times the context's pacing rate below full rate; 0 (all) otherwise. A non-zero
+        target also changes the kernels: gpk_array._gpu then takes cuBLASLt's heuristic choice for that many SMs
+        (no SM90 instances, no timed tuning), so a guaranteed context's GEMMs run other kernels while a neighbour is
+        confined."""
         conf = self._confined
         if conf and self.stream is conf[0]:
             return conf[1]
-        held = self._sched._confined_sms
+        sched = self._sched
+        held = sched._confined_sms
+        if held and _monotonic() >= sched._confined_until:
+            held = 0  # no confined context stepped within the hold: nothing to plan around
         rate = self._rate() if self._paced else 1.0
-        if rate >= 1.0:
-            return _cuda.sm_count(self.device_id) - held if held else 0
-        return max(1, int((_cuda.sm_count(self.device_id) - held) * rate))
+        if rate >= 1.0 and not held:
+            return 0
+        free = max(1, _cuda.sm_count(self.device_id) - held)
+        return free if rate >= 1.0 else max(1, int(free * rate))
 
     def _place(self):
         """CUDA, paced: the next step runs on the confined stream (a green context of ``contention_sms`` SMs) while
@@ -982,6 +994,7 @@ class Context:
         sms = sched.contention_sms
         if not (sms and self._cuda and self._paced):
             return
+        self._check_alive()  # destroyed while pacing waited: no new green stream for it
         if sched._higher_tier_busy(self, sched.confine_hold_s):
             conf = self._confined
             if conf is None:
@@ -997,8 +1010,7 @@ class Context:
             target = self._full_stream
         if target is not self.stream:
             self._move_to(target)
-        conf = self._confined
-        sched._note_confined(self, conf[1] if conf and self.stream is conf[0] else 0)
+        sched._note_confined(self)
 
     def _move_to(self, new):
         """Make ``new`` the context's stream, ordered after everything queued on the old one. Only while the context
@@ -1400,7 +1412,8 @@ def initialize(device=0, total_vram_budget=None, **config):
     ``max_inflight`` (2), ``burst_s`` (0.02),
     ``activity_window_s`` (0.005: a higher tier active this recently, or with work in flight, is busy and lower
     tiers are paced to their contention share), ``confine_hold_s`` (0.5: how long after a higher tier's last
-    activity a paced context stays on its confined stream; at least ``activity_window_s``), ``switch_interval`` (5e-6 s: while a guaranteed context and a paced one live
+    activity a paced context stays on its confined stream, and how long after a confined context's last step the
+    others plan their GEMMs around its SMs; at least ``activity_window_s``; None: that), ``switch_interval`` (5e-6 s: while a guaranteed context and a paced one live
     on CUDA devices, the interpreter's switch interval, ``sys.setswitchinterval``, is at most this, so a guaranteed
     context's thread waits at most that long for the interpreter held by a paced context's thread; the program's
     value comes back when no scheduler needs it, and one the program sets meanwhile is left as it is; 0 or None:
@@ -1613,7 +1626,7 @@ def destroy_context(name_or_ctx):
             for stream in (ctx._full_stream, conf[0] if conf else None):
                 if stream is not None:
                     stream.synchronize()
-            ctx._sched._note_confined(ctx, 0)
+            ctx._sched._note_confined(ctx)  # destroyed: out of the confined set
             if conf:
                 ctx._confined = None
                 if not ctx._entered:  # a session still inside may have it as CuPy's current stream: keep it then

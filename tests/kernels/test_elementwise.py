@@ -381,6 +381,26 @@ def test_unary_views_and_out(dtype):
     assert ew.unary("exp", cupy.empty((0, 4), cupy.float32)).shape == (0, 4)
 
 
+@pytest.mark.parametrize("op", ["gelu", "silu", "gelu_tanh", "exp"])
+def test_unary_in_place(op):
+    """out=x (what gpk_array._gpu.linear does after cuBLASLt's bias GEMM): the vector path with a tail, and the
+    strided path on a non-contiguous view, give what the out-of-place call gives."""
+    ew = _ew()
+    rng = np.random.default_rng(_seed("inplace", op))
+    for dtype in (np.float16, np.float32):
+        for shape in ((4099,), (1 << 17,), (64, 33)):
+            g = _to_gpu(_rand(shape, dtype, rng))
+            want = _host(ew.unary(op, g))
+            same = ew.unary(op, g, out=g)
+            assert same is g
+            np.testing.assert_array_equal(_host(g), want)
+        g = _to_gpu(_rand((40, 70), dtype, rng))
+        view = g[:, ::3]
+        want = _host(ew.unary(op, view))
+        ew.unary(op, view, out=view)
+        np.testing.assert_array_equal(_host(view), want)
+
+
 # ---------------------------------------------------------------------------------------------
 # streams, large sizes
 

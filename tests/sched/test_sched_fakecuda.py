@@ -704,6 +704,37 @@ def test_confinement_outlasts_the_pacing_window(fake, green):
     assert sched.get_scheduler().confine_hold_s == 0.3  # never shorter than the pacing window
     with pytest.raises(ValueError, match="confine_hold_s"):
         sched.initialize(0, confine_hold_s=-1)
+    sched.initialize(0, activity_window_s=0.01, confine_hold_s=None)
+    assert sched.get_scheduler().confine_hold_s == 0.01
+
+
+def test_planning_around_confined_sms_expires_and_skips_destroyed_contexts(fake, green):
+    """The others plan around a confined context's SMs only while it steps (within confine_hold_s of its last
+    step), a context destroyed while its pacing waited takes no new green stream and leaves no entry behind, and
+    the target never drops below one SM."""
+    made, destroyed = green
+    sched.initialize(0, contention_sms=16, activity_window_s=0.002, confine_hold_s=0.05,
+                     contention_share={"best_effort": 1.0})  # no pacing delay between the steps here
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    with g:
+        pass
+    be.pace()
+    assert be.stream is made[0][0] and g._sm_target() == 132 - 16
+    time.sleep(0.08)  # the best-effort context stopped stepping (still on its confined stream)
+    assert be.stream is made[0][0] and g._sm_target() == 0
+    with g:
+        pass
+    be.pace()
+    assert g._sm_target() == 132 - 16
+    sched.destroy_context(be)
+    assert g._sm_target() == 0 and not sched.get_scheduler()._confined_by
+    with pytest.raises(sched.ContextDestroyedError):  # as when destroy ran while pace() waited in _throttle
+        be._place()
+    assert len(made) == 1 and not sched.get_scheduler()._confined_by
+    s = sched.get_scheduler()
+    s._confined_sms, s._confined_until = 200, time.monotonic() + 10  # a partition as large as the device
+    assert g._sm_target() == 1
 
 
 def test_confinement_keeps_one_stream_order_for_shared_sessions(fake, green):
