@@ -366,7 +366,11 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 # GEMM plus separate elementwise passes for every covered problem (with CUTLASS's erff GELU / expf-and-division SiLU
 # the epilogue cost 1.2-1.7x / 1.2-2.2x the bare GEMM at M = 8192, less than the separate passes over the output;
 # since then gelu/silu use cutlass/gpk_epilogue.h's functors, 11 / 6 SASS instructions per element instead of ~25:
-# python -m benchmarks.epilogue_bench measures them).
+# python -m benchmarks.epilogue_bench measures them). What is left is energy, not issue slots: in a sustained loop
+# these kernels run at the H200's power limit (about 690 W), so an activation's ALU work lowers the clock-for-clock
+# tensor throughput (f16 8192x768->3072: bias 68.3 us, gelu_tanh 73.7, silu 76.0, gelu 80.1; `epilogue_bench
+# --power`, benchmarks/results/h200_2026-11-30_s7_epilogue_power_6556e88.*). Few tiles (512x3072->768: 24) leave
+# ppt_* at twice the time of cuBLASLt's bias GEMM plus our activation kernel; kept fused (one kernel).
 FUSED_ALWAYS = ("gelu", "silu")
 
 
