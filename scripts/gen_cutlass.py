@@ -339,7 +339,26 @@ FAMILIES = [
     {"arch": 90, "family": "ppm64", "tile": (64, 128, 64), "stages": 8, "warps": (4, 1, 1),
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
      "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "candidate": True},
+    # co128sk: co128t (cooperative 128x128x64, 1x1x1, TMA epilogue, 6 stages) with CUTLASS's stream-K tile scheduler
+    # (a family's "tile_scheduler", TILE_SCHEDULERS): at 512x3072x768 the 128x128 tiles are 24 for 132 SMs; split
+    # over K, each tile's k-blocks go to `splits` CTAs whose fp32 partials meet in a global workspace (the last split
+    # adds them and runs the epilogue). The decomposition is a run-time Argument (params_sm90 pins SplitK with the
+    # caller's splits); the Params carry the stream-K scheduler's fields and the workspace address. Emitted last.
+    {"arch": 90, "family": "co128sk", "tile": (128, 128, 64), "stages": 6, "warps": (4, 1, 1),
+     "cluster": (1, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True,
+     "tile_scheduler": "StreamK"},
 ]
+
+# Tile schedulers a family may name in its "tile_scheduler" (cutlass_library TileSchedulerType; absent: Default, the
+# persistent data-parallel PersistentTileSchedulerSm90 of every other instance, whose entries keep their old
+# text): the C++ tag the emitter writes into GemmUniversal, the kernel-name suffix (the emitter's procedural name
+# ignores the scheduler), and the manifest's "swizzle" line.
+TILE_SCHEDULERS = {
+    "Default": {"tag": None, "suffix": None, "doc": "sm90 default tile scheduler"},
+    "StreamK": {"tag": "cutlass::gemm::StreamKScheduler", "suffix": "streamk",
+                "doc": "sm90 stream-K tile scheduler (PersistentTileSchedulerSm90StreamK)"},
+}
 
 # The fused epilogues: the function the emitter traces (its EVT frontend parses this Python source; "accum"
 # is the fp32 accumulator, "bias" a (1, N) row of D's type, "D" the output), the functor the activation
@@ -504,7 +523,7 @@ def _build_operation(dtype: str, fam: dict):
     stages = 0 if fam.get("auto_stages") else fam["stages"]   # 0: the emitter's StageCountAutoCarveout
     td = TileDescription(tile, stages, list(fam["warps"]), math_inst, cluster,
                          kernel_schedule=ks, epilogue_schedule=es,
-                         tile_scheduler=cl.TileSchedulerType.Default)
+                         tile_scheduler=getattr(cl.TileSchedulerType, fam.get("tile_scheduler", "Default")))
     gemm.swizzling_functor = getattr(SwizzlingFunctor, f"Identity{fam['swizzle']}")
     if fam.get("epilogue"):
         gemm.epilogue_visitor = _epilogue_visitor(fam["epilogue"], elem)
@@ -576,6 +595,14 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
             raise RuntimeError(f"{fused}: unexpected operation names in the emitted source")
         body = body.replace(emitted, fused)
         name = fused
+    if fam.get("tile_scheduler"):
+        # the procedural name does not say the tile scheduler either (co128sk would be co128t's name): the kernel
+        # and its types get the name plus "_<scheduler suffix>", so kernel names stay unique in the manifest
+        sched = f"{name}_{TILE_SCHEDULERS[fam['tile_scheduler']]['suffix']}"
+        if sched in body:
+            raise RuntimeError(f"{sched}: unexpected operation names in the emitted source")
+        body = body.replace(name, sched)
+        name = sched
     kernel = rt.KernelTemplate.replace("${operation_name}", name).replace(
         "${operation_suffix}", rt.emitter.operation_suffix)
     includes = "".join(f'#include "{inc}"\n' for inc in rt.emitter.includes)
@@ -597,6 +624,9 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
             raise RuntimeError(f"{key}: emitted CTA tile is not {tile_cta}")
         if epi:
             _check_fused_source(key, src, fam, dtype)
+        tag = TILE_SCHEDULERS[fam.get("tile_scheduler", "Default")]["tag"]
+        if tag and f"    {tag}\n>;" not in src:
+            raise RuntimeError(f"{key}: emitted GemmUniversal does not take {tag}")
     else:
         needle = "cutlass::gemm::GemmShape<{}, {}, {}>".format(*tile_cta)
         if needle not in src or f"GemmIdentityThreadblockSwizzle<{fam['swizzle']}>" not in src:
@@ -624,7 +654,8 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
         **({"candidate": True} if fam.get("candidate") else {}),
         "cluster": list(fam["cluster"]),
         "swizzle": f"GemmIdentityThreadblockSwizzle<{fam['swizzle']}>" if fam["arch"] < 90 else
-                   "sm90 default tile scheduler",
+                   TILE_SCHEDULERS[fam.get("tile_scheduler", "Default")]["doc"],
+        **({"tile_scheduler": fam["tile_scheduler"]} if fam.get("tile_scheduler") else {}),
         "swizzle_n": fam["swizzle"],
         "kernel_schedule": fam["kernel_schedule"],
         "epilogue_schedule": fam["epilogue_schedule"],
