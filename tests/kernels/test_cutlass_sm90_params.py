@@ -1412,3 +1412,61 @@ def test_stream_k_workspace_and_splits():
                             encode=RecordingEncoder())
     la = S.build_sm90_launch(twin, 512, 3072, 768, 0x10000, 0x20000, 0x30000, 0x30000, encode=RecordingEncoder())
     assert la.workspace_bytes == 0 and la.workspace_zero == (0, 0)
+
+
+def test_stream_k_launch_zeroes_the_barriers_first(launch_stub, monkeypatch):
+    """launch_sm90.launch of a split-K co128sk launch: cuMemsetD8Async clears the barrier part of the workspace
+    (LaunchArgs.workspace_zero, after the fp32 partials) on the launch's stream, before cuLaunchKernel; a
+    launch without a workspace (splits 1, or any other instance) sets nothing."""
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    monkeypatch.setattr(L, "_driver", {"lib": L._declare(launch_stub)})
+    monkeypatch.setattr(L, "get_function", lambda k: (None, 0xF00D, None))
+    e = SK[0]
+    case = (512, 768, 3072, 3072, 3072, 768, 768, 1.0, 0.0, 0x7f0000000000, 0x7f0010000000, 0x7f0020000000,
+            0x7f0020000000, 132, 1, 0)
+    la, _ = _build(e, case + (4, SPLIT_K, 0, 0x7b0000000000))
+    assert la.workspace == 0x7b0000000000 and la.workspace_zero == (24 * 128 * 128 * 4, 256)
+    ms = (ctypes.c_longlong * 6)()
+    for stream in (0x5001, 0x5002):
+        L.launch(e["key"], la, L._packed(la), stream_ptr=stream)
+        launch_stub.gpk_last_memset(ms)
+        assert list(ms[:4]) == [0x7b0000000000 + 24 * 128 * 128 * 4, 0, 256, stream] and ms[4] < ms[5]
+    seq = ms[5]
+    la1, _ = _build(e, case + (1, SPLIT_K, 0, 0x7b0000000000))      # one split: no workspace, no memset
+    assert la1.workspace_bytes == 0 and la1.workspace == 0
+    L.launch(e["key"], la1, L._packed(la1), stream_ptr=0x5003)
+    launch_stub.gpk_last_memset(ms)
+    assert ms[5] == seq + 1 and ms[4] < seq
+
+
+def test_stream_k_prepare_allocates_a_workspace_per_launch(monkeypatch):
+    """launch_sm90.prepare with splits: a workspace of sm90_workspace's size from CuPy (kept with the prepared
+    launch), its address in the Params; cached per splits and reduction mode; splits 1 allocates nothing."""
+    import sys
+    import types
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L, tma
+    allocs = []
+
+    def empty(n, dtype=None):
+        allocs.append(n)
+        return types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x7b00_0000_0000 + 0x1000_0000 * len(allocs)))
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(empty=empty, uint8="uint8"))
+    monkeypatch.setattr(tma, "encode_tiled", RecordingEncoder())
+    monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+    monkeypatch.setattr(L, "_params_cache", {})
+    key = SK[0]["key"]
+    m, k, n = 512, 3072, 768
+    x = _FakeArray((m, k), (2 * k, 2), 0x10000)
+    w = _FakeArray((n, k), (2 * k, 2), 0x20000)
+    out = _FakeArray((m, n), (2 * n, 2), 0x30000)
+    la, (raw, kp, _) = L.prepare(x, w, out, 1.0, 0.0, None, key, 132, splits=4)
+    want = S.sm90_workspace(SK[0], m, n, k, 132, 4)
+    assert allocs == [want["bytes"]] and la.workspace == 0x7b00_1000_0000 and raw._gpk_workspace is not None
+    assert la == S.build_sm90_launch(SK[0], m, n, k, 0x10000, 0x20000, 0x30000, 0x30000, sm_count=132, splits=4,
+                                     workspace=la.workspace, encode=RecordingEncoder())
+    assert L.prepare(x, w, out, 1.0, 0.0, None, key, 132, splits=4)[0] is la and len(allocs) == 1
+    la2 = L.prepare(x, w, out, 1.0, 0.0, None, key, 132, splits=4, reduction="nondeterministic")[0]
+    assert len(allocs) == 2 and la2.workspace != la.workspace
+    la3, (raw3, _, _) = L.prepare(x, w, out, 1.0, 0.0, None, key, 132)
+    assert len(allocs) == 2 and la3.workspace_bytes == 0 and raw3._gpk_workspace is None

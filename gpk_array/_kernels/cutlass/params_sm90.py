@@ -75,6 +75,7 @@ class LaunchArgs:
     # initialize_workspace clears them); the fp32 partials need no clearing (the first split stores, the others add)
     workspace_bytes: int = 0
     workspace_zero: tuple[int, int] = (0, 0)
+    workspace: int = 0                # its device address (as in the Params)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -517,7 +518,8 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
         struct.pack_into("<Q", buf, off["workspace"], workspace)
         return LaunchArgs(kernel=entry["kernel"], grid=s["grid"], block=tuple(hp["block"]),
                           cluster=tuple(hp["cluster"]), shared_mem=hp["smem_bytes"], params=bytes(buf),
-                          workspace_bytes=ws["bytes"], workspace_zero=ws["zero"])
+                          workspace_bytes=ws["bytes"], workspace_zero=ws["zero"],
+                          workspace=workspace if ws["bytes"] else 0)
     for name, (d, sh) in (("major", s["divmod_major"]), ("minor", s["divmod_minor"])):
         base = f"scheduler.divmod_cluster_shape_{name}_"
         struct.pack_into("<Q", buf, off[base + ".divisor"], d)
