@@ -53,7 +53,16 @@ TF32 "tn" xl (cooperative 128x256x32, 2x1x1, 4 stages), xl12 (the same, 1x2x1), 
 TMA epilogue, 4 stages); FP16/BF16 "tn" coopt12 (coopt with the 1x2x1 cluster) and xlt (cooperative 128x256x64,
 2x1x1, TMA epilogue, 4 stages), and for few rows co128t (cooperative 128x128x64, 1x1x1, 6 stages), co64t
 (cooperative 128x64x64, 1x1x1, 8 stages) and ppm64 (ping-pong 64x128x64, 2x1x1, 8 stages), all three with the TMA
-epilogue. The TF32 direct-store instances are probed with the TMA-epilogue cases (C and D
+epilogue, and co128sk: co128t with CUTLASS's stream-K tile scheduler (a family's "tile_scheduler": "StreamK",
+TILE_SCHEDULERS; MANIFEST ``tile_scheduler``; the kernel name gets "_streamk", the emitter's procedural name not saying
+the scheduler). Its Params (1920 bytes) hold PersistentTileSchedulerSm90StreamKParams and the workspace address; the
+probe (kind 4, SM90_PROBE_CASES_SK: each case with splits, DecompositionMode::SplitK, a reduction mode and a workspace
+address) records them and GemmKernel::get_workspace_size per golden; params_sm90 builds the split-K decomposition
+(``is_stream_k``, ``sm90_workspace``), launch_sm90 allocates the workspace and zeroes its barriers before each launch.
+SplitK rather than the Heuristic/StreamK modes: one run-time number (splits) to sweep, no data-parallel/stream-K tile
+split or unit grouping to rebuild in Python, and at the few-row shapes CUTLASS's heuristic picks data-parallel
+(512x768x3072: 96 tiles, tail more than half a wave) or a stream-K split of 132 units over 24 tiles (512x3072x768).
+The TF32 direct-store instances are probed with the TMA-epilogue cases (C and D
 16-byte aligned: float32 stores need 4). Promoting one: drop its "candidate", regenerate (its .cu text and cubin key
 stay the same), add it to the rule, ``python -m gpk_array._kernels.cutlass.launch_sm90 --ship``.
 
@@ -286,9 +295,9 @@ FAMILIES = [
     # per element for 128x128 (ppt) and 256x128, 51 for 128x256 and 64x256. In the cluster, the operand the pair
     # shares is multicast: L2->SM traffic per CTA is (2M + N) / 2 rows for 2x1 and (M + 2N) / 2 for 1x2, so the
     # 256-long side goes to the shared operand: 128x256 with 2x1 (B shared), 256x128 with 1x2 (A shared). Clusters
-    # of 4 are left out (CUTLASS's 18-SM-per-GPC grid model launches only 116 of 132 CTAs), and stream-K too (its
-    # scheduler Params and reduction workspace are not built by params_sm90; 128x256 tiles leave 3% of a wave
-    # idle at 4096^3 and 8192^3). Raster order and swizzle are run-time Params (params_sm90 max_swizzle, raster),
+    # of 4 are left out (CUTLASS's 18-SM-per-GPC grid model launches only 116 of 132 CTAs), and stream-K too (128x256
+    # tiles leave 3% of a wave idle at 4096^3 and 8192^3; params_sm90 builds only its split-K decomposition, for
+    # the few-row candidate co128sk below). Raster order and swizzle are run-time Params (params_sm90 max_swizzle, raster),
     # swept on the GPU without new instances.
     # xl: cooperative 128x256x32 (each consumer warpgroup 64x256: m64n256k8), cluster 2x1x1, 4 stages of 48 KiB,
     # direct-store epilogue (a TMA epilogue's float32 staging would leave 3 stages; CUTLASS's generator lists

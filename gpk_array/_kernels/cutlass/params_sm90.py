@@ -28,6 +28,12 @@ scheduler) takes one ``__grid_constant__ GemmKernel::Params`` by value. CUTLASS 
   (D = A @ B, matmul's layout); only B's encode arguments (dims, strides, box) and the unsupported rules
   (N and ldb multiples of 8, ldb >= N) differ, the Params layout is the same.
 
+* stream-K instances (``is_stream_k``: MANIFEST ``tile_scheduler`` "StreamK", candidate "co128sk"): the scheduler
+  Params are CUTLASS's PersistentTileSchedulerSm90StreamKParams, built here for its split-K decomposition only
+  (``splits``, ``reduction``; the grid a whole wave, never truncated), and GemmKernel::Params.workspace holds a
+  global workspace's address (``sm90_workspace``: fp32 partial tiles and reduction barriers; the barriers must be
+  zero before each launch, launch_sm90 clears them).
+
 * TF32 instances (registry dtype "tf32": float32 A, B, C, D, TF32 wgmma, float32 accumulation): element size 4,
   so the 16-byte TMA alignment is 4 elements (K, N and the leading dimensions multiples of 4); the TMA data
   types, boxes and swizzles are CUTLASS's (probed). Their "nn" instances swap A and B (``swaps_ab``).
