@@ -32,6 +32,13 @@ candidates' cubins under cubin/, named as launch_sm90.cubin_path names them):
    and the .gpu diags time "cuBLAS"); TF32 through CUBLAS_COMPUTE_32F_FAST_TF32. Ratios: cuBLAS time / ours
    against the fastest of those four ("vs best") and against the heuristic's a @ b ("vs heur"); > 1: ours faster.
    cuBLAS is timed again after each shape's instances (drift; the faster figure is used).
+   Stream-K instances (candidate co128sk: co128t with CUTLASS's stream-K tile scheduler in its split-K decomposition)
+   are checked and timed with SK_VARIANTS in place of VARIANTS: splits 1 (data-parallel, what gemm_into launches)
+   to 8 over both raster orders, and the nondeterministic reduction at 2 and 4 splits ("s1mk4nd"); launch_sm90.prepare
+   allocates each variant's workspace and launch zeroes its barriers (a memset before the kernel, timed with it in
+   the graph); the check adds alpha/beta with C at 3 splits. Few-row shapes, e.g.:
+       python -m benchmarks.sm90_candidate_sweep --groups f16 --shapes 512x768x3072,512x3072x768 --incumbents ppt \
+           --keys gemm/f16/tn/co128sk/sm90,gemm/f16/tn/co128t/sm90,gemm/f16/tn/co64t/sm90,gemm/f16/tn/ppt/sm90
 
 Order under the budget: TF32 goal shapes, f16/bf16 goal shapes, TF32 extra shapes; what does not fit is reported
 as skipped. Every line is printed as it is measured (flushed); a summary per shape closes the run.
@@ -65,6 +72,14 @@ GOAL = {"tf32": [(4096, 4096, 4096), (8192, 8192, 8192)],
 EXTRA = {"tf32": [(2048, 2048, 2048), (8192, 768, 3072)], "f16": [], "bf16": []}
 # tile-scheduler variants: (max swizzle, raster order), run-time Params of every SM90 instance
 VARIANTS = [(s, r) for r in ("along_n", "along_m") for s in (1, 2, 4, 8)]
+# stream-K instances (params_sm90.is_stream_k: candidate co128sk): (max swizzle, raster, splits, reduction mode),
+# CUTLASS's split-K decomposition with each split count (clamped by params_sm90.split_k_splits to the k-blocks per
+# tile), both raster orders, and the nondeterministic reduction (partials added in any order after the first) at 2
+# and 4 splits; splits 1 is the data-parallel launch gemm_into makes (the "default" variant)
+SK_SPLITS = (1, 2, 3, 4, 5, 6, 8)     # 512x3072x768: 24 tiles x 5 = 120 units fit 132 SMs, x 6 = 144 do not
+SK_VARIANTS = [(1, r, k, "deterministic") for k in SK_SPLITS for r in ("along_m", "along_n")] + \
+    [(1, "along_m", k, "nondeterministic") for k in (2, 4)]
+SK_CHECK_SPLITS = 3                   # the alpha/beta check of a stream-K instance also runs split 3 ways
 TOL = {"tf32": 2e-3, "f16": 2e-3, "bf16": 1e-2}
 SMALL = (1000, 1032, 520)            # (M, N, K) of the float64 check: partial tiles in M and N, a K tail
 BIG_CHECK = 4096                     # and one N^3 launch
@@ -72,7 +87,33 @@ ALPHA, BETA = 0.5, -1.25
 
 
 def vname(v) -> str:
-    return f"s{v[0]}{v[1][-1]}"
+    """s<max swizzle><raster n|m>, then for stream-K variants k<splits> and "nd" for the nondeterministic reduction."""
+    name = f"s{v[0]}{v[1][-1]}"
+    if len(v) > 2:
+        name += f"k{v[2]}" + ("nd" if v[3] == "nondeterministic" else "")
+    return name
+
+
+def _vkw(v) -> dict:
+    """launch_sm90.prepare's keyword arguments of a variant."""
+    kw = {"max_swizzle": v[0], "raster": v[1]}
+    if len(v) > 2:
+        kw.update(splits=v[2], reduction=v[3])
+    return kw
+
+
+def instance_variants(key: str) -> list:
+    """The variants timed for an instance: SK_VARIANTS for a stream-K instance, VARIANTS for the others."""
+    from gpk_array._kernels.cutlass import params_sm90 as P
+    return SK_VARIANTS if P.is_stream_k(P.instance(key)) else VARIANTS
+
+
+def default_variant(key: str, m: int, n: int, sms: int):
+    """What the namespace's gemm_into launches: max swizzle 1 and the heuristic's raster (stream-K: one split)."""
+    from gpk_array._kernels.cutlass import params_sm90 as P
+    e = P.instance(key)
+    v = (1, "along_n" if P.sm90_schedule(e, m, n, sms)["raster_order"] == 1 else "along_m")
+    return v + (1, "deterministic") if P.is_stream_k(e) else v
 
 
 def left() -> float:
@@ -185,10 +226,16 @@ def check_one(key: str) -> int:
     out = cp.empty((m, n), gx.dtype)
     L.linear_tn_sm90(gx, gw, out=out, alpha=ALPHA, beta=BETA, c=gc, key=key)
     res["alpha_beta"] = _rel_err_host(cp.asnumpy(out), ALPHA * ref + BETA * c.astype(np.float64))
+    if P.is_stream_k(e):
+        # the epilogue (alpha, beta, C) runs once, in the last split, on the reduced partials
+        out.data.memset_async(0xFF, out.nbytes)
+        L.linear_tn_sm90(gx, gw, out=out, alpha=ALPHA, beta=BETA, c=gc, key=key, splits=SK_CHECK_SPLITS)
+        cp.cuda.Device().synchronize()
+        res["alpha_beta_split"] = _rel_err_host(cp.asnumpy(out), ALPHA * ref + BETA * c.astype(np.float64))
     sms = loader.sm_count()
-    for v in VARIANTS:
+    for v in instance_variants(key):
         out.data.memset_async(0xFF, out.nbytes)        # NaN in every float type
-        la, packed = L.prepare(gx, gw, out, 1.0, 0.0, None, key, sms, v[0], v[1])
+        la, packed = L.prepare(gx, gw, out, 1.0, 0.0, None, key, sms, **_vkw(v))
         L.launch(key, la, packed)
         cp.cuda.Device().synchronize()
         res["variants"][vname(v)] = _rel_err_host(cp.asnumpy(out), ref)
@@ -201,6 +248,8 @@ def check_one(key: str) -> int:
     cp.cuda.Device().synchronize()
     res["big"] = _rel_err_dev(cp, bo, _ref64(cp, bx, bw))
     errs = [res["small"], res["alpha_beta"], res["big"], *res["variants"].values()]
+    if "alpha_beta_split" in res:
+        errs.append(res["alpha_beta_split"])
     res["ok"] = all(_within(err, tol) for err in errs)
     print(json.dumps(res), flush=True)
     return 0
@@ -296,6 +345,7 @@ def run(args) -> int:
     from gpk_array._kernels.cutlass import params_sm90 as P
 
     meta = {"env": _env(), "budget_s": BUDGET, "plan": pl, "variants": [vname(v) for v in VARIANTS],
+            "stream_k_variants": [vname(v) for v in SK_VARIANTS],
             "tolerance": TOL, "gpu_state_start": _gpu_state(), "cache_dir": os.environ.get("GPK_CACHE_DIR"),
             "sm_count": loader.sm_count()}
     rep = Report(out_dir / "sm90_candidate_sweep.json", meta)
@@ -397,19 +447,21 @@ def run(args) -> int:
         if why:
             print(f"   {key}: {why}", flush=True)
             return
-        sched = P.sm90_schedule(e, m, n, sms)
-        default = (1, "along_n" if sched["raster_order"] == 1 else "along_m")
+        default = default_variant(key, m, n, sms)
         best_t, best_ref = refs(g, shape)
         fl = 2 * m * n * k
         for v in variants:
             row = {"dtype": g, "m": m, "k": k, "n": n, "key": key, "family": key.split("/")[3], "tag": tag,
                    "variant": vname(v), "max_swizzle": v[0], "raster": v[1], "default": v == default}
+            if len(v) > 2:
+                row.update(splits=v[2], splits_used=P.split_k_splits(e, k, sms, v[2]), reduction=v[3],
+                           workspace_bytes=P.sm90_workspace(e, m, n, k, sms, v[2], v[0], v[1])["bytes"])
             if left() < 8:
                 rep.data["skipped"].append({**row, "why": "budget"})
                 continue
             try:
                 o = d["o"]
-                la, packed = L.prepare(d["a"], d["w"], o, 1.0, 0.0, None, key, sms, v[0], v[1])
+                la, packed = L.prepare(d["a"], d["w"], o, 1.0, 0.0, None, key, sms, **_vkw(v))
                 o.data.memset_async(0xFF, o.nbytes)
                 L.launch(key, la, packed)
                 cp.cuda.Device().synchronize()
@@ -432,7 +484,7 @@ def run(args) -> int:
             rep.data["rows"].append(row)
             rep.save()
             if row.get("us"):
-                print(f"{g:4} {m:5}x{k:5}x{n:5} {row['family']:8} {row['variant']}{'*' if row['default'] else ' '} "
+                print(f"{g:4} {m:5}x{k:5}x{n:5} {row['family']:8} {row['variant']:8}{'*' if row['default'] else ' '} "
                       f"{row['us']:9.1f} us {row['tflops']:6.1f} TF/s  x{row.get('x_best') or 0:5.3f} vs best"
                       f"  x{row.get('x_heur') or 0:5.3f} vs heur  err {row['rel_err']:.1e}", flush=True)
             else:
@@ -470,7 +522,7 @@ def run(args) -> int:
         time_cublas(g, s, "before")
         for key in pl[g]["incumbents"]:
             if key in inc_ok:
-                time_instance(g, s, key, VARIANTS, "incumbent")
+                time_instance(g, s, key, instance_variants(key), "incumbent")
 
     # 1b. the builds' results (the built cubins copied to $OUT/cubin/); 2b. the candidates checked
     for f in futures:
@@ -497,7 +549,7 @@ def run(args) -> int:
         if (g, s) not in inputs:
             time_cublas(g, s, "before")
         for key in keys:
-            time_instance(g, s, key, VARIANTS, "candidate")
+            time_instance(g, s, key, instance_variants(key), "candidate")
         time_cublas(g, s, "after")
     # extra shapes: the default variant and the instance's best at the goal shapes
     for g, s in extra:
@@ -506,9 +558,7 @@ def run(args) -> int:
             continue
         time_cublas(g, s, "before")
         for key in [k for k in pl[g]["incumbents"] if k in inc_ok] + [k for k in pl[g]["candidates"] if k in good]:
-            e = P.instance(key)
-            sched = P.sm90_schedule(e, s[0], s[2], sms)
-            vs = [(1, "along_n" if sched["raster_order"] == 1 else "along_m")]
+            vs = [default_variant(key, s[0], s[2], sms)]
             for t_v in best_variant.get(key, {}).values():
                 if t_v[1] not in vs:
                     vs.append(t_v[1])
@@ -603,6 +653,10 @@ def main(argv=None) -> int:
             print(f"{g}: incumbents {pl[g]['incumbents']}")
             print(f"{g}: goal shapes (M, K, N) {GOAL[g]} x variants {[vname(v) for v in VARIANTS]}; "
                   f"extra {EXTRA[g]}")
+            sk = [k for k in pl[g]["candidates"] + pl[g]["incumbents"] if instance_variants(k) is SK_VARIANTS]
+            if sk:
+                print(f"{g}: stream-K {sk}: variants {[vname(v) for v in SK_VARIANTS]} (splits clamped to the "
+                      "k-blocks per tile)")
         return 0
     return run(args)
 

@@ -53,7 +53,16 @@ TF32 "tn" xl (cooperative 128x256x32, 2x1x1, 4 stages), xl12 (the same, 1x2x1), 
 TMA epilogue, 4 stages); FP16/BF16 "tn" coopt12 (coopt with the 1x2x1 cluster) and xlt (cooperative 128x256x64,
 2x1x1, TMA epilogue, 4 stages), and for few rows co128t (cooperative 128x128x64, 1x1x1, 6 stages), co64t
 (cooperative 128x64x64, 1x1x1, 8 stages) and ppm64 (ping-pong 64x128x64, 2x1x1, 8 stages), all three with the TMA
-epilogue. The TF32 direct-store instances are probed with the TMA-epilogue cases (C and D
+epilogue, and co128sk: co128t with CUTLASS's stream-K tile scheduler (a family's "tile_scheduler": "StreamK",
+TILE_SCHEDULERS; MANIFEST ``tile_scheduler``; the kernel name gets "_streamk", the emitter's procedural name not saying
+the scheduler). Its Params (1920 bytes) hold PersistentTileSchedulerSm90StreamKParams and the workspace address; the
+probe (kind 4, SM90_PROBE_CASES_SK: each case with splits, DecompositionMode::SplitK, a reduction mode and a workspace
+address) records them and GemmKernel::get_workspace_size per golden; params_sm90 builds the split-K decomposition
+(``is_stream_k``, ``sm90_workspace``), launch_sm90 allocates the workspace and zeroes its barriers before each launch.
+SplitK rather than the Heuristic/StreamK modes: one run-time number (splits) to sweep, no data-parallel/stream-K tile
+split or unit grouping to rebuild in Python, and at the few-row shapes CUTLASS's heuristic picks data-parallel
+(512x768x3072: 96 tiles, tail more than half a wave) or a stream-K split of 132 units over 24 tiles (512x3072x768).
+The TF32 direct-store instances are probed with the TMA-epilogue cases (C and D
 16-byte aligned: float32 stores need 4). Promoting one: drop its "candidate", regenerate (its .cu text and cubin key
 stay the same), add it to the rule, ``python -m gpk_array._kernels.cutlass.launch_sm90 --ship``.
 
@@ -286,9 +295,9 @@ FAMILIES = [
     # per element for 128x128 (ppt) and 256x128, 51 for 128x256 and 64x256. In the cluster, the operand the pair
     # shares is multicast: L2->SM traffic per CTA is (2M + N) / 2 rows for 2x1 and (M + 2N) / 2 for 1x2, so the
     # 256-long side goes to the shared operand: 128x256 with 2x1 (B shared), 256x128 with 1x2 (A shared). Clusters
-    # of 4 are left out (CUTLASS's 18-SM-per-GPC grid model launches only 116 of 132 CTAs), and stream-K too (its
-    # scheduler Params and reduction workspace are not built by params_sm90; 128x256 tiles leave 3% of a wave
-    # idle at 4096^3 and 8192^3). Raster order and swizzle are run-time Params (params_sm90 max_swizzle, raster),
+    # of 4 are left out (CUTLASS's 18-SM-per-GPC grid model launches only 116 of 132 CTAs), and stream-K too (128x256
+    # tiles leave 3% of a wave idle at 4096^3 and 8192^3; params_sm90 builds only its split-K decomposition, for
+    # the few-row candidate co128sk below). Raster order and swizzle are run-time Params (params_sm90 max_swizzle, raster),
     # swept on the GPU without new instances.
     # xl: cooperative 128x256x32 (each consumer warpgroup 64x256: m64n256k8), cluster 2x1x1, 4 stages of 48 KiB,
     # direct-store epilogue (a TMA epilogue's float32 staging would leave 3 stages; CUTLASS's generator lists
@@ -339,7 +348,26 @@ FAMILIES = [
     {"arch": 90, "family": "ppm64", "tile": (64, 128, 64), "stages": 8, "warps": (4, 1, 1),
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
      "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "candidate": True},
+    # co128sk: co128t (cooperative 128x128x64, 1x1x1, TMA epilogue, 6 stages) with CUTLASS's stream-K tile scheduler
+    # (a family's "tile_scheduler", TILE_SCHEDULERS): at 512x3072x768 the 128x128 tiles are 24 for 132 SMs; split
+    # over K, each tile's k-blocks go to `splits` CTAs whose fp32 partials meet in a global workspace (the last split
+    # adds them and runs the epilogue). The decomposition is a run-time Argument (params_sm90 pins SplitK with the
+    # caller's splits); the Params carry the stream-K scheduler's fields and the workspace address. Emitted last.
+    {"arch": 90, "family": "co128sk", "tile": (128, 128, 64), "stages": 6, "warps": (4, 1, 1),
+     "cluster": (1, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True,
+     "tile_scheduler": "StreamK"},
 ]
+
+# Tile schedulers a family may name in its "tile_scheduler" (cutlass_library TileSchedulerType; absent: Default, the
+# persistent data-parallel PersistentTileSchedulerSm90 of every other instance, whose entries keep their old
+# text): the C++ tag the emitter writes into GemmUniversal, the kernel-name suffix (the emitter's procedural name
+# ignores the scheduler), and the manifest's "swizzle" line.
+TILE_SCHEDULERS = {
+    "Default": {"tag": None, "suffix": None, "doc": "sm90 default tile scheduler"},
+    "StreamK": {"tag": "cutlass::gemm::StreamKScheduler", "suffix": "streamk",
+                "doc": "sm90 stream-K tile scheduler (PersistentTileSchedulerSm90StreamK)"},
+}
 
 # The fused epilogues: the function the emitter traces (its EVT frontend parses this Python source; "accum"
 # is the fp32 accumulator, "bias" a (1, N) row of D's type, "D" the output), the functor the activation
@@ -504,7 +532,7 @@ def _build_operation(dtype: str, fam: dict):
     stages = 0 if fam.get("auto_stages") else fam["stages"]   # 0: the emitter's StageCountAutoCarveout
     td = TileDescription(tile, stages, list(fam["warps"]), math_inst, cluster,
                          kernel_schedule=ks, epilogue_schedule=es,
-                         tile_scheduler=cl.TileSchedulerType.Default)
+                         tile_scheduler=getattr(cl.TileSchedulerType, fam.get("tile_scheduler", "Default")))
     gemm.swizzling_functor = getattr(SwizzlingFunctor, f"Identity{fam['swizzle']}")
     if fam.get("epilogue"):
         gemm.epilogue_visitor = _epilogue_visitor(fam["epilogue"], elem)
@@ -576,6 +604,14 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
             raise RuntimeError(f"{fused}: unexpected operation names in the emitted source")
         body = body.replace(emitted, fused)
         name = fused
+    if fam.get("tile_scheduler"):
+        # the procedural name does not say the tile scheduler either (co128sk would be co128t's name): the kernel
+        # and its types get the name plus "_<scheduler suffix>", so kernel names stay unique in the manifest
+        sched = f"{name}_{TILE_SCHEDULERS[fam['tile_scheduler']]['suffix']}"
+        if sched in body:
+            raise RuntimeError(f"{sched}: unexpected operation names in the emitted source")
+        body = body.replace(name, sched)
+        name = sched
     kernel = rt.KernelTemplate.replace("${operation_name}", name).replace(
         "${operation_suffix}", rt.emitter.operation_suffix)
     includes = "".join(f'#include "{inc}"\n' for inc in rt.emitter.includes)
@@ -597,6 +633,9 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
             raise RuntimeError(f"{key}: emitted CTA tile is not {tile_cta}")
         if epi:
             _check_fused_source(key, src, fam, dtype)
+        tag = TILE_SCHEDULERS[fam.get("tile_scheduler", "Default")]["tag"]
+        if tag and f"    {tag}\n>;" not in src:
+            raise RuntimeError(f"{key}: emitted GemmUniversal does not take {tag}")
     else:
         needle = "cutlass::gemm::GemmShape<{}, {}, {}>".format(*tile_cta)
         if needle not in src or f"GemmIdentityThreadblockSwizzle<{fam['swizzle']}>" not in src:
@@ -624,7 +663,8 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
         **({"candidate": True} if fam.get("candidate") else {}),
         "cluster": list(fam["cluster"]),
         "swizzle": f"GemmIdentityThreadblockSwizzle<{fam['swizzle']}>" if fam["arch"] < 90 else
-                   "sm90 default tile scheduler",
+                   TILE_SCHEDULERS[fam.get("tile_scheduler", "Default")]["doc"],
+        **({"tile_scheduler": fam["tile_scheduler"]} if fam.get("tile_scheduler") else {}),
         "swizzle_n": fam["swizzle"],
         "kernel_schedule": fam["kernel_schedule"],
         "epilogue_schedule": fam["epilogue_schedule"],
@@ -911,6 +951,47 @@ SM90_PROBE_CASES_FUSED = [c[:7] + (1.0, 0.0) + c[9:] + ({2: 0, 5: c[11] + 2}.get
                           for i, c in enumerate(SM90_PROBE_CASES_EPI_TMA)]
 
 
+# Stream-K tile scheduler (a family's "tile_scheduler" "StreamK"; MANIFEST ``tile_scheduler``): its Params
+# (PersistentTileSchedulerSm90StreamKParams) replace the persistent scheduler's members; the leaves the probe prints.
+# FastDivmodU64Pow2: divisor, shift_right; FastDivmodU64: divisor, multiplier, shift_right, round_up; FastDivmod
+# (32-bit): divisor, multiplier, shift_right.
+_U64P2, _U64, _DIV32 = ("divisor", "shift_right"), ("divisor", "multiplier", "shift_right", "round_up"), \
+    ("divisor", "multiplier", "shift_right")
+SM90_SK_SCHEDULER_FIELDS = [
+    ("divmod_cluster_shape_major_", _U64P2), ("divmod_cluster_shape_minor_", _U64P2),
+    ("divmod_batch_", _U64), ("divmod_cluster_blk_major_", _U64), ("divmod_clusters_mnl_", _U64),
+    ("divmod_sk_groups_", _U64), ("divmod_sk_units_per_group_", _U64), ("units_per_problem_", ()),
+    ("divmod_tiles_per_output_tile_", _DIV32), ("log_swizzle_size_", ()), ("raster_order_", ()),
+    ("divmod_splits_", _DIV32), ("big_units_", ()), ("big_groups_", ()), ("reduction_workspace_", ()),
+    ("sk_tiles_", ()), ("sk_units_", ()), ("divmod_k_tiles_per_sk_unit_", _DIV32),
+    ("divmod_k_tiles_per_sk_big_unit_", _DIV32), ("reduction_mode_", ()), ("divmod_epilogue_subtile_", _U64),
+    ("separate_reduction_units_", ()), ("ktile_start_alignment_count_", ()),
+]
+SM90_SK_SCHEDULER_MEMBERS = ["scheduler"] + [m for f, sub in SM90_SK_SCHEDULER_FIELDS
+                                             for m in [f"scheduler.{f}"] + [f"scheduler.{f}.{x}" for x in sub]]
+SM90_SK_CONTAINERS = ["scheduler"] + [f"scheduler.{f}" for f, sub in SM90_SK_SCHEDULER_FIELDS if sub]
+# cutlass::gemm::kernel::detail::DecompositionMode and ReductionMode
+SK_DECOMPOSITION = {"heuristic": 0, "data_parallel": 1, "split_k": 2, "stream_k": 3}
+SK_REDUCTION = {"deterministic": 0, "nondeterministic": 1}
+# Stream-K cases: an SM90 case (16 fields, C and D 16-byte aligned for the TMA epilogue) plus (splits, decomposition
+# mode, reduction mode, workspace address). The Python builder pins DecompositionMode::SplitK (every case here):
+# CUTLASS then skips its stream-K heuristic and splits each output tile's k-blocks over `splits` units (clamped to
+# sm_count and to the k-blocks per tile; 1: data-parallel, no workspace). GPT-2's few-row shapes (M x K x N
+# 512x768x3072: 96 tiles of 12 k-blocks; 512x3072x768: 24 tiles of 48) with several splits, both reduction modes,
+# the clamps, swizzle and raster variants, and the other SM90 cases.
+_SK_WS = 0x7b0000000000
+SM90_PROBE_CASES_SK = [
+    (512, 3072, 768, 768, 768, 3072, 3072, 1.0, 0.0, 0x7f0000000000, 0x7f0010000000, 0x7f0020000000,
+     0x7f0020000000, 132, 1, 0, sp, 2, red, _SK_WS) for sp, red in ((1, 0), (2, 0), (3, 0), (4, 1), (12, 0))
+] + [
+    (512, 768, 3072, 3072, 3072, 768, 768, 1.0, 0.0, 0x7f0000000000, 0x7f0010000000, 0x7f0020000000,
+     0x7f0020000000, 132, 1, 0, sp, 2, red, _SK_WS) for sp, red in ((2, 0), (4, 0), (5, 1), (8, 0), (200, 0))
+] + [
+    c + (sp, 2, 0, _SK_WS + 0x100 * i)
+    for i, (c, sp) in enumerate(zip(SM90_PROBE_CASES_EPI_TMA, (3, 2, 4, 2, 3, 4, 7, 1, 8, 2, 2)))
+]
+
+
 def sm90_fused(entry: dict) -> dict | None:
     """The fused epilogue of the instance (MANIFEST ``fusion``; family entries: ``epilogue``), or None."""
     if entry.get("fusion"):
@@ -920,10 +1001,20 @@ def sm90_fused(entry: dict) -> dict | None:
     return None
 
 
+def sm90_stream_k(entry: dict) -> bool:
+    """Does the instance use CUTLASS's stream-K tile scheduler (MANIFEST / family ``tile_scheduler``)?"""
+    return entry.get("tile_scheduler") == "StreamK"
+
+
 def sm90_probe_kind(entry: dict) -> int:
     """The probe's code path: 0 direct-store epilogue, 1 TMA epilogue (LinearCombination), 2 fused bias
-    (tree plus(acc, bias)), 3 fused bias + activation (tree act(plus(acc, bias)))."""
+    (tree plus(acc, bias)), 3 fused bias + activation (tree act(plus(acc, bias))), 4 TMA epilogue
+    (LinearCombination) with the stream-K tile scheduler."""
     f = sm90_fused(entry)
+    if sm90_stream_k(entry):
+        if f or not sm90_epi_tma(entry):
+            raise RuntimeError(f"{entry.get('key')}: stream-K is probed with the LinearCombination TMA epilogue only")
+        return 4
     if f:
         return 3 if f["activation"] else 2
     return int(sm90_epi_tma(entry))
@@ -960,6 +1051,8 @@ def sm90_epi_tma(entry: dict) -> bool:
 
 
 def sm90_probe_cases(entry: dict) -> list:
+    if sm90_stream_k(entry):
+        return SM90_PROBE_CASES_SK
     if sm90_fused(entry):
         return SM90_PROBE_CASES_FUSED
     if entry_layout(entry) == "nn":
@@ -976,7 +1069,12 @@ def sm90_probe_members(entry: dict) -> list[tuple[str, str]]:
     if not sm90_epi_tma(entry):
         return [(m, f"p->{m}") for m in SM90_PROBE_MEMBERS]
     out = []
-    for m in SM90_PROBE_MEMBERS:
+    members = SM90_PROBE_MEMBERS
+    if sm90_stream_k(entry):
+        members = [m for m in SM90_PROBE_MEMBERS if not m.startswith("scheduler")]
+        at = members.index("workspace")
+        members = members[:at] + SM90_SK_SCHEDULER_MEMBERS + members[at:]
+    for m in members:
         if m == "epilogue" and sm90_fused(entry):
             out += sm90_fused_members(sm90_probe_kind(entry))
         elif m == "epilogue":
@@ -987,7 +1085,10 @@ def sm90_probe_members(entry: dict) -> list[tuple[str, str]]:
 
 
 def sm90_probe_containers(entry: dict) -> list[str]:
-    return SM90_PROBE_CONTAINERS + (SM90_EPI_TMA_CONTAINERS if sm90_epi_tma(entry) else [])
+    base = SM90_PROBE_CONTAINERS
+    if sm90_stream_k(entry):
+        base = [c for c in base if not c.startswith("scheduler")] + SM90_SK_CONTAINERS
+    return base + (SM90_EPI_TMA_CONTAINERS if sm90_epi_tma(entry) else [])
 
 
 # Members that hold others (with padding inside); every other member above is a leaf, and the bytes
@@ -1050,7 +1151,7 @@ template <class Op, int Kind>
 static void gpk_build(unsigned char* buf, int M, int N, int K, long long lda, long long ldb,
     long long ldc, long long ldd, float alpha, float beta, unsigned long long pa,
     unsigned long long pb, unsigned long long pc, unsigned long long pd, int sms, int swz, int raster,
-    unsigned long long pbias, bool* ok, size_t* ws) {
+    unsigned long long pbias, int splits, int decomp, int red, unsigned long long pws, bool* ok, size_t* ws) {
   using namespace cute;
   typename Op::Arguments args{};
   args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
@@ -1064,7 +1165,7 @@ static void gpk_build(unsigned char* buf, int M, int N, int K, long long lda, lo
   } else {
     get<0>(args.mainloop.dB) = ldb; get<2>(args.mainloop.dB) = (long long)N * ldb;
   }
-  if constexpr (Kind >= 2) {
+  if constexpr (Kind == 2 || Kind == 3) {
     // no alpha, beta or C (ElementC void): the bias row only
     gpk_bias_node<Kind>(args.epilogue.thread).ptr_row = reinterpret_cast<typename Op::ElementD const*>(pbias);
   } else {
@@ -1082,10 +1183,18 @@ static void gpk_build(unsigned char* buf, int M, int N, int K, long long lda, lo
   args.hw_info.sm_count = sms;
   args.scheduler.max_swizzle_size = swz;
   args.scheduler.raster_order = static_cast<typename Op::TileScheduler::RasterOrderOptions>(raster);
+  if constexpr (Kind == 4) {
+    // stream-K scheduler Arguments: splits, decomposition and reduction modes
+    using TS = typename Op::TileScheduler;
+    args.scheduler.splits = splits;
+    args.scheduler.decomposition_mode = static_cast<typename TS::DecompositionMode>(decomp);
+    args.scheduler.reduction_mode = static_cast<typename TS::ReductionMode>(red);
+  }
   *ok = Op::can_implement(args);
   *ws = Op::get_workspace_size(args);
   gpk_records.clear();
-  new (buf) typename Op::Params(Op::to_underlying_arguments(args, nullptr));
+  // the workspace address (0 but for the stream-K cases: the other instances' goldens keep a null workspace)
+  new (buf) typename Op::Params(Op::to_underlying_arguments(args, reinterpret_cast<void*>(pws)));
 }
 
 template <class P, class = void> struct gpk_has_workspace : std::false_type {};
@@ -1158,7 +1267,7 @@ template <class Op, int Kind>
 static void gpk_dump(const char* key, int idx, int M, int N, int K, long long lda, long long ldb,
     long long ldc, long long ldd, float alpha, float beta, unsigned long long pa,
     unsigned long long pb, unsigned long long pc, unsigned long long pd, int sms, int swz, int raster,
-    unsigned long long pbias = 0) {
+    unsigned long long pbias = 0, int splits = 1, int decomp = 0, int red = 0, unsigned long long pws = 0) {
   using Params = typename Op::Params;
   alignas(Params) static unsigned char b0[sizeof(Params)], b1[sizeof(Params)];
   bool ok; size_t ws;
@@ -1168,11 +1277,11 @@ static void gpk_dump(const char* key, int idx, int M, int N, int K, long long ld
   std::memset(b1, 0xff, sizeof(Params));
   gpk_dirty_stack(0xff);
   gpk_stub_xor = 0xff;
-  gpk_build<Op, Kind>(b1, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias, &ok, &ws);
+  gpk_build<Op, Kind>(b1, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias, splits, decomp, red, pws, &ok, &ws);
   std::memset(b0, 0x00, sizeof(Params));
   gpk_dirty_stack(0x00);
   gpk_stub_xor = 0;
-  gpk_build<Op, Kind>(b0, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias, &ok, &ws);
+  gpk_build<Op, Kind>(b0, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias, splits, decomp, red, pws, &ok, &ws);
   Params const* p = reinterpret_cast<Params const*>(b0);
   dim3 g = Op::get_grid_shape(*p);
   dim3 blk = Op::get_block_shape();
@@ -1194,7 +1303,8 @@ static void gpk_dump(const char* key, int idx, int M, int N, int K, long long ld
   if constexpr (Kind == 0) gpk_members_0<Op>(p, first);
   else if constexpr (Kind == 1) gpk_members_1<Op>(p, first);
   else if constexpr (Kind == 2) gpk_members_2<Op>(p, first);
-  else gpk_members_3<Op>(p, first);
+  else if constexpr (Kind == 3) gpk_members_3<Op>(p, first);
+  else gpk_members_4<Op>(p, first);
   std::printf("}, \"hex\": \"");
   for (size_t i = 0; i < sizeof(Params); ++i) std::printf("%02x", b0[i]);
   std::printf("\", \"padding\": [");
@@ -1247,7 +1357,8 @@ def _sm90_probe_source(entries: list[dict], src_dir: Path) -> str:
     for kind, probe_entry in ((0, {"epilogue_schedule": "NoSmemWarpSpecialized"}),
                               (1, {"epilogue_schedule": "TmaWarpSpecialized"}),
                               (2, {"epilogue_schedule": "TmaWarpSpecialized", "epilogue": "bias"}),
-                              (3, {"epilogue_schedule": "TmaWarpSpecialized", "epilogue": "bias_gelu"})):
+                              (3, {"epilogue_schedule": "TmaWarpSpecialized", "epilogue": "bias_gelu"}),
+                              (4, {"epilogue_schedule": "TmaWarpSpecializedCooperative", "tile_scheduler": "StreamK"})):
         lines = []
         for m, x in sm90_probe_members(probe_entry):
             if m == "workspace":
@@ -1264,7 +1375,10 @@ def _sm90_probe_source(entries: list[dict], src_dir: Path) -> str:
     for i, e in enumerate(entries):
         for j, c in enumerate(sm90_probe_cases(e)):
             M, N, K, lda, ldb, ldc, ldd, al, be, pa, pb, pc, pd, sms, swz, ras = c[:16]
-            bias = f", {c[16]}ULL" if len(c) > 16 else ""
+            if sm90_stream_k(e):     # no bias; splits, decomposition, reduction, workspace address
+                bias = ", 0ULL, {}, {}, {}, {}ULL".format(*c[16:20])
+            else:
+                bias = f", {c[16]}ULL" if len(c) > 16 else ""
             main.append(f'  gpk_dump<gpk_i{i}::{e["kernel_type"]}, {sm90_probe_kind(e)}>("{e["key"]}", {j}, {M}, {N}, {K}, '
                         f"{lda}LL, {ldb}LL, {ldc}LL, {ldd}LL, {al!r}f, {be!r}f, {pa}ULL, {pb}ULL, "
                         f"{pc}ULL, {pd}ULL, {sms}, {swz}, {ras}{bias});")
@@ -1340,6 +1454,10 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
         r0 = dumps[0]
         fixed = ("size", "align", "smem", "threads", "min_blocks", "block", "cluster", "offsets",
                  "descs", "workspace", "swap_ab")
+        sk = sm90_stream_k(e)
+        if sk:
+            # the stream-K workspace (partials and barriers) depends on the problem and the splits: per golden
+            fixed = tuple(f for f in fixed if f != "workspace")
         for r in dumps:
             for f in fixed:
                 if r[f] != r0[f]:
@@ -1408,6 +1526,15 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
         if fused:
             extra["fusion"] = {"bias_node": "epilogue.thread." + _FUSED_BIAS_PATH[sm90_probe_kind(e)],
                                "stub_pattern_D": 2}
+        if sk:
+            extra["stream_k"] = {
+                "case_fields": "the SM90 case's 16, then splits, decomposition mode, reduction mode, workspace address",
+                "decomposition_modes": SK_DECOMPOSITION, "reduction_modes": SK_REDUCTION,
+                "workspace": "GemmKernel::get_workspace_size per golden (golden 'workspace'): the epilogue's (0), then "
+                             "the scheduler's: fp32 partials of every output tile, then one int barrier per tile and "
+                             "MMA warpgroup (each part rounded up to 128 bytes); to_underlying_arguments stores the "
+                             "address in Params.workspace and scheduler.reduction_workspace_; initialize_workspace "
+                             "zeroes the barriers before each launch"}
         out[e["key"]] = {
             "status": "probed",
             "probe": "gen_cutlass.py --probe-sm90: GemmKernel::to_underlying_arguments with a recording "
@@ -1419,7 +1546,7 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
             "min_blocks_per_sm": r0["min_blocks"],
             "block": r0["block"],
             "cluster": r0["cluster"],
-            "workspace_bytes": r0["workspace"],
+            "workspace_bytes": "per golden" if sk else r0["workspace"],
             "offsets": {k: v[0] for k, v in offs.items()},
             "sizes": {k: v[1] for k, v in offs.items()},
             "containers": containers,
@@ -1435,7 +1562,8 @@ def probe_sm90_layout(entries: list[dict], src_dir: Path, nvcc: str = "nvcc",
             # padding bytes zeroed: CUTLASS leaves stack leftovers there (ASLR-dependent); the kernel never
             # reads them, and the Python builder writes zeros, so the goldens compare whole
             "golden": [{"case": list(c), "grid": r["grid"], "hex": _zero_bytes(r["hex"], padding),
-                        "encodes": r["encodes"]} for c, r in zip(cases, dumps)],
+                        "encodes": r["encodes"], **({"workspace": r["workspace"]} if sk else {})}
+                       for c, r in zip(cases, dumps)],
         }
     return out
 

@@ -40,6 +40,21 @@ int gpk_launch_layout(long long* out, int n) {
  * pointer must be null]. Set attributes: gpk_attrs[attr] = value. */
 static long long gpk_last[GPK_LAST_N];
 static long long gpk_attrs[64];
+/* Last cuMemsetD8Async (stream-K workspaces): [0] address, [1] value, [2] bytes, [3] stream, [4] its sequence
+ * number; [5] the sequence number of the last launch (memset before launch: [4] < [5]). */
+static long long gpk_memset[6];
+static long long gpk_seq;
+
+int gpk_last_memset(long long* out) {
+  memcpy(out, gpk_memset, sizeof(gpk_memset));
+  return 6;
+}
+
+CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream stream) {
+  gpk_memset[0] = (long long)dst; gpk_memset[1] = value; gpk_memset[2] = (long long)n;
+  gpk_memset[3] = (long long)(uintptr_t)stream; gpk_memset[4] = ++gpk_seq;
+  return CUDA_SUCCESS;
+}
 
 int gpk_last_launch(long long* out, long long* attrs) {
   memcpy(out, gpk_last, sizeof(gpk_last));
@@ -74,6 +89,7 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, 
   gpk_last[2] = gx; gpk_last[3] = gy; gpk_last[4] = gz;
   gpk_last[5] = bx; gpk_last[6] = by; gpk_last[7] = bz;
   gpk_last[8] = smem; gpk_last[9] = (long long)(uintptr_t)stream;
+  gpk_memset[5] = ++gpk_seq;
   gpk_params(kernelParams);
   return CUDA_SUCCESS;
 }
@@ -87,6 +103,7 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
   gpk_last[5] = config->blockDimX; gpk_last[6] = config->blockDimY; gpk_last[7] = config->blockDimZ;
   gpk_last[8] = config->sharedMemBytes; gpk_last[9] = (long long)(uintptr_t)config->hStream;
   gpk_last[10] = config->numAttrs;
+  gpk_memset[5] = ++gpk_seq;
   if (config->numAttrs) {
     gpk_last[11] = (long long)config->attrs[0].id;
     gpk_last[12] = config->attrs[0].value.clusterDim.x;

@@ -56,11 +56,25 @@ class RecordingEncoder:
         out[offset:offset + 128] = stub_pattern(len(self.calls) - 1)
 
 
+REDUCTION = ["deterministic", "nondeterministic"]
+SPLIT_K = 2     # DecompositionMode::SplitK, what params_sm90 builds for stream-K instances
+
+
+def _stream_k_kwargs(entry, case):
+    """build_sm90_launch's splits, reduction and workspace for a stream-K instance's case ({} for the others)."""
+    if not S.is_stream_k(entry):
+        return {}
+    splits, decomposition, red, pws = case[16:20]   # after the 16 fields every SM90 case has
+    assert decomposition == SPLIT_K
+    return {"splits": splits, "reduction": REDUCTION[red], "workspace": pws}
+
+
 def _build(entry, case, encode=None):
-    m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = case
+    m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = case[:16]
+    kw = _stream_k_kwargs(entry, case)
     enc = encode or RecordingEncoder()
     la = S.build_sm90_launch(entry, m, n, k, pa, pb, pc, pd, lda, ldb, ldc, ldd, alpha, beta,
-                             sm_count=sms, encode=enc, max_swizzle=swz, raster=RASTER[ras])
+                             sm_count=sms, encode=enc, max_swizzle=swz, raster=RASTER[ras], **kw)
     return la, enc
 
 
@@ -163,6 +177,7 @@ def test_params_bytes_match_cutlass_to_underlying_arguments(entry):
         assert all(la.params[i] == 0 for i in pad)
         assert enc.calls == g["encodes"], g["case"]      # exactly CUTLASS's encode arguments, in order
         assert list(la.grid) == g["grid"], g["case"]
+        assert la.workspace_bytes == g.get("workspace", 0), g["case"]   # GemmKernel::get_workspace_size
         assert la.block == (384, 1, 1) and list(la.cluster) == entry["host_params"]["cluster"]
         assert la.shared_mem == entry["host_params"]["smem_bytes"] and la.kernel == entry["kernel"]
 
@@ -520,9 +535,10 @@ def test_real_encoder_path_through_ctypes(entry, tma_stub):
     hp = entry["host_params"]
     offs = [hp["descriptors"][name] for name in sorted(hp["descriptors"])]    # A, B (, C, D): encode order
     for g in hp["golden"]:
-        m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = g["case"]
+        m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, ras = g["case"][:16]
         la = S.build_sm90_launch(entry, m, n, k, pa, pb, pc, pd, lda, ldb, ldc, ldd, alpha, beta,
-                                 sm_count=sms, max_swizzle=swz, raster=RASTER[ras])
+                                 sm_count=sms, max_swizzle=swz, raster=RASTER[ras],
+                                 **_stream_k_kwargs(entry, g["case"]))
         got = [_decode_stub_descriptor(la.params[o:o + 128]) for o in offs]
         assert got == g["encodes"], g["case"]
         gold = bytearray.fromhex(g["hex"])
@@ -1191,7 +1207,11 @@ CANDIDATE_SPEC = {
     **{f"gemm/{d}/tn/co128t/sm90": ([128, 128, 64], [1, 1, 1], 6, _CO, _CO) for d in ("f16", "bf16")},
     **{f"gemm/{d}/tn/co64t/sm90": ([128, 64, 64], [1, 1, 1], 8, _CO, _CO) for d in ("f16", "bf16")},
     **{f"gemm/{d}/tn/ppm64/sm90": ([64, 128, 64], [2, 1, 1], 8, _PP, "TmaWarpSpecialized") for d in ("f16", "bf16")},
+    # co128t with CUTLASS's stream-K tile scheduler (split-K decomposition; STREAM_K below)
+    **{f"gemm/{d}/tn/co128sk/sm90": ([128, 128, 64], [1, 1, 1], 6, _CO, _CO) for d in ("f16", "bf16")},
 }
+# the candidates with the stream-K tile scheduler, and their data-parallel twins (same .cu text but the scheduler)
+STREAM_K = {f"gemm/{d}/tn/co128sk/sm90": f"gemm/{d}/tn/co128t/sm90" for d in ("f16", "bf16")}
 
 
 def test_candidates_are_the_pinned_ones_and_most_stages_that_fit():
@@ -1205,7 +1225,9 @@ def test_candidates_are_the_pinned_ones_and_most_stages_that_fit():
         assert hp["status"] == "probed" and e["layout_tag"] == "tn" and "fusion" not in e
         assert e["tile"] == tile and e["cluster"] == cluster and e["stages"] == stages
         assert e["kernel_schedule"] == ks and e["epilogue_schedule"] == es
-        assert hp["cluster"] == cluster and hp["block"] == [384, 1, 1] and hp["workspace_bytes"] == 0
+        assert hp["cluster"] == cluster and hp["block"] == [384, 1, 1]
+        assert S.is_stream_k(e) == (e["key"] in STREAM_K)
+        assert hp["workspace_bytes"] == ("per golden" if S.is_stream_k(e) else 0)
         es_bytes = 4 if e["dtype"] == "tf32" else 2
         tm, tn, tk = tile
         stage = (tm + tn) * tk * es_bytes
@@ -1215,7 +1237,9 @@ def test_candidates_are_the_pinned_ones_and_most_stages_that_fit():
         assert hp["tma_transaction_bytes"] == [stage, tm * tk * es_bytes, tn * tk * es_bytes]
         assert t["data_type"] == (11 if e["dtype"] == "tf32" else 1) and t["swizzle"] == 3
         epi_tma = es != "NoSmemWarpSpecialized"
-        assert S.is_epi_tma(e) == epi_tma and hp["params_size"] == (1792 if epi_tma else 1024)
+        # the stream-K scheduler's Params are 128 bytes longer than the persistent one's (padded to 128)
+        assert S.is_epi_tma(e) == epi_tma
+        assert hp["params_size"] == (1792 if epi_tma else 1024) + (128 if S.is_stream_k(e) else 0)
         assert sorted(hp["descriptors"]) == (["A", "B", "C", "D"] if epi_tma else ["A", "B"])
         for g in hp["golden"]:
             if g["case"][13] >= 2:
@@ -1285,3 +1309,164 @@ def test_candidate_sweep_plan_covers_every_candidate():
     assert {k for g in pl.values() for k in g["candidates"]} == {e["key"] for e in CANDIDATES}
     for g, v in pl.items():
         assert all(S.instance(k)["dtype"] == g and not S.instance(k).get("candidate") for k in v["incumbents"])
+
+
+# --------------------------------------------------------------------------------------------------
+# Stream-K candidates (co128sk): split-K Params, workspace, the launch's workspace handling
+# --------------------------------------------------------------------------------------------------
+SK = [S.instance(k) for k in STREAM_K]
+
+
+@pytest.mark.parametrize("entry", SK, ids=lambda e: e["key"])
+def test_stream_k_is_its_twin_but_for_the_scheduler(entry):
+    """co128sk's .cu text is co128t's with cutlass::gemm::StreamKScheduler for void (and the kernel name suffixed);
+    its Params hold the same mainloop and epilogue bytes, then the stream-K scheduler's fields and the workspace."""
+    twin = S.instance(STREAM_K[entry["key"]])
+    a = (KDIR / entry["file"]).read_text().replace("_streamk", "").splitlines()
+    b = (KDIR / twin["file"]).read_text().splitlines()
+    diff = [(x, y) for x, y in zip(a, b) if x != y]
+    assert len(a) == len(b) and [d[0].strip() for d in diff[1:]] == ["cutlass::gemm::StreamKScheduler"]
+    assert entry["kernel"] == twin["kernel"] + "_streamk" and entry["tile_scheduler"] == "StreamK"
+    hp, thp = entry["host_params"], twin["host_params"]
+    assert hp["smem_bytes"] == thp["smem_bytes"] and hp["tma"] == thp["tma"]
+    assert hp["descriptors"] == thp["descriptors"] and hp["epilogue_tma_transaction_bytes"] == thp["epilogue_tma_transaction_bytes"]
+    for m, off in thp["offsets"].items():
+        if not m.startswith(("scheduler", "workspace")):
+            assert hp["offsets"][m] == off, m
+    case = (512, 3072, 768, 768, 768, 3072, 3072, 1.0, 0.0, 0x7f0000000000, 0x7f0010000000, 0x7f0020000000,
+            0x7f0020000000, 132, 1, 0)
+    la, _ = _build(entry, case + (4, SPLIT_K, 0, 0x7b0000000000))
+    tla, _ = _build(twin, case)
+    end = hp["offsets"]["scheduler"]
+    assert la.params[:end] == tla.params[:end]
+    # the data-parallel twin truncates its grid to the 96 tiles; the stream-K scheduler launches a whole wave
+    assert tla.grid == (96, 1, 1) and la.grid == (132, 1, 1)
+
+
+def test_stream_k_split_k_scheduler_fields():
+    """What the split-K decomposition writes, read back: 512x768x3072 (M x K x N) with 5 splits of the 12 k-blocks of
+    each of the 96 tiles (2 "big" splits of 3, 3 of 2), the workspace address in both places."""
+    import struct
+    e = SK[0]
+    off = e["host_params"]["offsets"]
+    la = S.build_sm90_launch(e, 512, 3072, 768, 0x10000, 0x20000, 0x30000, 0x30000, sm_count=132, splits=5,
+                             workspace=0x7b0000000000, reduction="nondeterministic", encode=RecordingEncoder())
+
+    def rd(fmt, m):
+        return struct.unpack_from(fmt, la.params, off[m])
+
+    assert rd("<Q", "scheduler.units_per_problem_") == (96,)
+    assert rd("<i", "scheduler.divmod_splits_.divisor") == (5,)
+    assert rd("<i", "scheduler.divmod_tiles_per_output_tile_.divisor") == (12,)
+    assert rd("<I", "scheduler.big_units_") == (2,)
+    assert rd("<i", "scheduler.divmod_k_tiles_per_sk_unit_.divisor") == (2,)
+    assert rd("<i", "scheduler.divmod_k_tiles_per_sk_big_unit_.divisor") == (3,)
+    assert rd("<i", "scheduler.reduction_mode_") == (1,)
+    assert rd("<Q", "scheduler.reduction_workspace_") == rd("<Q", "workspace") == (0x7b0000000000,)
+    assert la.workspace_bytes == 96 * 128 * 128 * 4 + 96 * 2 * 4 and la.workspace_zero == (96 * 128 * 128 * 4, 768)
+
+
+def test_stream_k_fast_divmod_32_divides_like_the_device():
+    """cutlass::FastDivmod (32-bit, host constructor): quotient = umulhi(x, multiplier) >> shift_right."""
+    rng = random.Random(7)
+    for d in list(range(2, 300)) + [rng.randrange(2, 1 << 20) for _ in range(200)]:
+        dv, mul, sh = S._fast_divmod_32(d)
+        assert dv == d and 0 < mul < 1 << 32
+        for x in [0, 1, d - 1, d, d + 1, 5 * d + 3] + [rng.randrange(0, 1 << 24) for _ in range(20)]:
+            assert ((x * mul) >> 32) >> sh == x // d, (d, x)
+    assert S._fast_divmod_32(1) == (1, 0, 0)
+
+
+def test_stream_k_workspace_and_splits():
+    """The workspace follows CUTLASS's get_workspace_size (probed per golden: the Params test checks every one);
+    splits are clamped to sm_count and the k-blocks per tile; 1 split needs none."""
+    e = SK[0]
+    hp = e["host_params"]
+    assert any(g["workspace"] for g in hp["golden"]) and any(not g["workspace"] for g in hp["golden"])
+    for g in hp["golden"]:
+        m, n, k = g["case"][:3]
+        w = S.sm90_workspace(e, m, n, k, g["case"][13], g["case"][16], g["case"][14], RASTER[g["case"][15]])
+        assert w["bytes"] == g["workspace"], g["case"]
+        if w["bytes"]:
+            off, nbytes = w["zero"]
+            assert off % 128 == 0 and nbytes % 128 == 0 and off + nbytes == w["bytes"]
+    assert S.split_k_splits(e, 768, 132, 200) == 12 and S.split_k_splits(e, 3072, 132, 200) == 48
+    assert S.split_k_splits(e, 3072, 4, 8) == 4 and S.split_k_splits(e, 64, 132, 8) == 1
+    assert S.sm90_workspace(e, 512, 3072, 64, 132, 8)["bytes"] == 0        # one k-block: nothing to split
+    with pytest.raises(ValueError, match="at least 1"):
+        S.split_k_splits(e, 768, 132, 0)
+    with pytest.raises(ValueError, match="workspace of"):
+        S.build_sm90_launch(e, 512, 3072, 768, 0x10000, 0x20000, 0x30000, 0x30000, splits=2,
+                            encode=RecordingEncoder())
+    with pytest.raises(ValueError, match="aligned"):
+        S.build_sm90_launch(e, 512, 3072, 768, 0x10000, 0x20000, 0x30000, 0x30000, splits=2, workspace=0x1008,
+                            encode=RecordingEncoder())
+    with pytest.raises(ValueError, match="reduction"):
+        S.build_sm90_launch(e, 512, 3072, 768, 0x10000, 0x20000, 0x30000, 0x30000, splits=2, workspace=0x1000,
+                            reduction="fast", encode=RecordingEncoder())
+    # the data-parallel instances take none of it (and their LaunchArgs say: no workspace)
+    twin = S.instance(STREAM_K[e["key"]])
+    assert S.sm90_workspace(twin, 512, 3072, 768, 132, 4)["bytes"] == 0
+    with pytest.raises(ValueError, match="stream-K"):
+        S.build_sm90_launch(twin, 512, 3072, 768, 0x10000, 0x20000, 0x30000, 0x30000, splits=2, workspace=0x1000,
+                            encode=RecordingEncoder())
+    la = S.build_sm90_launch(twin, 512, 3072, 768, 0x10000, 0x20000, 0x30000, 0x30000, encode=RecordingEncoder())
+    assert la.workspace_bytes == 0 and la.workspace_zero == (0, 0)
+
+
+def test_stream_k_launch_zeroes_the_barriers_first(launch_stub, monkeypatch):
+    """launch_sm90.launch of a split-K co128sk launch: cuMemsetD8Async clears the barrier part of the workspace
+    (LaunchArgs.workspace_zero, after the fp32 partials) on the launch's stream, before cuLaunchKernel; a
+    launch without a workspace (splits 1, or any other instance) sets nothing."""
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    monkeypatch.setattr(L, "_driver", {"lib": L._declare(launch_stub)})
+    monkeypatch.setattr(L, "get_function", lambda k: (None, 0xF00D, None))
+    e = SK[0]
+    case = (512, 768, 3072, 3072, 3072, 768, 768, 1.0, 0.0, 0x7f0000000000, 0x7f0010000000, 0x7f0020000000,
+            0x7f0020000000, 132, 1, 0)
+    la, _ = _build(e, case + (4, SPLIT_K, 0, 0x7b0000000000))
+    assert la.workspace == 0x7b0000000000 and la.workspace_zero == (24 * 128 * 128 * 4, 256)
+    ms = (ctypes.c_longlong * 6)()
+    for stream in (0x5001, 0x5002):
+        L.launch(e["key"], la, L._packed(la), stream_ptr=stream)
+        launch_stub.gpk_last_memset(ms)
+        assert list(ms[:4]) == [0x7b0000000000 + 24 * 128 * 128 * 4, 0, 256, stream] and ms[4] < ms[5]
+    seq = ms[5]
+    la1, _ = _build(e, case + (1, SPLIT_K, 0, 0x7b0000000000))      # one split: no workspace, no memset
+    assert la1.workspace_bytes == 0 and la1.workspace == 0
+    L.launch(e["key"], la1, L._packed(la1), stream_ptr=0x5003)
+    launch_stub.gpk_last_memset(ms)
+    assert ms[5] == seq + 1 and ms[4] < seq
+
+
+def test_stream_k_prepare_allocates_a_workspace_per_launch(monkeypatch):
+    """launch_sm90.prepare with splits: a workspace of sm90_workspace's size from CuPy (kept with the prepared
+    launch), its address in the Params; cached per splits and reduction mode; splits 1 allocates nothing."""
+    import sys
+    import types
+    from gpk_array._kernels import loader
+    from gpk_array._kernels.cutlass import launch_sm90 as L, tma
+    allocs = []
+
+    def empty(n, dtype=None):
+        allocs.append(n)
+        return types.SimpleNamespace(data=types.SimpleNamespace(ptr=0x7b00_0000_0000 + 0x1000_0000 * len(allocs)))
+    monkeypatch.setitem(sys.modules, "cupy", types.SimpleNamespace(empty=empty, uint8="uint8"))
+    monkeypatch.setattr(tma, "encode_tiled", RecordingEncoder())
+    monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+    monkeypatch.setattr(L, "_params_cache", {})
+    key = SK[0]["key"]
+    m, k, n = 512, 3072, 768
+    x = _FakeArray((m, k), (2 * k, 2), 0x10000)
+    w = _FakeArray((n, k), (2 * k, 2), 0x20000)
+    out = _FakeArray((m, n), (2 * n, 2), 0x30000)
+    la, (raw, kp, _) = L.prepare(x, w, out, 1.0, 0.0, None, key, 132, splits=4)
+    want = S.sm90_workspace(SK[0], m, n, k, 132, 4)
+    assert allocs == [want["bytes"]] and la.workspace == 0x7b00_1000_0000 and raw._gpk_workspace is not None
+    assert la == S.build_sm90_launch(SK[0], m, n, k, 0x10000, 0x20000, 0x30000, 0x30000, sm_count=132, splits=4,
+                                     workspace=la.workspace, encode=RecordingEncoder())
+    assert L.prepare(x, w, out, 1.0, 0.0, None, key, 132, splits=4)[0] is la and len(allocs) == 1
+    la2 = L.prepare(x, w, out, 1.0, 0.0, None, key, 132, splits=4, reduction="nondeterministic")[0]
+    assert len(allocs) == 2 and la2.workspace != la.workspace
+    la3, (raw3, _, _) = L.prepare(x, w, out, 1.0, 0.0, None, key, 132)
+    assert len(allocs) == 2 and la3.workspace_bytes == 0 and raw3._gpk_workspace is None

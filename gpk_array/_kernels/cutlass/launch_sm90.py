@@ -180,6 +180,9 @@ def _declare(lib):
     lib.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
     lib.cuGetErrorName.restype = ctypes.c_int
     lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    if hasattr(lib, "cuMemsetD8Async"):      # stream-K workspaces (a test's stand-in may lack it)
+        lib.cuMemsetD8Async.restype = ctypes.c_int
+        lib.cuMemsetD8Async.argtypes = [ctypes.c_uint64, ctypes.c_ubyte, ctypes.c_size_t, ctypes.c_void_p]
     return lib
 
 
@@ -253,13 +256,23 @@ def _packed(la: P.LaunchArgs):
     return raw, kp, cfg
 
 
+def zero_workspace(la: P.LaunchArgs, stream_ptr: int) -> None:
+    """Clear the part of a stream-K launch's workspace that CUTLASS's initialize_workspace clears (the reduction
+    barriers: LaunchArgs.workspace_zero) on ``stream_ptr``, ahead of the kernel; nothing without a workspace."""
+    off, nbytes = la.workspace_zero
+    if la.workspace_bytes and nbytes:
+        _check(_lib().cuMemsetD8Async(la.workspace + off, 0, nbytes, stream_ptr), "cuMemsetD8Async(workspace)")
+
+
 def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = None) -> None:
     """Launch an instance with prepared LaunchArgs on ``stream_ptr`` (default: current CuPy stream):
-    cuLaunchKernel for cluster 1x1x1, cuLaunchKernelEx with the cluster dimension attribute otherwise."""
+    cuLaunchKernel for cluster 1x1x1, cuLaunchKernelEx with the cluster dimension attribute otherwise. A stream-K
+    launch with a workspace (split-K) has its barriers zeroed first on the same stream (``zero_workspace``)."""
     _, handle, _ = get_function(key)
     if stream_ptr is None:
         import cupy
         stream_ptr = cupy.cuda.get_current_stream().ptr
+    zero_workspace(la, stream_ptr)
     fn, args = _driver_args(handle, la, packed or _packed(la), stream_ptr)
     clustered = "" if tuple(la.cluster) == (1, 1, 1) else f", cluster {la.cluster}"
     _check(fn(*args), f"{fn.__name__}({la.kernel}{clustered})")
@@ -356,10 +369,15 @@ def _rows(a, name: str) -> int:
     return a.strides[0] // isz if a.shape[0] > 1 else max(a.shape[1], 1)
 
 
-def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heuristic", bias_ptr=0):
+def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heuristic", bias_ptr=0,
+            splits=1, reduction="deterministic"):
     """(LaunchArgs, packed) for the call, cached by everything that decides the Params bytes.
     x: A (M, K); w: B as the instance's layout stores it ((N, K) for "tn", (K, N) for "nn");
-    bias_ptr: the bias row's address for a fused-epilogue instance (0: none)."""
+    bias_ptr: the bias row's address for a fused-epilogue instance (0: none).
+    splits, reduction: a stream-K instance's split-K decomposition (``params_sm90.is_stream_k``); where it needs a
+    workspace (``params_sm90.sm90_workspace``), one is allocated here (CuPy, current device) and kept with the
+    prepared launch (one per cached entry: launches of one prepared entry must not overlap on different streams);
+    ``launch`` zeroes its barriers before each kernel."""
     m, k = x.shape
     n = out.shape[1]
     lda, ldb, ldd = _rows(x, "x"), _rows(w, "w"), _rows(out, "out")
@@ -367,14 +385,24 @@ def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heu
     ldc = _rows(cc, "c")
     ptrs = (x.data.ptr, w.data.ptr, cc.data.ptr, out.data.ptr)
     ck = (key, m, n, k, ptrs, lda, ldb, ldc, ldd, float(alpha), float(beta), sm_count, max_swizzle,
-          raster, bias_ptr, loader.current_device_id())
+          raster, bias_ptr, splits, reduction, loader.current_device_id())
     hit = _params_cache.get(ck)
     if hit is None:
         e = _entry(key)
+        ws_buf, ws_ptr = None, 0
+        if P.is_stream_k(e):
+            nbytes = P.sm90_workspace(e, m, n, k, sm_count, splits, max_swizzle, raster)["bytes"]
+            if nbytes:
+                import cupy
+                ws_buf = cupy.empty(nbytes, dtype=cupy.uint8)    # CuPy allocations are 256-byte aligned
+                ws_ptr = ws_buf.data.ptr
         la = P.build_sm90_launch(e, m, n, k, ptrs[0], ptrs[1], ptrs[2], ptrs[3], lda, ldb, ldc, ldd,
                                  float(alpha), float(beta), sm_count=sm_count, max_swizzle=max_swizzle,
-                                 raster=raster, device_id=ck[-1], bias=bias_ptr)
-        hit = (la, _packed(la))
+                                 raster=raster, device_id=ck[-1], bias=bias_ptr, splits=splits,
+                                 reduction=reduction, workspace=ws_ptr)
+        packed = _packed(la)
+        packed[0]._gpk_workspace = ws_buf     # the workspace lives as long as the prepared launch
+        hit = (la, packed)
         if len(_params_cache) >= _PARAMS_CACHE_MAX:
             _params_cache.clear()
         _params_cache[ck] = hit
@@ -383,7 +411,7 @@ def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heu
 
 def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None = None,
                    max_swizzle: int = 1, raster: str = "heuristic", family: str | None = None,
-                   bias=None, activation: str | None = None):
+                   bias=None, activation: str | None = None, splits: int = 1, reduction: str = "deterministic"):
     """out = alpha * x @ w.T + beta * c on the current CuPy stream, with the SM90 CUTLASS instance;
     with ``bias`` or ``activation``: out = activation(x @ w.T + bias) in one kernel (fused epilogue).
 
@@ -395,13 +423,15 @@ def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
     ldc, ldd multiples of 4, all four pointers 16-byte aligned). Fused (``bias`` a contiguous (N,) array of
     x's dtype, element-aligned, or None: zeros; ``activation`` one of None, "gelu", "gelu_tanh", "relu",
     "silu"; float16/bfloat16): family "ppt" only, alpha 1, beta 0, no c; N, ldd multiples of 8 and out
-    16-byte aligned (TMA store). Raises ValueError for what the instance cannot run
+    16-byte aligned (TMA store). ``splits``, ``reduction``: a stream-K instance's split-K decomposition (candidate
+    co128sk, by ``key``; ``prepare``). Raises ValueError for what the instance cannot run
     (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
     if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"gpk_array: shapes {x.shape} and {w.shape} do not make x @ w.T")
     if bias is None and activation is None:
         return _gemm(x, w, w.shape[0], out, alpha, beta, c,
-                     key or default_key(x.dtype, family, "tn"), "tn", max_swizzle, raster)
+                     key or default_key(x.dtype, family, "tn"), "tn", max_swizzle, raster,
+                     splits=splits, reduction=reduction)
     if alpha != 1 or beta != 0 or c is not None:
         raise ValueError("gpk_array: the fused SM90 epilogue computes activation(x @ w.T + bias): "
                          "no alpha, beta or c")
@@ -436,7 +466,8 @@ def matmul_nn_sm90(a, b, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
                  max_swizzle, raster)
 
 
-def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster, bias=None):
+def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster, bias=None, splits=1,
+          reduction="deterministic"):
     """The shared body of linear_tn_sm90 and matmul_nn_sm90: x (M, K), w the B operand in ``layout``;
     bias: the (N,) row of a fused-epilogue instance (or None)."""
     import cupy
@@ -469,7 +500,7 @@ def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster, bias=N
         return out
     sms = loader.sm_count()
     la, packed = prepare(x, w, out, alpha, beta, c if beta != 0 else None, key, sms, max_swizzle, raster,
-                         0 if bias is None else bias.data.ptr)
+                         0 if bias is None else bias.data.ptr, splits, reduction)
     launch(key, la, packed)
     return out
 

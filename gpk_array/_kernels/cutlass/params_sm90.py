@@ -28,6 +28,12 @@ scheduler) takes one ``__grid_constant__ GemmKernel::Params`` by value. CUTLASS 
   (D = A @ B, matmul's layout); only B's encode arguments (dims, strides, box) and the unsupported rules
   (N and ldb multiples of 8, ldb >= N) differ, the Params layout is the same.
 
+* stream-K instances (``is_stream_k``: MANIFEST ``tile_scheduler`` "StreamK", candidate "co128sk"): the scheduler
+  Params are CUTLASS's PersistentTileSchedulerSm90StreamKParams, built here for its split-K decomposition only
+  (``splits``, ``reduction``; the grid a whole wave, never truncated), and GemmKernel::Params.workspace holds a
+  global workspace's address (``sm90_workspace``: fp32 partial tiles and reduction barriers; the barriers must be
+  zero before each launch, launch_sm90 clears them).
+
 * TF32 instances (registry dtype "tf32": float32 A, B, C, D, TF32 wgmma, float32 accumulation): element size 4,
   so the 16-byte TMA alignment is 4 elements (K, N and the leading dimensions multiples of 4); the TMA data
   types, boxes and swizzles are CUTLASS's (probed). Their "nn" instances swap A and B (``swaps_ab``).
@@ -70,6 +76,12 @@ class LaunchArgs:
     cluster: tuple[int, int, int]     # (1, 1, 1): ordinary launch; else a cluster launch of this shape
     shared_mem: int                   # dynamic shared memory bytes (also the max-dynamic-smem attribute)
     params: bytes                     # GemmKernel::Params, the kernel's only argument
+    # stream-K instances (``is_stream_k``) with splits > 1: the global workspace the Params point at (bytes; 0: none)
+    # and the (offset, bytes) of it that must be zero before every launch (the reduction barriers, as CUTLASS's
+    # initialize_workspace clears them); the fp32 partials need no clearing (the first split stores, the others add)
+    workspace_bytes: int = 0
+    workspace_zero: tuple[int, int] = (0, 0)
+    workspace: int = 0                # its device address (as in the Params)
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -117,17 +129,20 @@ def max_cta_occupancy(cluster_size: int, sm_count: int) -> int:
     return min(sm_count, ctas)
 
 
-def _grid_shape(order: int, total: int, cm: int, cn: int, sm_count: int) -> tuple[int, int, int]:
+def _grid_shape(order: int, total: int, cm: int, cn: int, sm_count: int,
+                truncate: bool = True) -> tuple[int, int, int]:
     """PersistentTileSchedulerSm90Params::get_grid_shape with hw_info.max_active_clusters == 0 (CUTLASS's
-    GPC heuristic, not an occupancy query) and truncation by the problem size. The grid's x extent is a
+    GPC heuristic, not an occupancy query) and truncation by the problem size (``truncate``; the stream-K
+    scheduler asks for none: a whole wave of CTAs whatever the tile count). The grid's x extent is a
     multiple of cluster M, its y extent of cluster N (a cluster launch needs that)."""
+    cap = (lambda a, b: min(a, b)) if truncate else (lambda a, b: a)
     if cm * cn == 1:
-        ctas = min(sm_count, total)
+        ctas = cap(sm_count, total)
         return (1, ctas, 1) if order == _RASTER_ALONG_N else (ctas, 1, 1)
     ctas = max_cta_occupancy(cm * cn, sm_count)
     if order == _RASTER_ALONG_N:
-        return (cm, min(ctas // cm, total // cm), 1)
-    return (min(ctas // cn, total // cn), cn, 1)
+        return (cm, cap(ctas // cm, total // cm), 1)
+    return (cap(ctas // cn, total // cn), cn, 1)
 
 
 def sm90_schedule(entry: dict, m: int, n: int, sm_count: int, max_swizzle: int = 1,
@@ -151,12 +166,119 @@ def sm90_schedule(entry: dict, m: int, n: int, sm_count: int, max_swizzle: int =
         major, minor, blk_major = cn, cm, blocks_n // cn
     else:
         major, minor, blk_major = cm, cn, blocks_m // cm
-    grid = _grid_shape(order, total, cm, cn, sm_count)
+    grid = _grid_shape(order, total, cm, cn, sm_count, truncate=not is_stream_k(entry))
     return {"blocks_m": blocks_m, "blocks_n": blocks_n, "log_swizzle": log_sw, "raster_order": order,
             "blocks_per_problem": total, "divmod_batch": fast_divmod_u64(total),
             "divmod_major": (major, _log2_floor(major)), "divmod_minor": (minor, _log2_floor(minor)),
             "divmod_blk_major": fast_divmod_u64(blk_major), "tiles": (blocks_m // cm, blocks_n // cn, 1),
             "grid": grid}
+
+
+# ---- stream-K tile scheduler (PersistentTileSchedulerSm90StreamK), split-K decomposition only ----------------------
+# cutlass::gemm::kernel::detail::DecompositionMode / ReductionMode
+_DECOMPOSITION_SPLIT_K = 2
+REDUCTION_MODES = {"deterministic": 0, "nondeterministic": 1}
+_L2_LINE = 128                  # CUTLASS rounds each workspace part up to a 128-byte L2 line
+_WORKSPACE_ALIGN = 16           # cutlass::MinWorkspaceAlignment
+_BARRIER_BYTES = 4              # one int per (output tile, MMA warpgroup): NamedBarrierManager's T
+_ACC_BYTES = 4                  # fp32 partial accumulators
+
+
+def is_stream_k(entry: dict) -> bool:
+    """Does the instance use CUTLASS's stream-K tile scheduler (MANIFEST ``tile_scheduler`` "StreamK")?
+
+    Its Params hold the stream-K scheduler's fields (PersistentTileSchedulerSm90StreamKParams) and a global
+    workspace address; this module builds them for DecompositionMode::SplitK only (``splits``): each output tile's
+    k-blocks are split over ``splits`` work units (CTAs of a persistent, never truncated, grid of one wave), the
+    first stores its fp32 partial tile in the workspace, the others add theirs in k order (deterministic reduction,
+    each waiting for its predecessor on a per-tile barrier; nondeterministic: in any order after the first), and the
+    last split adds the sum to its accumulators and runs the epilogue. splits 1: data-parallel, no workspace."""
+    return entry.get("tile_scheduler") == "StreamK"
+
+
+def _fast_divmod_32(divisor: int) -> tuple[int, int, int]:
+    """cutlass::FastDivmod(divisor) (32-bit): (divisor, multiplier, shift_right); 1 keeps multiplier 0."""
+    if divisor == 1:
+        return 1, 0, 0
+    log2 = (divisor - 1).bit_length()          # ceil(log2(divisor)) (find_log2 rounds up)
+    p = 31 + log2
+    return divisor, ((1 << p) + divisor - 1) // divisor, p - 32
+
+
+def split_k_splits(entry: dict, k: int, sm_count: int, splits: int) -> int:
+    """The splits CUTLASS's split-K decomposition uses (adjust_split_count): the caller's, at most sm_count and at
+    most the k-blocks per output tile (ceil(K / tile_k))."""
+    if splits < 1:
+        raise ValueError("splits must be at least 1")
+    return max(1, min(splits, sm_count, _ceil_div(k, entry["tile"][2])))
+
+
+def _mma_warp_groups(entry: dict) -> int:
+    # warp-specialized kernels: one producer warpgroup, the rest MMA (cooperative: 384 threads, 2 MMA warpgroups)
+    return entry["host_params"]["threads"] // 128 - 1
+
+
+def sm90_workspace(entry: dict, m: int, n: int, k: int, sm_count: int, splits: int = 1, max_swizzle: int = 1,
+                   raster: str = "heuristic") -> dict:
+    """The global workspace a stream-K instance needs for a split-K launch (GemmKernel::get_workspace_size), and the
+    part initialize_workspace zeroes before each launch.
+
+    {"splits": the splits CUTLASS uses, "bytes": total, "zero": (offset, bytes)}: the epilogue's part (0 bytes for the
+    TMA epilogue), then the scheduler's: the fp32 partials of every output tile (tile_m x tile_n x 4 bytes each),
+    rounded up to 128 bytes, then one int barrier per output tile and MMA warpgroup, rounded up to 128 bytes (the
+    part to zero); the total rounded up to 16 bytes. Nothing (0 bytes) when the splits come to 1 or the instance has
+    no stream-K scheduler."""
+    if not is_stream_k(entry):
+        return {"splits": 1, "bytes": 0, "zero": (0, 0)}
+    eff = split_k_splits(entry, k, sm_count, splits)
+    if eff == 1:
+        return {"splits": 1, "bytes": 0, "zero": (0, 0)}
+    s = sm90_schedule(entry, m, n, sm_count, max_swizzle, raster)
+    tiles = s["blocks_per_problem"]
+    tm, tn, _ = entry["tile"]
+    reduction = _round_up(tiles * tm * tn * _ACC_BYTES, _L2_LINE)
+    barriers = _round_up(tiles * _mma_warp_groups(entry) * _BARRIER_BYTES, _L2_LINE)
+    return {"splits": eff, "bytes": _round_up(reduction + barriers, _WORKSPACE_ALIGN), "zero": (reduction, barriers)}
+
+
+def _pack_stream_k_scheduler(buf: bytearray, off: dict, entry: dict, s: dict, k: int, splits: int,
+                             reduction: int, workspace: int) -> None:
+    """PersistentTileSchedulerSm90StreamKParams for DecompositionMode::SplitK (set_params_base + set_params_basic):
+    the persistent scheduler's cluster, swizzle and raster fields, the tile counts, k-blocks per tile and per split
+    (a "big" split takes one more: the first k_tiles % splits), no stream-K units or groups, the workspace address.
+    divmod_epilogue_subtile_ stays value-initialized (zero)."""
+    k_tiles = _ceil_div(k, entry["tile"][2])
+    tiles = s["blocks_per_problem"]
+    cluster = entry["cluster"][0] * entry["cluster"][1]
+
+    def u64(name, fd):
+        d, mul, sh, ru = fd
+        struct.pack_into("<QQII", buf, off[f"scheduler.{name}"], d, mul, sh, ru)
+
+    def d32(name, divisor):
+        struct.pack_into("<iII", buf, off[f"scheduler.{name}"], *_fast_divmod_32(divisor))
+
+    for name, (d, sh) in (("major", s["divmod_major"]), ("minor", s["divmod_minor"])):
+        struct.pack_into("<QI", buf, off[f"scheduler.divmod_cluster_shape_{name}_"], d, sh)
+    u64("divmod_batch_", s["divmod_batch"])
+    u64("divmod_cluster_blk_major_", s["divmod_blk_major"])
+    u64("divmod_clusters_mnl_", fast_divmod_u64(tiles // cluster))
+    u64("divmod_sk_groups_", fast_divmod_u64(1))
+    u64("divmod_sk_units_per_group_", fast_divmod_u64(1))
+    struct.pack_into("<Q", buf, off["scheduler.units_per_problem_"], tiles)
+    d32("divmod_tiles_per_output_tile_", k_tiles)
+    struct.pack_into("<i", buf, off["scheduler.log_swizzle_size_"], s["log_swizzle"])
+    struct.pack_into("<i", buf, off["scheduler.raster_order_"], s["raster_order"])
+    d32("divmod_splits_", splits)
+    struct.pack_into("<I", buf, off["scheduler.big_units_"], k_tiles % splits)
+    struct.pack_into("<I", buf, off["scheduler.big_groups_"], 0)
+    struct.pack_into("<Q", buf, off["scheduler.reduction_workspace_"], workspace)   # after the epilogue's 0 bytes
+    struct.pack_into("<II", buf, off["scheduler.sk_tiles_"], 0, 0)                 # sk_tiles_, sk_units_
+    d32("divmod_k_tiles_per_sk_unit_", k_tiles // splits)
+    d32("divmod_k_tiles_per_sk_big_unit_", k_tiles // splits + 1)
+    struct.pack_into("<i", buf, off["scheduler.reduction_mode_"], reduction)
+    struct.pack_into("<I", buf, off["scheduler.separate_reduction_units_"], 0)
+    struct.pack_into("<I", buf, off["scheduler.ktile_start_alignment_count_"], 1)
 
 
 LAYOUTS = ("tn", "nn")
@@ -305,7 +427,8 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
                       ldc: int | None = None, ldd: int | None = None, alpha: float = 1.0,
                       beta: float = 0.0, sm_count: int = 132, encode: Encoder | None = None,
                       max_swizzle: int = 1, raster: str = "heuristic",
-                      device_id: int = 0, bias: int = 0) -> LaunchArgs:
+                      device_id: int = 0, bias: int = 0, splits: int = 1,
+                      reduction: str = "deterministic", workspace: int = 0) -> LaunchArgs:
     """Launch arguments for D(m, n) = alpha * A(m, k) @ op(B) + beta * C(m, n).
 
     A, C, D row-major with leading dimensions lda, ldc, ldd (defaults k, n, n); B as the instance's
@@ -316,7 +439,12 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
     ``max_swizzle`` (1, 2, 4, 8) and ``raster`` ("heuristic", "along_m", "along_n"): the tile
     scheduler's Arguments (CUTLASS's defaults: 1, heuristic).
     ``bias``: device address of the (n,) bias row of a fused-epilogue instance (``fused_of``), which computes
-    D = act(A @ op(B) + bias) and takes no C (``ptr_c``, ``ldc`` ignored), alpha 1 and beta 0 only; 0: no bias."""
+    D = act(A @ op(B) + bias) and takes no C (``ptr_c``, ``ldc`` ignored), alpha 1 and beta 0 only; 0: no bias.
+    ``splits``, ``reduction`` ("deterministic", "nondeterministic") and ``workspace``: a stream-K instance's
+    (``is_stream_k``) split-K decomposition (CUTLASS's DecompositionMode::SplitK; splits clamped as
+    ``split_k_splits``) and the device address of its global workspace (``sm90_workspace``: its size, and the part
+    to zero before every launch; LaunchArgs.workspace_bytes / workspace_zero say the same); other instances take
+    splits 1 and no workspace only."""
     lda = k if lda is None else lda
     ldb = b_rows(entry, n, k)[1] if ldb is None else ldb
     ldc = n if ldc is None else ldc
@@ -333,6 +461,16 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
         raise ValueError(f"{entry.get('key')}: {why}")
     if raster not in RASTER_OPTIONS:
         raise ValueError(f"raster must be one of {sorted(RASTER_OPTIONS)}")
+    stream_k = is_stream_k(entry)
+    if not stream_k and (splits != 1 or workspace or reduction != "deterministic"):
+        raise ValueError(f"{entry.get('key')}: splits, reduction and workspace need a stream-K instance")
+    if reduction not in REDUCTION_MODES:
+        raise ValueError(f"reduction must be one of {sorted(REDUCTION_MODES)}")
+    ws = sm90_workspace(entry, m, n, k, sm_count, splits, max_swizzle, raster)
+    if ws["bytes"] and not workspace:
+        raise ValueError(f"{entry.get('key')}: {ws['splits']} splits need a workspace of {ws['bytes']} bytes")
+    if workspace % _WORKSPACE_ALIGN:
+        raise ValueError(f"the workspace must be {_WORKSPACE_ALIGN}-byte aligned")
     if encode is None:
         from . import tma
         encode = tma.encode_tiled
@@ -380,6 +518,14 @@ def build_sm90_launch(entry: dict, m: int, n: int, k: int, ptr_a: int, ptr_b: in
     struct.pack_into("<i", buf, off["hw_info.device_id"], device_id)
     struct.pack_into("<i", buf, off["hw_info.sm_count"], sm_count)
     s = sm90_schedule(entry, *((n, m) if swap else (m, n)), sm_count, max_swizzle, raster)
+    if stream_k:
+        _pack_stream_k_scheduler(buf, off, entry, s, k, ws["splits"], REDUCTION_MODES[reduction], workspace)
+        # GemmKernel::Params.workspace: the address as given (CUTLASS stores it whether or not it needs one)
+        struct.pack_into("<Q", buf, off["workspace"], workspace)
+        return LaunchArgs(kernel=entry["kernel"], grid=s["grid"], block=tuple(hp["block"]),
+                          cluster=tuple(hp["cluster"]), shared_mem=hp["smem_bytes"], params=bytes(buf),
+                          workspace_bytes=ws["bytes"], workspace_zero=ws["zero"],
+                          workspace=workspace if ws["bytes"] else 0)
     for name, (d, sh) in (("major", s["divmod_major"]), ("minor", s["divmod_minor"])):
         base = f"scheduler.divmod_cluster_shape_{name}_"
         struct.pack_into("<Q", buf, off[base + ".divisor"], d)
