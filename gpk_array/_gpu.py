@@ -339,12 +339,12 @@ def linear(x2d, w, bias, activation):
     return None if y is None else _ew.unary(activation, y, out=y)
 
 
-def gelu(x, approximate):
-    """GELU of a CuPy array (approximate "none": x Phi(x) with erf; "tanh") in one elementwise kernel, or None."""
-    op = "gelu" if approximate == "none" else "gelu_tanh"
-    if not _ew.supports_unary(op, x.dtype):
+def gelu(x, activation):
+    """``activation`` ("gelu": x Phi(x) with erf, or "gelu_tanh") of a CuPy array in one elementwise kernel, or
+    None."""
+    if not _ew.supports_unary(activation, x.dtype):
         return None
-    return _ew.unary(op, x)
+    return _ew.unary(activation, x)
 
 
 def layer_norm(x, weight, bias, eps):

@@ -16,7 +16,7 @@ through ``gpk_array._gpu.matmul``. The signatures:
     _gpu.add_layer_norm(x, r, weight, bias, eps)   (x + r, layer_norm(x + r))
     _gpu.add_layer_norm_linear(x2d, r2d, ln_w, ln_b, eps, w, b, activation)   (x + r, linear(layer_norm(x + r)))
     _gpu.softmax(x, axis)
-    _gpu.gelu(x, approximate)                      approximate is "none" or "tanh"
+    _gpu.gelu(x, activation)                       activation is "gelu" (erf) or "gelu_tanh"
     _gpu.bias_add_inplace(out, bias)               returns out
     _gpu.scaled_dot_product_attention(q, k, v, mask, causal, scale)
     _gpu.kv_cache_attention(qkv, cache, positions, kv_len, scale)
@@ -332,7 +332,7 @@ def gelu(x, approximate="none"):
     y = None
     kernel = _fused(dev, "gelu")
     if kernel is not None:
-        y = kernel(x, approximate)
+        y = kernel(x, activation)
     if y is None:
         y = _activate(_wide(x, dev.xp), activation, dev.xp).astype(x.dtype, copy=False)
     return new(y, dev)

@@ -967,11 +967,13 @@ class Context:
         target also changes the kernels: gpk_array._gpu then takes cuBLASLt's heuristic choice for that many SMs
         (no SM90 instances, no timed tuning), so a guaranteed context's GEMMs run other kernels while a neighbour is
         confined."""
+        sched = self._sched
+        held = sched._confined_sms
+        if not (held or self._paced):
+            return 0  # the common case, on every GEMM call: an unpaced context and nothing confined
         conf = self._confined
         if conf and self.stream is conf[0]:
             return conf[1]
-        sched = self._sched
-        held = sched._confined_sms
         if held and _monotonic() >= sched._confined_until:
             held = 0  # no confined context stepped within the hold: nothing to plan around
         rate = self._rate() if self._paced else 1.0

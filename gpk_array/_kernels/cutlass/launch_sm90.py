@@ -272,7 +272,8 @@ def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = Non
     if stream_ptr is None:
         import cupy
         stream_ptr = cupy.cuda.get_current_stream().ptr
-    zero_workspace(la, stream_ptr)
+    if la.workspace_bytes:
+        zero_workspace(la, stream_ptr)
     fn, args = _driver_args(handle, la, packed or _packed(la), stream_ptr)
     clustered = "" if tuple(la.cluster) == (1, 1, 1) else f", cluster {la.cluster}"
     _check(fn(*args), f"{fn.__name__}({la.kernel}{clustered})")
