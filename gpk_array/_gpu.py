@@ -43,6 +43,7 @@ import numpy as np
 
 from ._kernels import elementwise as _ew
 from ._kernels import gemm as _gemm
+from ._kernels._common import VersionedDict as _VersionedDict
 from ._kernels._common import dtype_code as _dtype_code
 from ._kernels import nn as _nn
 from ._kernels import reduction as _red
@@ -69,7 +70,7 @@ OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
 # 1.8-2.7x at 2^28, 0.66-1.23x at 2^24.
 REDUCE_F32_FULL_MIN = 1 << 28  # float32 sum/max/min/mean over all elements
 REDUCE_F32_AXIS_MIN = 1 << 26  # float32 sum/max/min/mean over rows or columns
-REDUCE_ROUTE = {
+REDUCE_ROUTE = _VersionedDict({
     ("*", "var", "*"): 0,
     ("*", "std", "*"): 0,
     ("half", "*", "*"): 0,
@@ -77,7 +78,7 @@ REDUCE_ROUTE = {
     ("f32", "*", "rows"): REDUCE_F32_AXIS_MIN,
     ("f32", "*", "cols"): REDUCE_F32_AXIS_MIN,
     ("f32", "prod", "*"): None,
-}
+})
 _DTYPE_CLASS = {"f16": "half", "bf16": "half", "f32": "f32", "f64": "f64"}
 
 
@@ -140,13 +141,25 @@ def reduce(op, x, axes, keepdims, ddof=0):
     """sum, prod, max, min, mean, var, std of a CuPy array over axes (None: all) through our kernels (float16 and
     bfloat16 accumulate in float32, as the namespace's rule says), or None where CuPy serves (OWN_KERNELS_MIN,
     REDUCE_ROUTE)."""
-    if not _red.supports(op, x.dtype):
+    key = (op, x.dtype, x.shape, x.strides, axes, OWN_KERNELS_MIN, REDUCE_ROUTE.version)
+    least = _reduce_least.get(key, _MISSING)
+    if least is _MISSING:
+        if not _red.supports(op, x.dtype):
+            least = None
+        elif not OWN_KERNELS_MIN:
+            least = 0
+        else:
+            least = reduce_route(op, x.dtype, x.shape, axes, bool(x.flags.c_contiguous))
+        if len(_reduce_least) > 4096:
+            _reduce_least.clear()
+        _reduce_least[key] = least
+    if least is None or x.size < least:
         return None
-    if OWN_KERNELS_MIN:
-        least = reduce_route(op, x.dtype, x.shape, axes, bool(x.flags.c_contiguous))
-        if least is None or x.size < least:
-            return None
     return _red.reduce(op, x, axis=axes, keepdims=keepdims, ddof=ddof)
+
+
+_MISSING = object()
+_reduce_least: dict = {}  # (op, dtype, shape, strides, axes, the settings) -> reduce_route's answer
 
 _blas = None
 

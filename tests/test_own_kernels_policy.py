@@ -18,7 +18,9 @@ def calls(monkeypatch):
 
 
 def _x(dtype, shape=(1 << 24,), c=True):
-    return types.SimpleNamespace(dtype=np.dtype(dtype), shape=shape, size=int(np.prod(shape)),
+    strides = np.empty(0, dtype).reshape(0, *shape[1:]).strides if c else tuple(
+        np.dtype(dtype).itemsize * int(np.prod(shape[:i])) for i in range(len(shape)))
+    return types.SimpleNamespace(dtype=np.dtype(dtype), shape=shape, size=int(np.prod(shape)), strides=strides,
                                  flags=types.SimpleNamespace(c_contiguous=c))
 
 

@@ -34,6 +34,45 @@ ND_PARAMS_DTYPE = np.dtype([
 assert ND_PARAMS_DTYPE.itemsize == 8 * (2 + 3 * MAX_NDIM + MAX_OPERANDS * MAX_NDIM)
 
 
+class VersionedDict(dict):
+    """A dict that counts its changes (``version``), for caches keyed by what it held (settings tables)."""
+    version = 0
+
+    def _bump(self):
+        self.version += 1
+
+    def __setitem__(self, k, v):
+        super().__setitem__(k, v)
+        self._bump()
+
+    def __delitem__(self, k):
+        super().__delitem__(k)
+        self._bump()
+
+    def update(self, *a, **kw):
+        super().update(*a, **kw)
+        self._bump()
+
+    def clear(self):
+        super().clear()
+        self._bump()
+
+    def pop(self, *a):
+        r = super().pop(*a)
+        self._bump()
+        return r
+
+    def popitem(self):
+        r = super().popitem()
+        self._bump()
+        return r
+
+    def setdefault(self, k, v=None):
+        r = super().setdefault(k, v)
+        self._bump()
+        return r
+
+
 _code_cache: dict = {}
 
 

@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 from . import loader
-from ._common import ALL, BOOL, FLOATS, INTS, ITEMSIZE, dtype_code
+from ._common import ALL, BOOL, FLOATS, INTS, ITEMSIZE, VersionedDict, dtype_code
 
 REDUCE_FILE = "reduce.cu"
 
@@ -53,7 +53,7 @@ _COL_MAX_THREADS = 256
 # at 2^28 elements, GB/s against CuPy's in the same run: full sum ~4.34-4.37 TB/s (1.00-1.01x), rows of 1024
 # 4.49 TB/s (1.93x), columns 4.34 TB/s (1.85x); unroll 8 with .nc loads, a warp per row, 2 waves for full
 # reductions, 64 threads across a column block.
-CONFIG = {
+CONFIG = VersionedDict({
     # build settings (each value other than reduce.cu's default builds its own modules)
     "threads": 256,            # GPK_RED_THREADS: threads per block of the row kernel
     "unroll": 8,               # GPK_RED_UNROLL: 16-byte loads in flight per thread, row kernel (H200: 8)
@@ -78,7 +78,7 @@ CONFIG = {
     "col_vec": True,           # 16-byte loads of adjacent outputs in column reductions where aligned
     "col_tx": 64,              # threads across the outputs of a column block
     "fin": "last",             # split results: "last" block combines them, or a second "kernel"
-}
+})
 
 # reduce.cu's defaults of the build settings, and their macros
 _BUILD = {"threads": ("GPK_RED_THREADS", 256), "unroll": ("GPK_RED_UNROLL", 8),
@@ -352,7 +352,30 @@ def _empty_result(op, out_shape, rdt):
 
 
 def reduce(op: str, x, axis=None, keepdims: bool = False, ddof=0):
-    """Reduce cupy array ``x`` with ``op`` over ``axis`` (None, an int, or a tuple of ints)."""
+    """Reduce cupy array ``x`` with ``op`` over ``axis`` (None, an int, or a tuple of ints).
+
+    A call like an earlier one (same op, dtype, shape, strides, axis, keepdims, ddof, device, 16-byte alignment
+    and CONFIG) reuses that call's prepared launches (``_prepared``): the per-call host work is then allocating
+    the result and launching."""
+    try:
+        key = (op, x.__class__, x.dtype, x.shape, x.strides, axis, keepdims, ddof, x.data.device_id,
+               x.data.ptr & 15, CONFIG.version)
+        p = _prepared.get(key)
+    except (TypeError, AttributeError):  # an unhashable axis (a list), or not an array: the full path says which
+        key = p = None
+    if p is None or loader.current_device_id() != key[8]:
+        return _reduce_slow(op, x, axis, keepdims, ddof, key)
+    return _execute(p, x)
+
+
+class _Prepared:
+    """What a reduction of one (op, dtype, layout, axes) does: the input view ("c"), its transpose ("f") or a
+    reordered copy ("copy", ``perm``); the result's dtype and shape; the launches (``center``: the mean a var/std
+    launch subtracts, or None; ``main``)."""
+    __slots__ = ("how", "perm", "rdt", "nout", "out_shape", "f_shape", "center", "main")
+
+
+def _reduce_slow(op, x, axis, keepdims, ddof, key):
     import cupy
     if not isinstance(x, cupy.ndarray):
         raise TypeError("gpk_array kernels: reduce() takes a cupy.ndarray")
@@ -386,33 +409,47 @@ def reduce(op: str, x, axis=None, keepdims: bool = False, ddof=0):
     if K == 0:
         return _empty_result(op if op in ("any", "all") else kop, out_shape, rdt)
 
+    p = _Prepared()
+    p.perm = None
     if kop in ("argmax", "argmin") and len(axes) > 1 and x.ndim > 1:
         # flat index in C order over the whole array
-        x = cupy.ascontiguousarray(x)
-        how, outer, K, inner, perm = "c", 1, x.size, 1, None
+        how, outer, K, inner = ("c" if x.flags.c_contiguous else "copy"), 1, x.size, 1
+        p.perm = tuple(range(x.ndim))
     else:
-        how, outer, K, inner, perm = plan_layout(shape, axes, bool(x.flags.c_contiguous),
-                                                 bool(x.flags.f_contiguous))
-    if how == "f":
-        x = x.T
-    elif how == "copy":
-        x = cupy.ascontiguousarray(x.transpose(perm))
-    group = REDUCE_OPS[kop][0]
-    opts = module_options(dt, group)
-    out = cupy.empty(nout, dtype=rdt)
-    center = None
+        how, outer, K, inner, p.perm = plan_layout(shape, axes, bool(x.flags.c_contiguous),
+                                                   bool(x.flags.f_contiguous))
+    p.how, p.rdt, p.nout, p.out_shape = how, rdt, nout, out_shape
+    # the kernel writes the outputs of an F-order input in the C order of the transposed (reversed) axes
+    p.f_shape = tuple(s for i, s in enumerate(shape) if i not in axes)[::-1] if how == "f" else None
+    p.center = None
     if kop in ("var", "std"):
-        center = cupy.empty(nout, dtype=x.dtype)
-        _run("mean", dt, module_options(dt, "basic"), x, outer, K, inner, center, None, 0.0)
-    _run(kop, dt, opts, x, outer, K, inner, out, center, float(ddof))
-    if how == "f":
-        # the kernel wrote the outputs in the C order of the transposed (reversed) axes
-        kept = tuple(s for i, s in enumerate(shape) if i not in axes)
-        res = cupy.ascontiguousarray(out.reshape(kept[::-1]).T)
-        return res.reshape(out_shape)
-    return out.reshape(out_shape)
+        p.center = _step("mean", dt, module_options(dt, "basic"), outer, K, inner, 0.0, x, how)
+    p.main = _step(kop, dt, module_options(dt, REDUCE_OPS[kop][0]), outer, K, inner, float(ddof), x, how)
+    if key is not None:
+        if len(_prepared) > 4096:
+            _prepared.clear()
+        _prepared[key] = p
+    return _execute(p, x)
 
 
+def _execute(p: _Prepared, x):
+    import cupy
+    if p.how == "f":
+        x = x.T
+    elif p.how == "copy":
+        x = cupy.ascontiguousarray(x.transpose(p.perm))
+    out = cupy.empty(p.nout, dtype=p.rdt)
+    center = None
+    if p.center is not None:
+        center = cupy.empty(p.nout, dtype=x.dtype)
+        _launch(p.center, x, center, None)
+    _launch(p.main, x, out, center)
+    if p.f_shape is not None:
+        return cupy.ascontiguousarray(out.reshape(p.f_shape).T).reshape(p.out_shape)
+    return out.reshape(p.out_shape)
+
+
+_prepared: dict = {}  # reduce()'s call signature -> _Prepared
 _plans: dict = {}  # (kop, dt, opts, outer, K, inner, vec, device, CONFIG values) -> (kernel, launch plan)
 
 
@@ -478,26 +515,45 @@ def _counters(n: int):
     return buf
 
 
-def _run(kop, dt, opts, x, outer, K, inner, out, center, ddof):
-    import cupy
+def _step(kop, dt, opts, outer, K, inner, ddof, x, how):
+    """One launch of a prepared reduction: (kernel, grid, block, shared memory, splits, counters needed, the
+    arguments in front of the input (none) and between it and the buffers, those after them, the fin kernel,
+    its grid and block, outputs). ``x`` is the caller's input; ``how`` says which view of it the kernel reads."""
     nout = outer * inner
-    fn, p = _plan(kop, dt, opts, outer, K, inner, _vec(x, inner, dt))
+    # the vector column kernel needs the data pointer aligned: a copy (how == "copy") is freshly allocated
+    vec = _vec(x, inner, dt) if how != "copy" else (_vec_width_for(inner, dt))
+    fn, p = _plan(kop, dt, opts, outer, K, inner, vec)
     splits = p["splits"]
+    n, dd = np.float64(K), np.float64(ddof)
+    if p["kind"] == "row":
+        mid = (np.int64(outer), np.int64(K), np.int64(splits), np.int64(p["seg_len"]), np.int32(p["warp_mode"]))
+    else:
+        mid = (np.int64(outer), np.int64(K), np.int64(inner), np.int64(splits), np.int64(p["kchunk"]))
+    fin = None
+    if splits > 1:
+        f = plan_fin(nout, splits, loader.sm_count())
+        fin = (kop, dt, opts, f["grid"], f["block"], (np.int64(nout), np.int64(splits)))
+    return (fn, p["grid"], p["block"], p["smem"], splits, p["units"], mid, (n, dd), fin, nout)
+
+
+def _vec_width_for(inner: int, dt: str) -> int:
+    if inner <= 1 or not CONFIG["col_vec"]:
+        return 1
+    v = col_vec_width(ITEMSIZE[dt])
+    return v if inner % v == 0 else 1
+
+
+def _launch(step, x, out, center):
+    """Run a prepared step (``_step``) on input view ``x`` into ``out``."""
+    import cupy
+    fn, grid, block, smem, splits, units, mid, tail, fin, nout = step
     partial = counters = None
     if splits > 1:
         partial = cupy.empty(splits * nout * _ACC_SLOT, dtype=np.uint8)
         if CONFIG["fin"] == "last":
-            counters = _counters(p["units"])
-    n = np.float64(K)
-    ddof = np.float64(ddof)
-    if p["kind"] == "row":
-        args = (x, np.int64(outer), np.int64(K), np.int64(splits), np.int64(p["seg_len"]), np.int32(p["warp_mode"]),
-                partial, out, center, n, ddof, counters)
-    else:
-        args = (x, np.int64(outer), np.int64(K), np.int64(inner), np.int64(splits), np.int64(p["kchunk"]),
-                partial, out, center, n, ddof, counters)
-    loader.launch(fn, p["grid"], p["block"], args, shared_mem=p["smem"])
-    if splits > 1 and counters is None:
-        f = plan_fin(nout, splits, loader.sm_count())
-        fin = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_fin", opts)
-        loader.launch(fin, f["grid"], f["block"], (partial, np.int64(nout), np.int64(splits), out, n, ddof))
+            counters = _counters(units)
+    loader.launch(fn, grid, block, (x,) + mid + (partial, out, center) + tail + (counters,), shared_mem=smem)
+    if fin is not None and counters is None:
+        kop, dt, opts, fgrid, fblock, fargs = fin
+        ffn = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_fin", opts)
+        loader.launch(ffn, fgrid, fblock, (partial,) + fargs + (out,) + tail)

@@ -33,6 +33,7 @@ def emulated_gpu(monkeypatch):
     monkeypatch.setattr(loader, "sm_count", lambda device_id=None: 3)
     monkeypatch.setattr(loader, "occupancy", lambda fn, threads, shared_mem=0, device_id=None: 2)
     monkeypatch.setattr(reduction, "_plans", {})  # launch plans hold kernels: the emulator's stay here
+    monkeypatch.setattr(reduction, "_prepared", {})
     yield emu
 
 
@@ -175,3 +176,61 @@ def test_split_counters_per_thread_on_the_per_thread_default_stream(emulated_gpu
     assert other[0] is not mine
     monkeypatch.setattr(s, "ptr", 1)
     assert red._counters(8) is not mine                  # an ordinary stream: its own buffer, shared by threads
+
+
+def test_prepared_reductions_reused_and_keyed(emulated_gpu, monkeypatch):
+    """A repeated reduction reuses its prepared launches (one entry per call signature, the same launches as the
+    first call) and gives NumPy's answer every time; what changes the launches (alignment of a vector column
+    input, CONFIG, the current device) is part of the key or sends the call down the full path."""
+    import cupy
+    import numpy as np
+
+    from gpk_array._kernels import reduction as red
+    rng = np.random.default_rng(7)
+    h = rng.standard_normal(6000).astype(np.float32)
+    x = cupy.asarray(h)
+    cases = [("sum", h, x, None), ("sum", h.reshape(60, 100), x.reshape(60, 100), 0),
+             ("max", h.reshape(60, 100), x.reshape(60, 100), 1),
+             ("sum", h.reshape(60, 100).T, x.reshape(60, 100).T, 1),          # F order: the transpose's kernel
+             ("var", h.reshape(20, 30, 10), x.reshape(20, 30, 10), (0, 2)),   # a reordered copy, and the mean
+             ("argmax", h.reshape(60, 100), x.reshape(60, 100), None),
+             ("sum", h[1:4997].reshape(1249, 4), x[1:4997].reshape(1249, 4), 0)]  # misaligned for 16-byte loads
+    ref = {"sum": np.sum, "max": np.max, "var": np.var, "argmax": lambda a, axis: np.argmax(a, axis)}
+    for op, hv, xv, axis in cases:
+        want = ref[op](hv.astype(np.float64), axis=axis)
+        n0 = len(emulated_gpu.launches)
+        first = red.reduce(op, xv, axis)
+        kernels = [k for k, _, _ in emulated_gpu.launches[n0:]]
+        size = len(red._prepared)
+        for _ in range(2):
+            n0 = len(emulated_gpu.launches)
+            again = red.reduce(op, xv, axis)
+            assert [k for k, _, _ in emulated_gpu.launches[n0:]] == kernels
+            assert len(red._prepared) == size
+            np.testing.assert_allclose(cupy.asnumpy(again), cupy.asnumpy(first), rtol=0, atol=0)
+        np.testing.assert_allclose(cupy.asnumpy(again).astype(np.float64), want, rtol=1e-5, atol=1e-4)
+    # 16-byte aligned columns take the vector kernel, the same shape one element off the scalar one
+    y = cupy.asarray(h)
+    names = []
+    for view in (y[:4000].reshape(1000, 4), y[1:4001].reshape(1000, 4)):
+        n0 = len(emulated_gpu.launches)
+        got = red.reduce("sum", view, 0)
+        names.append([k for k, _, _ in emulated_gpu.launches[n0:]][0])
+        np.testing.assert_allclose(cupy.asnumpy(got), cupy.asnumpy(view).astype(np.float64).sum(0), rtol=1e-5)
+    assert names == ["gpk_red_sum_f32_colv", "gpk_red_sum_f32_col"]
+    # a CONFIG change is a new key: split rows (shorter segments), then the fin kernel instead of the last block
+    monkeypatch.setitem(red.CONFIG, "block_min_seg", 512)
+    n0 = len(emulated_gpu.launches)
+    red.reduce("sum", x)
+    assert "gpk_red_sum_f32_fin" not in [k for k, _, _ in emulated_gpu.launches[n0:]]
+    monkeypatch.setitem(red.CONFIG, "fin", "kernel")
+    n0 = len(emulated_gpu.launches)
+    got = red.reduce("sum", x)
+    assert "gpk_red_sum_f32_fin" in [k for k, _, _ in emulated_gpu.launches[n0:]]
+    np.testing.assert_allclose(float(cupy.asnumpy(got)), h.astype(np.float64).sum(), rtol=1e-5)
+    # another current device than the array's: the full path (which switches devices), never the prepared one
+    from gpk_array._kernels import loader
+    calls = []
+    monkeypatch.setattr(red, "_reduce_slow", lambda *a: calls.append(a) or "slow")
+    monkeypatch.setattr(loader, "current_device_id", lambda: 1)
+    assert red.reduce("sum", x) == "slow" and len(calls) == 1
