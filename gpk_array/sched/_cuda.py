@@ -31,6 +31,12 @@ def cupy():
     return _cupy
 
 
+def capturing():
+    """Whether CuPy's current stream is capturing a CUDA graph."""
+    cp = cupy()
+    return bool(cp.cuda.runtime.streamIsCapturing(cp.cuda.get_current_stream().ptr))
+
+
 def device_count():
     try:
         return int(cupy().cuda.runtime.getDeviceCount())

@@ -58,6 +58,7 @@ class FakeCupy:
         self.device = Device(total)
         self.least, self.greatest = priority_range
         self.tls = threading.local()
+        self.capturing = set()  # stream pointers capturing a CUDA graph (streamIsCapturing)
         self.events = {}
         fake = self
 
@@ -218,6 +219,7 @@ class FakeCupy:
             getDeviceCount=lambda: 1,
             memGetInfo=lambda: (fake.device.total - fake.device.used, fake.device.total),
             eventQuery=event_query,
+            streamIsCapturing=lambda ptr: int(ptr in fake.capturing),
             getDeviceProperties=lambda dev: {"multiProcessorCount": 132},
             CUDARuntimeError=CUDARuntimeError,
         )
@@ -735,6 +737,31 @@ def test_planning_around_confined_sms_expires_and_skips_destroyed_contexts(fake,
     s = sched.get_scheduler()
     s._confined_sms, s._confined_until = 200, time.monotonic() + 10  # a partition as large as the device
     assert g._sm_target() == 1
+
+
+def test_graph_captures_plan_around_the_confinement_sms(fake, green):
+    """A graph captured in an unpaced context while a lower-tier paced context lives plans its GEMMs for the SMs
+    outside the green context, confined or not at that moment (the graph is replayed later, under whatever
+    contention then); outside a capture, and with no paced context below it, the whole device."""
+    made, _ = green
+    sched.initialize(0, contention_sms=16, activity_window_s=0.002, confine_hold_s=0.05)
+    g = sched.create_context("g", 64 * MiB)
+    g2 = sched.create_context("g2", 64 * MiB)
+    with g:
+        fake.capturing.add(fake.get_current_stream().ptr)
+        assert g._sm_target() == 0      # no paced CUDA context yet
+        be = sched.create_context("be", 64 * MiB, qos="best_effort")
+        assert not made and g._sm_target() == 132 - 16
+        b = sched.create_context("b", 64 * MiB, qos="burstable")
+        fake.capturing.clear()
+        assert g._sm_target() == 0      # not capturing, nothing confined
+    sched.destroy_context(be)
+    with g:
+        fake.capturing.add(fake.get_current_stream().ptr)
+        assert g._sm_target() == 132 - 16   # the burstable context is paced too
+        sched.destroy_context(b)
+        assert g._sm_target() == 0      # none left below it (g2 is guaranteed, unpaced)
+        fake.capturing.clear()
 
 
 def test_confinement_keeps_one_stream_order_for_shared_sessions(fake, green):
