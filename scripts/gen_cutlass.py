@@ -357,6 +357,33 @@ FAMILIES = [
      "cluster": (1, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
      "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True,
      "tile_scheduler": "StreamK"},
+    # Few-row tiles shaped after cuBLAS's own choices on the H200 (torch profiler kernel names, s8: nvjet
+    # 96x128_64x7_2x1 at 512x768x3072, 64x64_64x13_4x2 at 512x3072x768 and 512x768x768, 192x128_64x5_1x2 at
+    # 1024x768x3072; cuBLAS's M is our N): tiles sized so that the problem makes about one full wave (128 tiles on
+    # 132 SMs) instead of splitting K, and clusters that multicast the operand the tiles in a row share.
+    # fr96: cooperative 128x96x64, cluster 1x2x1 (A multicast), 7 stages of 28 KiB, TMA epilogue: 512x768x3072 is
+    # 4 x 32 = 128 tiles (co128t: 96 tiles of 128x128, 0.78x cuBLAS).
+    {"arch": 90, "family": "fr96", "tile": (128, 96, 64), "stages": 7, "warps": (4, 1, 1),
+     "cluster": (1, 2, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
+    # fr64: ping-pong 64x64x64, cluster 2x4x1 (both operands multicast within 8 CTAs), 12 stages of 16 KiB (13 fit,
+    # as cuBLAS has, but the emitter writes the count as cute::_13, which cute does not define): the deep
+    # pipeline for K = 3072 at 512x3072x768 (8 x 12 = 96 tiles; co64t: 48 tiles of 128x64, 0.71x).
+    {"arch": 90, "family": "fr64", "tile": (64, 64, 64), "stages": 12, "warps": (4, 1, 1),
+     "cluster": (2, 4, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
+     "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "candidate": True},
+    # fr192: cooperative 128x192x64, cluster 2x1x1 (B multicast), 4 stages of 40 KiB: 1024x768x3072 is 8 x 16 = 128
+    # tiles (ppt: 192 tiles of 128x128 on 132 SMs, 0.73x).
+    {"arch": 90, "family": "fr192", "tile": (128, 192, 64), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
+] + [
+    # fr96 with the fused epilogues of linear (as ppt_<epilogue>): the 512-row linear's candidates (512x768->3072,
+    # where ppt_bias_gelu takes 1.6x the bare cuBLAS GEMM). 7 stages as fr96 (the fused epilogue has no C).
+    {"arch": 90, "family": f"fr96_{_epi}", "tile": (128, 96, 64), "stages": 7, "warps": (4, 1, 1),
+     "cluster": (1, 2, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "epilogue": _epi, "candidate": True}
+    for _epi in ("bias", "bias_gelu", "bias_gelu_tanh")
 ]
 
 # Tile schedulers a family may name in its "tile_scheduler" (cutlass_library TileSchedulerType; absent: Default, the
@@ -704,10 +731,10 @@ def _check_fused_source(key: str, src: str, fam: dict, dtype: str) -> None:
     if e["functor"]:
         want += [f"Sm90Compute<\n    {e['functor']}, {ctype}, float,",
                  "using EVTCompute1 = cutlass::epilogue::fusion::Sm90EVT<\n    Compute1,\n    EVTCompute0>;",
-                 "cutlass::epilogue::TmaWarpSpecialized,\n    EVTCompute1\n"]
+                 f"cutlass::epilogue::{fam['epilogue_schedule']},\n    EVTCompute1\n"]
     else:
         want += [f"Sm90Compute<\n    cutlass::plus, {ctype}, float,",
-                 "cutlass::epilogue::TmaWarpSpecialized,\n    EVTCompute0\n"]
+                 f"cutlass::epilogue::{fam['epilogue_schedule']},\n    EVTCompute0\n"]
     for w in want:
         if w not in src:
             raise RuntimeError(f"{key}: emitted epilogue visitor lacks {w!r}")

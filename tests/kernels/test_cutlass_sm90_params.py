@@ -1209,7 +1209,13 @@ CANDIDATE_SPEC = {
     **{f"gemm/{d}/tn/ppm64/sm90": ([64, 128, 64], [2, 1, 1], 8, _PP, "TmaWarpSpecialized") for d in ("f16", "bf16")},
     # co128t with CUTLASS's stream-K tile scheduler (split-K decomposition; STREAM_K below)
     **{f"gemm/{d}/tn/co128sk/sm90": ([128, 128, 64], [1, 1, 1], 6, _CO, _CO) for d in ("f16", "bf16")},
+    # few-row tiles after cuBLAS's choices (one wave of about 128 tiles)
+    **{f"gemm/{d}/tn/fr96/sm90": ([128, 96, 64], [1, 2, 1], 7, _CO, _CO) for d in ("f16", "bf16")},
+    **{f"gemm/{d}/tn/fr64/sm90": ([64, 64, 64], [2, 4, 1], 12, _PP, "TmaWarpSpecialized") for d in ("f16", "bf16")},
+    **{f"gemm/{d}/tn/fr192/sm90": ([128, 192, 64], [2, 1, 1], 4, _CO, _CO) for d in ("f16", "bf16")},
 }
+# one stage fewer than fits: the emitter writes the count as a cute integral constant and cute has no _13
+CUTE_STAGE_CAP = {f"gemm/{d}/tn/fr64/sm90" for d in ("f16", "bf16")}
 # the candidates with the stream-K tile scheduler, and their data-parallel twins (same .cu text but the scheduler)
 STREAM_K = {f"gemm/{d}/tn/co128sk/sm90": f"gemm/{d}/tn/co128t/sm90" for d in ("f16", "bf16")}
 
@@ -1231,7 +1237,8 @@ def test_candidates_are_the_pinned_ones_and_most_stages_that_fit():
         es_bytes = 4 if e["dtype"] == "tf32" else 2
         tm, tn, tk = tile
         stage = (tm + tn) * tk * es_bytes
-        assert stages * stage <= hp["smem_bytes"] <= _SM90_SMEM < hp["smem_bytes"] + stage
+        assert stages * stage <= hp["smem_bytes"] <= _SM90_SMEM
+        assert (_SM90_SMEM < hp["smem_bytes"] + stage) != (e["key"] in CUTE_STAGE_CAP)
         t = hp["tma"]
         assert t["box_A"] == [tk, tm // cluster[1], 1] and t["box_B"] == [tk, tn // cluster[0], 1]
         assert hp["tma_transaction_bytes"] == [stage, tm * tk * es_bytes, tn * tk * es_bytes]
