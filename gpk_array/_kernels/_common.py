@@ -53,6 +53,10 @@ class VersionedDict(dict):
         super().update(*a, **kw)
         self._bump()
 
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
     def clear(self):
         super().clear()
         self._bump()

@@ -358,12 +358,12 @@ def reduce(op: str, x, axis=None, keepdims: bool = False, ddof=0):
     and CONFIG) reuses that call's prepared launches (``_prepared``): the per-call host work is then allocating
     the result and launching."""
     try:
-        key = (op, x.__class__, x.dtype, x.shape, x.strides, axis, keepdims, ddof, x.data.device_id,
+        key = (op, x.__class__, x.dtype, x.shape, x.strides, axis, axis.__class__, keepdims, ddof, x.data.device_id,
                x.data.ptr & 15, CONFIG.version)
         p = _prepared.get(key)
     except (TypeError, AttributeError):  # an unhashable axis (a list), or not an array: the full path says which
         key = p = None
-    if p is None or loader.current_device_id() != key[8]:
+    if p is None or loader.current_device_id() != key[9]:
         return _reduce_slow(op, x, axis, keepdims, ddof, key)
     return _execute(p, x)
 

@@ -236,7 +236,7 @@ class Scheduler:
         self._confined_by = {}  # paced contexts on their confined stream now -> its SMs
         self._confined_sms = 0
         self._confined_until = 0.0
-        self._paced_cuda = False  # a paced CUDA context was ever created here
+        self._paced_cuda = 0  # live paced CUDA contexts
         if switch_interval is not None and not float(switch_interval) >= 0.0:
             raise ValueError(f"switch_interval must be >= 0 seconds or None, got {switch_interval!r}")
         self.switch_interval = float(switch_interval or 0.0)
@@ -970,10 +970,11 @@ class Context:
         confined."""
         sched = self._sched
         held = sched._confined_sms
-        if not (held or self._paced):
+        if not self._paced:
             if sched._paced_cuda and sched.contention_sms and self._cuda and _cuda.capturing():
                 return self._capture_sm_target()
-            return 0  # the common case, on every GEMM call: an unpaced context and nothing confined
+            if not held:
+                return 0  # the common case, on every GEMM call: an unpaced context and nothing confined
         conf = self._confined
         if conf and self.stream is conf[0]:
             return conf[1]
@@ -994,7 +995,8 @@ class Context:
         fill the device either way."""
         sched = self._sched
         rank = _RANK[self.qos]
-        if not any(c._paced and not c._destroyed and _RANK[c.qos] > rank for c in tuple(sched.contexts.values())):
+        if not any(c._paced and c._confined is not False and not c._destroyed and _RANK[c.qos] > rank
+                   for c in tuple(sched.contexts.values())):  # False: no green context could be made for it
             return 0
         return max(1, _cuda.sm_count(self.device_id) - max(sched._confined_sms, sched.contention_sms))
 
@@ -1580,7 +1582,7 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
         sched.contexts[name] = ctx
         _contexts[name] = ctx
         if ctx._paced and ctx._cuda:
-            sched._paced_cuda = True  # from now on unpaced contexts' graph captures check for them (_sm_target)
+            sched._paced_cuda += 1  # while any live, unpaced contexts' graph captures check for them (_sm_target)
         if partition is not None:
             partition.contexts[name] = ctx
         _update_switch_interval()
@@ -1621,6 +1623,8 @@ def destroy_context(name_or_ctx):
         sched = ctx._sched
         if sched.contexts.get(ctx.name) is ctx:
             del sched.contexts[ctx.name]
+            if ctx._paced and ctx._cuda:
+                sched._paced_cuda -= 1
         if _contexts.get(ctx.name) is ctx:
             del _contexts[ctx.name]
         if ctx.partition is not None and ctx.partition.contexts.get(ctx.name) is ctx:

@@ -34,7 +34,10 @@ def cupy():
 def capturing():
     """Whether CuPy's current stream is capturing a CUDA graph."""
     cp = cupy()
-    return bool(cp.cuda.runtime.streamIsCapturing(cp.cuda.get_current_stream().ptr))
+    try:
+        return bool(cp.cuda.runtime.streamIsCapturing(cp.cuda.get_current_stream().ptr))
+    except Exception:  # noqa: BLE001 - the legacy stream beside a capture, an invalidated capture: that ends it
+        return False
 
 
 def device_count():

@@ -234,3 +234,20 @@ def test_prepared_reductions_reused_and_keyed(emulated_gpu, monkeypatch):
     monkeypatch.setattr(red, "_reduce_slow", lambda *a: calls.append(a) or "slow")
     monkeypatch.setattr(loader, "current_device_id", lambda: 1)
     assert red.reduce("sum", x) == "slow" and len(calls) == 1
+
+
+def test_prepared_reductions_do_not_change_what_is_refused(emulated_gpu, monkeypatch):
+    """A float axis raises TypeError whether or not an integer axis of equal value ran before (1.0 == 1 and hashes
+    alike); a settings change through ``|=`` is a change (a new key)."""
+    import cupy
+    import numpy as np
+
+    from gpk_array._kernels import reduction as red
+    x = cupy.asarray(np.ones((40, 50), np.float32))
+    red.reduce("sum", x, 1)
+    with pytest.raises(TypeError):
+        red.reduce("sum", x, 1.0)
+    monkeypatch.setattr(red, "CONFIG", red.CONFIG.__class__(red.CONFIG))
+    v = red.CONFIG.version
+    red.CONFIG |= {"col_tx": 32}
+    assert red.CONFIG.version != v and red.CONFIG["col_tx"] == 32

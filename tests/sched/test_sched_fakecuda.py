@@ -762,6 +762,48 @@ def test_graph_captures_plan_around_the_confinement_sms(fake, green):
         sched.destroy_context(b)
         assert g._sm_target() == 0      # none left below it (g2 is guaranteed, unpaced)
         fake.capturing.clear()
+    assert sched.get_scheduler()._paced_cuda == 0  # the per-GEMM capture query stops with the last one
+
+
+def test_graph_captured_after_the_hold_expired_still_plans_around_the_confinement(fake, green):
+    """A best-effort context confined, then quiet past confine_hold_s (still on its confined stream): outside a
+    capture the guaranteed context plans for the whole device again, a capture for the SMs outside."""
+    made, _ = green
+    sched.initialize(0, contention_sms=16, activity_window_s=0.002, confine_hold_s=0.05,
+                     contention_share={"best_effort": 1.0})
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    with g:
+        pass
+    be.pace()
+    assert be.stream is made[0][0] and g._sm_target() == 132 - 16
+    time.sleep(0.08)
+    assert g._sm_target() == 0
+    fake.capturing.add(fake.get_current_stream().ptr)
+    try:
+        assert g._sm_target() == 132 - 16
+    finally:
+        fake.capturing.clear()
+
+
+def test_no_green_context_no_capture_planning(fake, monkeypatch):
+    """Where no green context can be made (the paced context's _confined is False), nothing is ever confined:
+    captures plan for the whole device."""
+    def refuse(*a, **k):
+        raise _cuda.GreenContextError("no green contexts here")
+    monkeypatch.setattr(_cuda, "green_stream", refuse)
+    sched.initialize(0, contention_sms=16, activity_window_s=0.002)
+    g = sched.create_context("g", 64 * MiB)
+    be = sched.create_context("be", 64 * MiB, qos="best_effort")
+    with g:
+        pass
+    be.pace()
+    assert be._confined is False
+    fake.capturing.add(fake.get_current_stream().ptr)
+    try:
+        assert g._sm_target() == 0
+    finally:
+        fake.capturing.clear()
 
 
 def test_confinement_keeps_one_stream_order_for_shared_sessions(fake, green):
