@@ -127,10 +127,11 @@ BUDGET = 240.0
 # plan (no GPU)
 # --------------------------------------------------------------------------------------------------
 def plan(groups, only_keys=None) -> dict:
-    """{group: {"candidates": [...], "incumbents": [...]}} from the manifest (tn instances only)."""
+    """{group: {"candidates": [...], "incumbents": [...]}} from the manifest (tn instances only; the fused-epilogue
+    candidates, which compute act(x @ w.T + bias), are timed by benchmarks.epilogue_bench instead)."""
     from gpk_array._kernels.cutlass import launch_sm90 as L
     from gpk_array._kernels.cutlass import params_sm90 as P
-    cands = L.instance_keys(candidates=True)
+    cands = [k for k in L.instance_keys(candidates=True) if P.fused_of(P.instance(k)) is None]
     out = {}
     for g in groups:
         c = [k for k in cands if k.split("/")[1] == g and P.layout_of(P.instance(k)) == "tn"]

@@ -26,7 +26,9 @@ KDIR = ROOT / "gpk_array" / "_kernels" / "cutlass"
 MANIFEST = json.loads((KDIR / "MANIFEST.json").read_text())
 SM90 = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" not in e]
 # fused bias/activation instances (gemm/<dtype>/tn/ppt_<epilogue>/sm90): tested at the end of this module
-FUSED = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e]
+FUSED = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e and not e.get("candidate")]
+# fused candidates (fr96_<epilogue>): a candidate base family with the same visitor epilogues
+FUSED_CAND = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e and e.get("candidate")]
 # candidates (MANIFEST "candidate": emitted and probed, in no rule, not shipped): their Params are checked with every
 # instance's (SM90, ALL90); their settings by the tests at the end of this module
 CANDIDATES = [e for e in SM90 if e.get("candidate")]
@@ -837,7 +839,7 @@ def test_fused_instances_are_ppt_with_a_visitor_epilogue():
         assert len(hp["golden"]) == 11
 
 
-@pytest.mark.parametrize("entry", FUSED, ids=[e["key"] for e in FUSED])
+@pytest.mark.parametrize("entry", FUSED + FUSED_CAND, ids=[e["key"] for e in FUSED + FUSED_CAND])
 def test_fused_params_bytes_match_cutlass_to_underlying_arguments(entry):
     import struct
     pad = _padding(entry)
@@ -850,7 +852,7 @@ def test_fused_params_bytes_match_cutlass_to_underlying_arguments(entry):
         assert all(la.params[i] == 0 for i in pad)
         assert enc.calls == g["encodes"], g["case"]      # A, B, then D (no C)
         assert list(la.grid) == g["grid"] and la.kernel == entry["kernel"]
-        assert la.shared_mem == hp["smem_bytes"] and list(la.cluster) == [2, 1, 1]
+        assert la.shared_mem == hp["smem_bytes"] and list(la.cluster) == entry["cluster"]
         assert struct.unpack_from("<Q", la.params, hp["offsets"]["epilogue.thread.bias_ptr"])[0] == g["case"][16]
         o = hp["offsets"]["epilogue.thread.bias_null_default"]
         assert la.params[o:o + 2] == b"\0\0"                  # a null bias reads zeros
@@ -860,6 +862,25 @@ def test_fused_params_bytes_match_cutlass_to_underlying_arguments(entry):
         assert la.params[d:d + 128] == stub_pattern(2)
     # the golden cases cover a null bias and a bias only 2-byte aligned
     assert {g["case"][16] % 16 for g in hp["golden"]} >= {0, 2} and any(g["case"][16] == 0 for g in hp["golden"])
+
+
+@pytest.mark.parametrize("entry", FUSED_CAND, ids=[e["key"] for e in FUSED_CAND])
+def test_fused_candidates_are_their_base_with_a_visitor_epilogue(entry):
+    """A fused candidate (<base>_<epilogue>) is its base candidate's mainloop and cluster with the visitor epilogue
+    of the shipped fused instances: no C, the bias row, the A, B and D descriptors of the base."""
+    fam = entry["key"].split("/")[3]
+    base_fam, epi = fam.split("_", 1)
+    base = S.instance(f"gemm/{entry['dtype']}/tn/{base_fam}/sm90")
+    assert base.get("candidate") and epi in EPILOGUES and S.fused_of(entry)["epilogue"] == epi
+    for f in ("tile", "cluster", "stages", "kernel_schedule", "epilogue_schedule", "warps"):
+        assert entry[f] == base[f], f
+    hp, bp = entry["host_params"], base["host_params"]
+    assert entry["kernel"] == base["kernel"] + "_" + epi
+    assert hp["status"] == "probed" and sorted(hp["descriptors"]) == ["A", "B", "D"]
+    assert all(hp["descriptors"][d] == bp["descriptors"][d] for d in "ABD")
+    assert hp["smem_bytes"] <= bp["smem_bytes"] and hp["workspace_bytes"] == 0
+    src = (KDIR / entry["file"]).read_text()
+    assert "using ElementC = void;" in src and "Sm90RowBroadcast" in src
 
 
 def test_fused_ignores_c_and_needs_alpha_1_beta_0():
@@ -1260,7 +1281,7 @@ def test_candidates_are_the_pinned_ones_and_most_stages_that_fit():
 def test_candidates_are_unshipped_unlisted_and_outside_the_rule(tmp_path, monkeypatch):
     from gpk_array._kernels import gemm
     from gpk_array._kernels.cutlass import launch_sm90 as L
-    cands = {e["key"] for e in CANDIDATES}
+    cands = {e["key"] for e in CANDIDATES + FUSED_CAND}
     assert set(L.instance_keys(candidates=True)) == cands and not cands & set(L.instance_keys())
     assert all(L.is_candidate(k) for k in cands) and not any(L.is_candidate(e["key"]) for e in SHIPPED90)
     assert not any(L.shipped_path(k).is_file() for k in cands)
