@@ -68,12 +68,16 @@ OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
 # (benchmarks/results/h200_2026-11-30_s6_red_tune_4056f26.*), per call against CuPy: full reductions 0.98-1.08x at
 # 2^26 and 0.99-1.03x at 2^28 (ours only from 2^28: parity, our kernels), rows and columns 1.56-2.6x at 2^26 and
 # 1.8-2.7x at 2^28, 0.66-1.23x at 2^24.
-REDUCE_F32_FULL_MIN = 1 << 28  # float32 sum/max/min/mean over all elements
-REDUCE_F32_AXIS_MIN = 1 << 26  # float32 sum/max/min/mean over rows or columns
+# Session 8 (reduce() reuses its prepared launches: ~20 us per call there instead of ~29, CuPy's ~19;
+# benchmarks/results/h200_2026-11-30_s8_bench_red_213c97d.*): float32 mean 1.75x CuPy's at 2^20 and 1.54x at 2^24
+# (CuPy's mean is a sum and a division), rows 1.70x and columns 1.40x at 2^24; full sums 0.93-0.97x at 2^20-2^28.
+REDUCE_F32_FULL_MIN = 1 << 28  # float32 sum/max/min over all elements
+REDUCE_F32_AXIS_MIN = 1 << 24  # float32 sum/max/min over rows or columns
 REDUCE_ROUTE = _VersionedDict({
     ("*", "var", "*"): 0,
     ("*", "std", "*"): 0,
     ("half", "*", "*"): 0,
+    ("f32", "mean", "*"): 0,
     ("f32", "*", "full"): REDUCE_F32_FULL_MIN,
     ("f32", "*", "rows"): REDUCE_F32_AXIS_MIN,
     ("f32", "*", "cols"): REDUCE_F32_AXIS_MIN,
