@@ -378,12 +378,16 @@ FAMILIES = [
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
      "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
 ] + [
-    # fr96 with the fused epilogues of linear (as ppt_<epilogue>): the 512-row linear's candidates (512x768->3072,
-    # where ppt_bias_gelu takes 1.6x the bare cuBLAS GEMM). 7 stages as fr96 (the fused epilogue has no C).
+    # fr96 with the fused epilogues of linear (as ppt_<epilogue>), for few rows (512x768->3072: ppt_bias_gelu takes
+    # 1.6x the bare cuBLAS GEMM, fr96_bias_gelu 1.36x before PDL). 7 stages as fr96 (the fused epilogue has no C).
+    # bias_gelu and bias_silu are shipped (gemm.select_sm90_fused: gelu and silu up to FEW_ROWS_MAX rows, where
+    # cuBLASLt has no epilogue for them); bias and bias_gelu_tanh stay candidates (cuBLASLt's epilogues are as
+    # fast: 512 rows gelu_tanh 7.83 us against 7.53-7.68).
     {"arch": 90, "family": f"fr96_{_epi}", "tile": (128, 96, 64), "stages": 7, "warps": (4, 1, 1),
      "cluster": (1, 2, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
-     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "epilogue": _epi, "candidate": True}
-    for _epi in ("bias", "bias_gelu", "bias_gelu_tanh")
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "epilogue": _epi,
+     **({} if _epi in ("bias_gelu", "bias_silu") else {"candidate": True})}
+    for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
 ]
 
 # Tile schedulers a family may name in its "tile_scheduler" (cutlass_library TileSchedulerType; absent: Default, the

@@ -371,7 +371,14 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 # tensor throughput (f16 8192x768->3072: bias 68.3 us, gelu_tanh 73.7, silu 76.0, gelu 80.1; `epilogue_bench
 # --power`, benchmarks/results/h200_2026-11-30_s7_epilogue_power_6556e88.*). Few tiles (512x3072->768: 24) leave
 # ppt_* at twice the time of cuBLASLt's bias GEMM plus our activation kernel; kept fused (one kernel).
+# ppt's 128x128 tiles leave few-row problems short of a wave (512x768->3072: 96 tiles) with one consumer warpgroup
+# per tile; fr96 (cooperative 128x96x64, 1x2x1, both warpgroups on each tile, 128 tiles there) carries gelu and silu
+# up to FEW_ROWS_MAX rows. GPU-only, 20 calls in a CUDA graph (s8, benchmarks/results/
+# h200_2026-11-30_s8_diag_pdl_be63a72.*), f16 x768->3072 bias+gelu: 256 rows 7.34 us (ppt 9.48), 512 rows 8.08
+# (9.76), 1024 rows 13.70 (13.95); bf16 alike; before PDL on both. silu: the same mainloop, a cheaper functor.
 FUSED_ALWAYS = ("gelu", "silu")
+FEW_ROWS_MAX = 1024
+FEW_ROWS_FUSED = ("gelu", "silu")   # the activations with a shipped fr96 instance
 
 
 def select_sm90_fused(dtype, m: int, n: int, k: int, activation, forced: bool = False) -> str | None:
@@ -383,7 +390,8 @@ def select_sm90_fused(dtype, m: int, n: int, k: int, activation, forced: bool = 
     if not (forced or activation in FUSED_ALWAYS or sm90_family(m, n, k, False, dt, "tn") == "ppt"):
         return None
     epi = "bias" if activation is None else f"bias_{activation}"
-    return f"gemm/{dt}/tn/ppt_{epi}/sm90"
+    fam = "fr96" if activation in FEW_ROWS_FUSED and m <= FEW_ROWS_MAX else "ppt"
+    return f"gemm/{dt}/tn/{fam}_{epi}/sm90"
 
 
 _sm90 = None

@@ -44,6 +44,13 @@ static long long gpk_attrs[64];
  * number; [5] the sequence number of the last launch (memset before launch: [4] < [5]). */
 static long long gpk_memset[6];
 static long long gpk_seq;
+/* Every attribute of the last cuLaunchKernelEx: (id, the value's first 4 bytes as an int) pairs, up to 8. */
+static long long gpk_attr_list[16];
+
+int gpk_last_attrs(long long* out) {
+  memcpy(out, gpk_attr_list, sizeof(gpk_attr_list));
+  return 16;
+}
 
 int gpk_last_memset(long long* out) {
   memcpy(out, gpk_memset, sizeof(gpk_memset));
@@ -104,6 +111,13 @@ CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, vo
   gpk_last[8] = config->sharedMemBytes; gpk_last[9] = (long long)(uintptr_t)config->hStream;
   gpk_last[10] = config->numAttrs;
   gpk_memset[5] = ++gpk_seq;
+  memset(gpk_attr_list, 0, sizeof(gpk_attr_list));
+  for (unsigned int i = 0; i < config->numAttrs && i < 8; ++i) {
+    int v;
+    memcpy(&v, &config->attrs[i].value, sizeof(v));
+    gpk_attr_list[2 * i] = (long long)config->attrs[i].id;
+    gpk_attr_list[2 * i + 1] = v;
+  }
   if (config->numAttrs) {
     gpk_last[11] = (long long)config->attrs[0].id;
     gpk_last[12] = config->attrs[0].value.clusterDim.x;

@@ -195,7 +195,8 @@ def test_linear_fused_epilogue_dispatch(spy, dt, activation, monkeypatch):
     w = w * 0.05
     ref = act_ref(_f64(x._data).reshape(-1, 768) @ _f64(w._data).T + _f64(b._data), activation).reshape(3, 43, 2304)
     y = xp.linear(x, w, b, activation=activation)           # forced (the spy's mode): the fused instance
-    assert spy["ran"] == 1 and spy["keys"][-1].split("/")[3] == ("ppt_bias" + (f"_{activation}" if activation else ""))
+    few = "fr96" if activation in gemm.FEW_ROWS_FUSED else "ppt"      # 129 rows: fr96 carries gelu and silu
+    assert spy["ran"] == 1 and spy["keys"][-1].split("/")[3] == (few + "_bias" + (f"_{activation}" if activation else ""))
     _check(y._data, ref, dt)
     monkeypatch.setattr(_gpu, "GEMM_MODE", "auto")
     y = xp.linear(x, w, b, activation=activation)            # 129 rows: fused only for gelu and silu

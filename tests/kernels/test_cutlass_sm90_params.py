@@ -26,9 +26,9 @@ KDIR = ROOT / "gpk_array" / "_kernels" / "cutlass"
 MANIFEST = json.loads((KDIR / "MANIFEST.json").read_text())
 SM90 = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" not in e]
 # fused bias/activation instances (gemm/<dtype>/tn/ppt_<epilogue>/sm90): tested at the end of this module
-FUSED = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e and not e.get("candidate")]
-# fused candidates (fr96_<epilogue>): a candidate base family with the same visitor epilogues
-FUSED_CAND = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e and e.get("candidate")]
+FUSED = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e and e["key"].split("/")[3][:4] == "ppt_"]
+# the fused instances of the few-row base fr96 (a candidate itself), shipped (bias_gelu, bias_silu) or candidates
+FUSED_CAND = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e and e not in FUSED]
 # candidates (MANIFEST "candidate": emitted and probed, in no rule, not shipped): their Params are checked with every
 # instance's (SM90, ALL90); their settings by the tests at the end of this module
 CANDIDATES = [e for e in SM90 if e.get("candidate")]
@@ -638,6 +638,42 @@ def test_launch_passes_grid_cluster_and_params_to_the_driver(key, launch_stub, m
             L._packed(bad)
 
 
+def test_pdl_launch_attribute(launch_stub, monkeypatch):
+    """The PDL families (ppt, fr96, fr64, fr192 and their fused instances) launch through cuLaunchKernelEx with the
+    programmatic stream serialization attribute after the cluster's (a 1x1x1 instance with PDL: that attribute
+    alone); the other families, and every family with GPK_PDL=0 (L.PDL False), without it."""
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    monkeypatch.setattr(L, "_driver", {"lib": L._declare(launch_stub)})
+    monkeypatch.setattr(L, "get_function", lambda k: (None, 0xF00D, None))
+    assert [L.pdl_for(k) for k in ("gemm/f16/tn/ppt/sm90", "gemm/bf16/tn/ppt_bias_gelu/sm90",
+                                   "gemm/f16/tn/fr96_bias_silu/sm90", "gemm/f16/tn/fr64/sm90",
+                                   "gemm/tf32/tn/ppt/sm90", "gemm/f16/nn/ppt/sm90", "gemm/f16/tn/coopt/sm90",
+                                   "gemm/f16/tn/large/sm90", "gemm/f16/tn/xl/sm90")] == [True] * 6 + [False] * 3
+
+    def attrs_of(key, case=(4096, 4096, 4096, 4096, 4096, 4096, 4096, 1.0, 0.0, 0x7e0000000000, 0x7e0100000000,
+                            0x7e0200000000, 0x7e0200000000, 132, 1, 0), pdl=None):
+        la, _ = _build(S.instance(key), case)
+        L.launch(key, la, None if pdl is None else L._packed(la, pdl), stream_ptr=0x5000)
+        last, a = (ctypes.c_longlong * 32)(), (ctypes.c_longlong * 16)()
+        launch_stub.gpk_last_launch(last, (ctypes.c_longlong * 64)())
+        launch_stub.gpk_last_attrs(a)
+        assert last[0] == 2 or last[10] == 0
+        return [(a[2 * i], a[2 * i + 1]) for i in range(last[10])] if last[0] == 2 else []
+    assert attrs_of("gemm/f16/tn/ppt/sm90") == [(4, 2), (6, 1)]            # cluster 2x1x1, then PDL
+    assert attrs_of("gemm/f16/tn/coopt/sm90") == [(4, 2)]
+    assert attrs_of("gemm/f16/tn/large/sm90") == []                          # 1x1x1, no PDL: cuLaunchKernel
+    assert attrs_of("gemm/f16/tn/large/sm90", pdl=True) == [(6, 1)]          # 1x1x1 with PDL: cuLaunchKernelEx
+    monkeypatch.setattr(L, "PDL", False)
+    assert not L.pdl_for("gemm/f16/tn/ppt/sm90") and attrs_of("gemm/f16/tn/ppt/sm90") == [(4, 2)]
+
+
+def test_cubins_are_built_with_gdc():
+    """Every SM90 instance compiles with CUTLASS_ENABLE_GDC_FOR_SM90 (its griddepcontrol wait/launch_dependents),
+    which the PDL launches rely on; the flag is part of every cubin key."""
+    from gpk_array._kernels.cutlass import launch_sm90 as L
+    assert L._GDC == "-DCUTLASS_ENABLE_GDC_FOR_SM90" and L._GDC in L._NVCC_FLAGS and L._GDC in L._NVRTC_FLAGS
+
+
 # --------------------------------------------------------------------------------------------------
 # "nn" instances: B = (K, N) row-major (N contiguous), as matmul(a, b) holds it
 # --------------------------------------------------------------------------------------------------
@@ -872,6 +908,7 @@ def test_fused_candidates_are_their_base_with_a_visitor_epilogue(entry):
     base_fam, epi = fam.split("_", 1)
     base = S.instance(f"gemm/{entry['dtype']}/tn/{base_fam}/sm90")
     assert base.get("candidate") and epi in EPILOGUES and S.fused_of(entry)["epilogue"] == epi
+    assert bool(entry.get("candidate")) == (epi not in ("bias_gelu", "bias_silu"))   # the two gemm.py routes to
     for f in ("tile", "cluster", "stages", "kernel_schedule", "epilogue_schedule", "warps"):
         assert entry[f] == base[f], f
     hp, bp = entry["host_params"], base["host_params"]
@@ -1281,7 +1318,7 @@ def test_candidates_are_the_pinned_ones_and_most_stages_that_fit():
 def test_candidates_are_unshipped_unlisted_and_outside_the_rule(tmp_path, monkeypatch):
     from gpk_array._kernels import gemm
     from gpk_array._kernels.cutlass import launch_sm90 as L
-    cands = {e["key"] for e in CANDIDATES + FUSED_CAND}
+    cands = {e["key"] for e in CANDIDATES + FUSED_CAND if e.get("candidate")}
     assert set(L.instance_keys(candidates=True)) == cands and not cands & set(L.instance_keys())
     assert all(L.is_candidate(k) for k in cands) and not any(L.is_candidate(e["key"]) for e in SHIPPED90)
     assert not any(L.shipped_path(k).is_file() for k in cands)

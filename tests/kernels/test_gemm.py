@@ -239,6 +239,11 @@ def test_sm90_fused_rule(act):
     assert P.fused_of(P.instance(big)) is not None
     small = gemm.select_sm90_fused("float16", 512, 3072, 768, act)      # gelu/silu: no cuBLASLt epilogue
     assert (small is not None) == (act in ("gelu", "silu"))
+    if small is not None:   # few rows: the fr96 instance (128x96 tiles), from FEW_ROWS_MAX + 1 rows on ppt
+        assert small == f"gemm/f16/tn/fr96_bias_{act}/sm90" and not P.instance(small).get("candidate")
+        assert gemm.select_sm90_fused("float16", gemm.FEW_ROWS_MAX, 3072, 768, act) == small
+        assert gemm.select_sm90_fused("float16", gemm.FEW_ROWS_MAX + 1, 3072, 768, act).split("/")[3] == \
+            f"ppt_bias_{act}"
     assert gemm.select_sm90_fused("float16", 512, 3072, 768, act, forced=True) is not None
     assert gemm.select_sm90_fused("float32", 8192, 3072, 768, act) is None
     assert gemm.select_sm90_fused("float16", 8192, 3072, 768, "tanh") is None

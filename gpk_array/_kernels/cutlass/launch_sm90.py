@@ -38,8 +38,12 @@ KDIR = Path(__file__).resolve().parent
 SHIPPED_DIR = KDIR / "cubin"
 ARCH = "90a"
 # CUTLASS's flags (MANIFEST settings.compile_flags) minus -std=c++17, which the loader always adds
-_NVCC_FLAGS = ("--expt-relaxed-constexpr", "-DNDEBUG", "-O3")
-_NVRTC_FLAGS = ("--expt-relaxed-constexpr", "-DNDEBUG")
+# CUTLASS_ENABLE_GDC_FOR_SM90: CUTLASS's kernels execute griddepcontrol.wait before their first global read and
+# griddepcontrol.launch_dependents after the mainloop, so a launch with programmatic stream serialization (PDL,
+# ``pdl_for``) may start while the kernel before it finishes; launched without that attribute they run as before.
+_GDC = "-DCUTLASS_ENABLE_GDC_FOR_SM90"
+_NVCC_FLAGS = ("--expt-relaxed-constexpr", "-DNDEBUG", "-O3", _GDC)
+_NVRTC_FLAGS = ("--expt-relaxed-constexpr", "-DNDEBUG", _GDC)
 # NVRTC has no host standard library; CUTLASS's SM90 headers use these two from std:: (ARCHITECTURE.md)
 NVRTC_SHIM = ("#include <cuda/std/type_traits>\n"
               "namespace std { using cuda::std::is_pointer_v; using cuda::std::void_t; }\n")
@@ -47,6 +51,15 @@ _FORMAT = "sm90-1"
 _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 _CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
 _CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+_CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+# Base families launched with programmatic dependent launch (their cubins are built with CUTLASS's GDC, _GDC): on
+# the H200, 20 back-to-back calls in a CUDA graph (s8, .gpu/diag_pdl.py, benchmarks/results/
+# h200_2026-11-30_s8_diag_pdl_be63a72.*): ppt 8.19 -> 7.08 us at 512x768x3072, 11.94 -> 10.33 at 1024x768x3072,
+# 59.85 -> 58.98 at 8192x768x3072; fr96 7.70 -> 6.84, fr64 8.54 -> 7.47 (512x3072x768, 1.04x cuBLAS), fr192 10.20 ->
+# 9.68. Not coopt: 199 -> 211 us at 4096^3 (its next grid's CTAs, launched early, wait on SMs the persistent grid
+# still wants); nor the families not measured. Fused instances follow their base family. GPK_PDL=0: none.
+PDL_FAMILIES = ("ppt", "fr96", "fr64", "fr192")
+PDL = os.environ.get("GPK_PDL", "1") != "0"
 _PORTABLE_CLUSTER_SIZE = 8      # up to 8 CTAs per cluster need no opt-in
 
 
@@ -235,23 +248,39 @@ def check_cluster_grid(la: P.LaunchArgs) -> None:
                          "(sm_count below the cluster size?)")
 
 
-def _packed(la: P.LaunchArgs):
+def pdl_for(key: str) -> bool:
+    """Whether instance ``key`` is launched with programmatic stream serialization (PDL_FAMILIES, GPK_PDL)."""
+    return PDL and key.split("/")[3].split("_bias")[0] in PDL_FAMILIES
+
+
+def _packed(la: P.LaunchArgs, pdl: bool = False):
     """(buffer, kernelParams, launch config or None): a 128-byte aligned copy of the Params, the
-    kernelParams array pointing at it (the driver copies the Params at launch), and for a cluster > 1 the
-    CUlaunchConfig with its one CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION attribute (hStream set per launch)."""
+    kernelParams array pointing at it (the driver copies the Params at launch), and for a cluster > 1 or ``pdl``
+    the CUlaunchConfig with its attributes (hStream set per launch): CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION for a
+    cluster, then CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (1) with ``pdl``: the kernel may start
+    before the one ahead of it on the stream completes; it waits (griddepcontrol.wait, _GDC) before reading."""
     raw = ctypes.create_string_buffer(len(la.params) + 128)
     addr = (ctypes.addressof(raw) + 127) & ~127
     ctypes.memmove(addr, la.params, len(la.params))
     kp = (ctypes.c_void_p * 1)(addr)
     cfg = None
-    if tuple(la.cluster) != (1, 1, 1):
+    clustered = tuple(la.cluster) != (1, 1, 1)
+    if clustered:
         check_cluster_grid(la)
-        attr = (LaunchAttribute * 1)()
-        attr[0].id = _CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attr[0].value.clusterDim = ClusterDim(*la.cluster)
+    n = int(clustered) + int(bool(pdl))
+    if n:
+        attr = (LaunchAttribute * n)()
+        i = 0
+        if clustered:
+            attr[0].id = _CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr[0].value.clusterDim = ClusterDim(*la.cluster)
+            i = 1
+        if pdl:
+            attr[i].id = _CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            ctypes.c_int.from_address(ctypes.addressof(attr[i].value)).value = 1
         g, b = la.grid, la.block
         cfg = LaunchConfig(g[0], g[1], g[2], b[0], b[1], b[2], la.shared_mem, None,
-                           ctypes.cast(attr, ctypes.POINTER(LaunchAttribute)), 1)
+                           ctypes.cast(attr, ctypes.POINTER(LaunchAttribute)), n)
         cfg._keep = attr      # the attribute array lives as long as the config
     return raw, kp, cfg
 
@@ -274,7 +303,7 @@ def launch(key: str, la: P.LaunchArgs, packed=None, stream_ptr: int | None = Non
         stream_ptr = cupy.cuda.get_current_stream().ptr
     if la.workspace_bytes:
         zero_workspace(la, stream_ptr)
-    fn, args = _driver_args(handle, la, packed or _packed(la), stream_ptr)
+    fn, args = _driver_args(handle, la, packed or _packed(la, pdl_for(key)), stream_ptr)
     clustered = "" if tuple(la.cluster) == (1, 1, 1) else f", cluster {la.cluster}"
     _check(fn(*args), f"{fn.__name__}({la.kernel}{clustered})")
 
@@ -401,7 +430,7 @@ def prepare(x, w, out, alpha, beta, c, key, sm_count, max_swizzle=1, raster="heu
                                  float(alpha), float(beta), sm_count=sm_count, max_swizzle=max_swizzle,
                                  raster=raster, device_id=ck[-1], bias=bias_ptr, splits=splits,
                                  reduction=reduction, workspace=ws_ptr)
-        packed = _packed(la)
+        packed = _packed(la, pdl_for(key))
         packed[0]._gpk_workspace = ws_buf     # the workspace lives as long as the prepared launch
         hit = (la, packed)
         if len(_params_cache) >= _PARAMS_CACHE_MAX:
@@ -556,12 +585,12 @@ def _call_entry(key, x, w, out, bias, dev, stream):
     if la is None:
         la = P.build_sm90_launch(e, m, n, k, *ptrs, lda, ldb, ldd, ldd, 1.0, 0.0, sm_count=sms, device_id=dev,
                                  bias=pbias)
-        packed = _packed(la)
+        packed = _packed(la, pdl_for(key))
         if len(_templates) >= _CALLS_MAX:
             _templates.clear()
         _templates[tk] = la
     else:
-        packed = _packed(la)
+        packed = _packed(la, pdl_for(key))
         set_pointers(e, packed[1][0], ptrs, pbias)
     # a packed config of its own per entry (so per stream): its hStream is set once, never changed
     return _driver_args(handle, la, packed, stream) + (packed,)
