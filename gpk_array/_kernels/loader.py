@@ -449,8 +449,19 @@ def build(cu_file: str, options=(), arch=None, backend: str | None = None, force
                                    cu_file, note)
             write_atomic(path, cubin)
             cached = False
-    return {"file": cu_file, "options": options, "arch": arch, "path": str(path),
+    info = {"file": cu_file, "options": options, "arch": arch, "path": str(path),
             "cached": cached, "seconds": time.perf_counter() - t0}
+    if not cached and os.environ.get("GPK_KERNEL_LOG"):
+        _log_compile(info)
+    return info
+
+
+def _log_compile(info: dict) -> None:
+    """GPK_KERNEL_LOG=path: one JSON line per module compiled (not found in the disk cache), to find what a
+    workload compiles that ``prebuild`` did not build."""
+    import json
+    with open(os.environ["GPK_KERNEL_LOG"], "a") as f:
+        f.write(json.dumps({k: info[k] for k in ("file", "options", "arch", "seconds")}) + "\n")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -370,3 +370,17 @@ def test_kernels_package_import_touches_no_device():
                        cwd=str(Path(__file__).resolve().parents[2]))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"
+
+
+def test_kernel_log_records_compiles_only(tmp_path, monkeypatch):
+    """GPK_KERNEL_LOG: one JSON line per module compiled at run time (what prebuild missed), none for a cached one."""
+    import json
+    from gpk_array._kernels import loader
+    monkeypatch.setenv("GPK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GPK_KERNEL_LOG", str(tmp_path / "log.jsonl"))
+    monkeypatch.setattr(loader, "_compile_first", lambda *a, **k: b"\x7fELF fake")
+    loader.build("binary.cu", ("-DGPK_SELECT",), "90")
+    loader.build("binary.cu", ("-DGPK_SELECT",), "90")       # cached now: not logged
+    lines = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert len(lines) == 1 and lines[0]["file"] == "binary.cu" and lines[0]["options"] == ["-DGPK_SELECT"]
+    assert lines[0]["arch"] == "90"
