@@ -369,9 +369,8 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 # python -m benchmarks.epilogue_bench measures them). What is left is energy, not issue slots: in a sustained loop
 # these kernels run at the H200's power limit (about 690 W), so an activation's ALU work lowers the clock-for-clock
 # tensor throughput (f16 8192x768->3072: bias 68.3 us, gelu_tanh 73.7, silu 76.0, gelu 80.1; `epilogue_bench
-# --power`, benchmarks/results/h200_2026-11-30_s7_epilogue_power_6556e88.*). Few tiles (512x3072->768: 24) leave
-# ppt_* at twice the time of cuBLASLt's bias GEMM plus our activation kernel; kept fused (one kernel).
-# ppt's 128x128 tiles leave few-row problems short of a wave (512x768->3072: 96 tiles) with one consumer warpgroup
+# --power`, benchmarks/results/h200_2026-11-30_s7_epilogue_power_6556e88.*). ppt's 128x128 tiles leave few-row
+# problems short of a wave (512x768->3072: 96 tiles) with one consumer warpgroup
 # per tile; fr96 (cooperative 128x96x64, 1x2x1, both warpgroups on each tile, 128 tiles there) carries gelu and silu
 # up to FEW_ROWS_MAX rows. GPU-only, 20 calls in a CUDA graph (s8, benchmarks/results/
 # h200_2026-11-30_s8_diag_pdl_be63a72.*), f16 x768->3072 bias+gelu: 256 rows 7.34 us (ppt 9.48), 512 rows 8.08

@@ -476,11 +476,12 @@ def _plan(kop, dt, opts, outer, K, inner, vec):
 
 
 def _vec(x, inner: int, dt: str) -> int:
-    """Outputs per thread of the column kernel for input x: col_vec_width where inner and x allow."""
+    """Outputs per thread of the column kernel for input x (None: a fresh, aligned copy): col_vec_width where inner
+    and x's alignment allow."""
     if inner <= 1 or not CONFIG["col_vec"]:
         return 1
     v = col_vec_width(ITEMSIZE[dt])
-    return v if inner % v == 0 and x.data.ptr % (v * ITEMSIZE[dt]) == 0 else 1
+    return v if inner % v == 0 and (x is None or x.data.ptr % (v * ITEMSIZE[dt]) == 0) else 1
 
 
 _counter_bufs: dict = {}  # (device, stream pointer[, thread]) -> (weak reference to the stream, zeroed counters)
@@ -516,13 +517,12 @@ def _counters(n: int):
 
 
 def _step(kop, dt, opts, outer, K, inner, ddof, x, how):
-    """One launch of a prepared reduction: (kernel, grid, block, shared memory, splits, counters needed, the
-    arguments in front of the input (none) and between it and the buffers, those after them, the fin kernel,
-    its grid and block, outputs). ``x`` is the caller's input; ``how`` says which view of it the kernel reads."""
+    """One launch of a prepared reduction, as ``_launch`` takes it: (kernel, grid, block, shared memory, splits,
+    counters a split launch needs, the scalar arguments between the input and the buffers, those after them, the
+    fin kernel's (kernel, grid, block, scalar arguments) or None, outputs). ``x`` is the caller's input; ``how``
+    says which view of it the kernel reads ("copy": a fresh copy, aligned)."""
     nout = outer * inner
-    # the vector column kernel needs the data pointer aligned: a copy (how == "copy") is freshly allocated
-    vec = _vec(x, inner, dt) if how != "copy" else (_vec_width_for(inner, dt))
-    fn, p = _plan(kop, dt, opts, outer, K, inner, vec)
+    fn, p = _plan(kop, dt, opts, outer, K, inner, _vec(None if how == "copy" else x, inner, dt))
     splits = p["splits"]
     n, dd = np.float64(K), np.float64(ddof)
     if p["kind"] == "row":
@@ -532,15 +532,9 @@ def _step(kop, dt, opts, outer, K, inner, ddof, x, how):
     fin = None
     if splits > 1:
         f = plan_fin(nout, splits, loader.sm_count())
-        fin = (kop, dt, opts, f["grid"], f["block"], (np.int64(nout), np.int64(splits)))
+        fin = (loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_fin", opts), f["grid"], f["block"],
+               (np.int64(nout), np.int64(splits)))
     return (fn, p["grid"], p["block"], p["smem"], splits, p["units"], mid, (n, dd), fin, nout)
-
-
-def _vec_width_for(inner: int, dt: str) -> int:
-    if inner <= 1 or not CONFIG["col_vec"]:
-        return 1
-    v = col_vec_width(ITEMSIZE[dt])
-    return v if inner % v == 0 else 1
 
 
 def _launch(step, x, out, center):
@@ -554,6 +548,5 @@ def _launch(step, x, out, center):
             counters = _counters(units)
     loader.launch(fn, grid, block, (x,) + mid + (partial, out, center) + tail + (counters,), shared_mem=smem)
     if fin is not None and counters is None:
-        kop, dt, opts, fgrid, fblock, fargs = fin
-        ffn = loader.get_function(REDUCE_FILE, f"gpk_red_{kop}_{dt}_fin", opts)
+        ffn, fgrid, fblock, fargs = fin
         loader.launch(ffn, fgrid, fblock, (partial,) + fargs + (out,) + tail)

@@ -451,10 +451,10 @@ def linear_tn_sm90(x, w, out=None, alpha=1.0, beta=0.0, c=None, key: str | None 
     and when fused); see FAMILIES. float32 arrays run on the TF32 tensor cores (operands rounded to TF32,
     float32 accumulation and output; families "ppt" and "coopt", both with the TMA epilogue: K, N, lda, ldb,
     ldc, ldd multiples of 4, all four pointers 16-byte aligned). Fused (``bias`` a contiguous (N,) array of
-    x's dtype, element-aligned, or None: zeros; ``activation`` one of None, "gelu", "gelu_tanh", "relu",
-    "silu"; float16/bfloat16): family "ppt" only, alpha 1, beta 0, no c; N, ldd multiples of 8 and out
-    16-byte aligned (TMA store). ``splits``, ``reduction``: a stream-K instance's split-K decomposition (candidate
-    co128sk, by ``key``; ``prepare``). Raises ValueError for what the instance cannot run
+    x's dtype, element-aligned, or None: zeros; ``activation`` one of None, "gelu", "gelu_tanh", "relu", "silu";
+    float16/bfloat16): family "ppt" (or a fused instance by ``key``, e.g. fr96_bias_gelu), alpha 1, beta 0, no c; N,
+    ldd multiples of 8 and out 16-byte aligned (TMA store). ``splits``, ``reduction``: a stream-K instance's split-K
+    decomposition (candidate co128sk, by ``key``; ``prepare``). Raises ValueError for what the instance cannot run
     (``params_sm90.sm90_unsupported``); the caller falls back to cuBLAS."""
     if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
         raise ValueError(f"gpk_array: shapes {x.shape} and {w.shape} do not make x @ w.T")
@@ -582,15 +582,15 @@ def _call_entry(key, x, w, out, bias, dev, stream):
     _, handle, _ = get_function(key)
     tk = (key, m, n, k, lda, ldb, ldd, sms, dev)
     la = _templates.get(tk)
-    if la is None:
+    fresh = la is None
+    if fresh:
         la = P.build_sm90_launch(e, m, n, k, *ptrs, lda, ldb, ldd, ldd, 1.0, 0.0, sm_count=sms, device_id=dev,
                                  bias=pbias)
-        packed = _packed(la, pdl_for(key))
         if len(_templates) >= _CALLS_MAX:
             _templates.clear()
         _templates[tk] = la
-    else:
-        packed = _packed(la, pdl_for(key))
+    packed = _packed(la, pdl_for(key))
+    if not fresh:
         set_pointers(e, packed[1][0], ptrs, pbias)
     # a packed config of its own per entry (so per stream): its hStream is set once, never changed
     return _driver_args(handle, la, packed, stream) + (packed,)
