@@ -5,8 +5,8 @@ gpk_array._kernels enter only with evidence from a GPU run (correct on a shape s
 benchmark), and gpk_array/_ops/nn.py looks here for fused ops by name (``linear``, ``layer_norm``, ...), falling
 back to plain CuPy code when a name is absent or returns None.
 
-- ``binary``, ``unary``, ``reduce``: the namespace's elementwise functions and sum/prod/max/min/mean/var/std of
-  arrays of at least OWN_KERNELS_MIN elements (reductions: where REDUCE_ROUTE says), through
+- ``binary``, ``unary``, ``reduce``: the namespace's elementwise functions of arrays of at least OWN_KERNELS_MIN
+  elements and its sum/prod/max/min/mean/var/std/argmax/argmin where REDUCE_ROUTE says, through
   gpk_array._kernels.elementwise / reduction.
 - ``layer_norm``, ``add_layer_norm``: cuda/nn.cu (one block per row, fp32 statistics), for float32/float16/bfloat16.
 - ``scaled_dot_product_attention`` (no boolean mask): cuBLASLt GEMMs with float32 scores around a fused (causal)
@@ -54,16 +54,17 @@ from .sched._cuda import active_context
 # Arrays of at least this many elements take our elementwise kernels (gpk_array/_kernels/elementwise.py): from there
 # their GPU time, several times shorter than CuPy's for half precision and about 1.6x for float32
 # (benchmarks/kernels_bench.py), outweighs their larger host time per call (ours ~22 us, CuPy's ~13 us on the H200's
-# host). Reductions of at least this many elements go to gpk_array/_kernels/reduction.py where REDUCE_ROUTE says so.
-# GPK_OWN_KERNELS_MIN=0 routes every size and every op our kernels cover, a checking mode (the GPU conformance run
-# uses it to test them against the official suite).
+# host). Reductions follow REDUCE_ROUTE instead. GPK_OWN_KERNELS_MIN=0 routes every size and every op our kernels
+# cover, elementwise and reductions, a checking mode (the GPU conformance run uses it to test them against the
+# official suite).
 OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
 
-# Which reductions our kernels take: (dtype class, op, axis kind) -> the least number of elements (on top of
-# OWN_KERNELS_MIN), or None: CuPy. The first key present wins: (c, op, kind), (c, op, "*"), ("*", op, kind),
-# ("*", op, "*"), (c, "*", kind), (c, "*", "*"); no key: CuPy. dtype classes: "half" (float16, bfloat16), "f32",
-# "f64", "int" (integers and bool); axis kinds (reduce_axis_kind): "full" (all elements), "rows" (the reduced axes
-# are the last ones of a C-contiguous array: contiguous rows), "cols" (any other: strided columns).
+# Which reductions our kernels take: (dtype class, op, axis kind) -> the least number of elements, or None: CuPy.
+# The first key present wins: (c, op, kind), (c, op, "*"), ("*", op, kind), ("*", op, "*"), (c, "*", kind),
+# (c, "*", "*"); no key: CuPy. dtype classes: "half" (float16, bfloat16), "f32", "f64", "int" (integers and bool);
+# axis kinds (reduce_axis_kind): "full" (all elements), "rows" (the reduced axes are the last ones of a
+# C-contiguous array: contiguous rows), "cols" (any other: strided columns). ops: sum, prod, max, min, mean, var,
+# std (gpk_array/_ops/statistical.py), argmax, argmin (_ops/searching.py).
 # H200 evidence: var/std (CuPy's take several passes: 1.5x to 30x) and float16/bfloat16 (else the namespace
 # converts to float32 first) at 2^22 elements and up; float32 from scripts/gpu_tune_red.py
 # (benchmarks/results/h200_2026-11-30_s6_red_tune_4056f26.*), per call against CuPy: full reductions 0.98-1.08x at
@@ -75,16 +76,19 @@ OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
 REDUCE_F32_FULL_MIN = 1 << 28  # float32 sum/max/min over all elements
 REDUCE_F32_AXIS_MIN = 1 << 24  # float32 sum/max/min over rows or columns
 REDUCE_ROUTE = _VersionedDict({
-    ("*", "var", "*"): 0,
-    ("*", "std", "*"): 0,
-    ("half", "*", "*"): 0,
-    ("f32", "mean", "*"): 0,
+    ("*", "var", "*"): 1 << 22,
+    ("*", "std", "*"): 1 << 22,
+    ("half", "*", "*"): 1 << 22,
+    ("f32", "mean", "*"): 1 << 22,
     ("f32", "*", "full"): REDUCE_F32_FULL_MIN,
     ("f32", "*", "rows"): REDUCE_F32_AXIS_MIN,
     ("f32", "*", "cols"): REDUCE_F32_AXIS_MIN,
     ("f32", "prod", "*"): None,
+    ("*", "argmax", "*"): None,
+    ("*", "argmin", "*"): None,
 })
 _DTYPE_CLASS = {"f16": "half", "bf16": "half", "f32": "f32", "f64": "f64"}
+_AXIS_KINDS = ("full", "rows", "cols")
 
 
 def reduce_axis_kind(shape, axes, c_contiguous=True) -> str:
@@ -97,14 +101,36 @@ def reduce_axis_kind(shape, axes, c_contiguous=True) -> str:
     return "rows" if c_contiguous and big[-len(red):] == red else "cols"
 
 
-def reduce_route(op, dtype, shape, axes, c_contiguous=True):
-    """The least size at which REDUCE_ROUTE sends this reduction to our kernels, or None (CuPy)."""
-    c = _DTYPE_CLASS.get(_dtype_code(dtype), "int")
-    kind = reduce_axis_kind(shape, axes, c_contiguous)
+def _route(c, op, kind):
     for key in ((c, op, kind), (c, op, "*"), ("*", op, kind), ("*", op, "*"), (c, "*", kind), (c, "*", "*")):
         if key in REDUCE_ROUTE:
             return REDUCE_ROUTE[key]
     return None
+
+
+def reduce_route(op, dtype, shape, axes, c_contiguous=True):
+    """The least size at which REDUCE_ROUTE sends this reduction to our kernels, or None (CuPy)."""
+    return _route(_DTYPE_CLASS.get(_dtype_code(dtype), "int"), op, reduce_axis_kind(shape, axes, c_contiguous))
+
+
+def reduce_floor(op, dtype):
+    """The least size at which any reduction ``op`` of ``dtype`` goes to our kernels (the smallest over the axis
+    kinds; 0 in the checking mode; None: never): a test cheaper than reduce()'s for the namespace's small arrays."""
+    key = (op, dtype, OWN_KERNELS_MIN, REDUCE_ROUTE.version)
+    f = _floors.get(key, _MISSING)
+    if f is _MISSING:
+        if not _red.supports(op, dtype):
+            f = None
+        elif not OWN_KERNELS_MIN:
+            f = 0
+        else:
+            c = _DTYPE_CLASS.get(_dtype_code(dtype), "int")
+            least = [t for t in (_route(c, op, kind) for kind in _AXIS_KINDS) if t is not None]
+            f = min(least) if least else None
+        if len(_floors) > 1024:
+            _floors.clear()
+        _floors[key] = f
+    return f
 
 
 def _gemm_mode(value):
@@ -143,9 +169,9 @@ def unary(bname, x):
 
 
 def reduce(op, x, axes, keepdims, ddof=0):
-    """sum, prod, max, min, mean, var, std of a CuPy array over axes (None: all) through our kernels (float16 and
-    bfloat16 accumulate in float32, as the namespace's rule says), or None where CuPy serves (OWN_KERNELS_MIN,
-    REDUCE_ROUTE)."""
+    """sum, prod, max, min, mean, var, std, argmax, argmin of a CuPy array over axes (None: all; argmax/argmin: one
+    axis) through our kernels (float16 and bfloat16 accumulate in float32, as the namespace's rule says), or None
+    where CuPy serves (REDUCE_ROUTE; everything our kernels cover when OWN_KERNELS_MIN is 0)."""
     key = (op, x.dtype, x.shape, x.strides, axes, OWN_KERNELS_MIN, REDUCE_ROUTE.version)
     least = _reduce_least.get(key, _MISSING)
     if least is _MISSING:
@@ -165,6 +191,7 @@ def reduce(op, x, axes, keepdims, ddof=0):
 
 _MISSING = object()
 _reduce_least: dict = {}  # (op, dtype, shape, strides, axes, the settings) -> reduce_route's answer
+_floors: dict = {}  # (op, dtype, the settings) -> reduce_floor's answer
 
 _blas = None
 

@@ -1,5 +1,6 @@
 """Searching functions (standard section "Searching Functions")."""
 from .. import _dtypes as _dt
+from .statistical import _own
 from .elementwise import binary_operands
 from ._common import PY_SCALARS, Array, as_array, new, normalize_axes, normalize_axis, oom_guard
 
@@ -14,20 +15,23 @@ def _arg(fname):
         if x.size == 0:
             raise ValueError(f"{fname} of an empty array is undefined")
         xp = x._device.xp
+        data = x._data
+        if axis is not None:
+            axis = normalize_axis(axis, x.ndim)
+            if fname == "argmax" and axis == x.ndim - 1 and x._device.kind == "cuda" and x.shape[-1] >= _LONG_ROW:
+                from .._gpu import argmax_last_axis
+                r = argmax_last_axis(data)  # long rows (a vocabulary of logits): one block per row
+                if r is not None:
+                    return new(r[..., None] if keepdims else r, x._device)
+        r = _own(fname, x, data, None if axis is None else (axis,), keepdims)  # where gpk_array/_gpu.py routes it
+        if r is not None:
+            return r
         if axis is None:
-            r = getattr(xp, fname)(x._data.reshape(-1))
+            r = getattr(xp, fname)(data.reshape(-1))
             if keepdims:
                 r = r.reshape((1,) * x.ndim)
         else:
-            axis = normalize_axis(axis, x.ndim)
-            r = None
-            if fname == "argmax" and axis == x.ndim - 1 and x._device.kind == "cuda" and x.shape[-1] >= _LONG_ROW:
-                from .._gpu import argmax_last_axis
-                r = argmax_last_axis(x._data)  # long rows (a vocabulary of logits): one block per row
-                if r is not None and keepdims:
-                    r = r[..., None]
-            if r is None:
-                r = getattr(xp, fname)(x._data, axis=axis, keepdims=keepdims)
+            r = getattr(xp, fname)(data, axis=axis, keepdims=keepdims)
         return new(r.astype(_dt.I64, copy=False), x._device)
     fn.__name__ = fname
     fn.__doc__ = f"Indices of the first {fname[3:]}imum (standard: searching_functions.{fname})."

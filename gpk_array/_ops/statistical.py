@@ -7,8 +7,11 @@ from ._common import CPU, as_array, new, normalize_axes, normalize_axis, oom_gua
 
 
 def _own(op, x, data, axes, keepdims, ddof=0):
-    """Our reduction kernel's result as an Array for large CUDA arrays (gpk_array/_gpu.py), else None."""
-    if x._device is CPU or data.size < _gpu.OWN_KERNELS_MIN:
+    """Our reduction kernel's result as an Array where gpk_array/_gpu.py routes this CUDA reduction, else None."""
+    if x._device is CPU:
+        return None
+    floor = _gpu.reduce_floor(op, data.dtype)
+    if floor is None or data.size < floor:
         return None
     r = _gpu.reduce(op, data, axes, keepdims, ddof)
     return None if r is None else new(r, x._device)
@@ -41,7 +44,10 @@ def _accumulating(name):
         if dt == _dt.BF16 or data.dtype == _dt.BF16 or dt == _dt.F16:
             r = getattr(data.astype(_dt.F32), name)(axis=axes, keepdims=keepdims).astype(dt)
         else:
-            r = getattr(data, name)(axis=axes, dtype=dt, keepdims=keepdims)  # the method: less Python than xp.sum
+            # the method: less Python than xp.sum; a dtype only where it changes the result (CuPy's call does more
+            # with one)
+            m = getattr(data, name)
+            r = m(axis=axes, keepdims=keepdims) if dt == data.dtype else m(axis=axes, dtype=dt, keepdims=keepdims)
         return new(r, x._device)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"(standard: statistical_functions.{name})"
