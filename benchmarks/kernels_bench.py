@@ -142,6 +142,7 @@ def _elementwise_size(cupy, ew, dt, p, reps, warmup):
     out = cupy.empty_like(a)
     s = cupy.asarray(np.asarray(1.5, dtype=dt))
     a2, bias, out2 = a.reshape(n // 1024, 1024), b[:1024], out.reshape(n // 1024, 1024)
+    col = b[: n // 1024].reshape(n // 1024, 1)  # one value per row: x - mean(x, axis=-1, keepdims=True)
     cases = [
         ("add", lambda: ew.binary("add", a, b, out=out), lambda: cupy.add(a, b, out=out), 3 * n * isz),
         ("multiply(x,s)", lambda: ew.binary("multiply", a, s, out=out),
@@ -149,6 +150,8 @@ def _elementwise_size(cupy, ew, dt, p, reps, warmup):
         ("exp", lambda: ew.unary("exp", a, out=out), lambda: cupy.exp(a, out=out), 2 * n * isz),
         ("add(bias bcast)", lambda: ew.binary("add", a2, bias, out=out2),
          lambda: cupy.add(a2, bias, out=out2), 2 * n * isz),
+        ("sub(column bcast)", lambda: ew.binary("subtract", a2, col, out=out2),
+         lambda: cupy.subtract(a2, col, out=out2), 2 * n * isz),
     ]
     rows = []
     for op, ours, theirs, nbytes in cases:

@@ -61,33 +61,59 @@ OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
 
 # Which reductions our kernels take: (dtype class, op, axis kind) -> the least number of elements, or None: CuPy.
 # The first key present wins: (c, op, kind), (c, op, "*"), ("*", op, kind), ("*", op, "*"), (c, "*", kind),
-# (c, "*", "*"); no key: CuPy. dtype classes: "half" (float16, bfloat16), "f32", "f64", "int" (integers and bool);
-# axis kinds (reduce_axis_kind): "full" (all elements), "rows" (the reduced axes are the last ones of a
-# C-contiguous array: contiguous rows), "cols" (any other: strided columns). ops: sum, prod, max, min, mean, var,
-# std (gpk_array/_ops/statistical.py), argmax, argmin (_ops/searching.py).
-# H200 evidence: var/std (CuPy's take several passes: 1.5x to 30x) and float16/bfloat16 (else the namespace
-# converts to float32 first) at 2^22 elements and up; float32 from scripts/gpu_tune_red.py
-# (benchmarks/results/h200_2026-11-30_s6_red_tune_4056f26.*), per call against CuPy: full reductions 0.98-1.08x at
-# 2^26 and 0.99-1.03x at 2^28 (ours only from 2^28: parity, our kernels), rows and columns 1.56-2.6x at 2^26 and
-# 1.8-2.7x at 2^28, 0.66-1.23x at 2^24.
-# Session 8 (reduce() reuses its prepared launches: ~20 us per call there instead of ~29, CuPy's ~19;
-# benchmarks/results/h200_2026-11-30_s8_bench_red_213c97d.*): float32 mean 1.75x CuPy's at 2^20 and 1.54x at 2^24
-# (CuPy's mean is a sum and a division), rows 1.70x and columns 1.40x at 2^24; full sums 0.93-0.97x at 2^20-2^28.
-REDUCE_F32_FULL_MIN = 1 << 28  # float32 sum/max/min over all elements
+# (c, "*", "*"); no key: CuPy. dtype classes: "f16", "bf16", "f32", "f64", "int" (integers and bool); axis kinds
+# (reduce_axis_kind): "full" (all elements), "rows" (the reduced axes are the last ones of a C-contiguous array:
+# contiguous rows), "cols" (any other: strided columns). ops: sum, prod, max, min, mean, var, std
+# (gpk_array/_ops/statistical.py), argmax, argmin (_ops/searching.py).
+# Evidence (H200): session 9's `python -m benchmarks.reduce_route_diag`, the namespace's time per call with every
+# route on against every route off, 2^10 to 2^24 elements (benchmarks/results/h200_2026-11-30_s9_reduce_route_*):
+# a size below is where ours is at least as fast at that size and every larger one measured (min and argmin were
+# not measured: the same kernels and CuPy calls as max and argmax). Above 2^24, session 6/8's figures
+# (scripts/gpu_tune_red.py, `python -m benchmarks reduction`): float32 full sums reach parity only at 2^28.
+# - var/std, every dtype, every size: CuPy's take several passes (ours 1.4-3.8x at 2^10, up to 365x at 2^24).
+# - float16/bfloat16 sum/prod/mean: the CuPy path converts to float32 first (ours 1.9-3.5x at 2^10, 3.5-7.9x at
+#   2^24); max/min take CuPy's own half kernels: float16 rows stay CuPy's (ours 0.88-0.94x).
+# - float32 mean: CuPy's is a sum and a division (ours 1.05-1.8x at every size).
+# - argmax/argmin over all elements: CuPy's flattens and gives few threads a long row (ours 2.0-2.4x at 2^10 to
+#   2^22 for float32/float16/float64/int32).
+REDUCE_F32_FULL_MIN = 1 << 28  # float32 sum over all elements (max/min: 2^24)
 REDUCE_F32_AXIS_MIN = 1 << 24  # float32 sum/max/min over rows or columns
 REDUCE_ROUTE = _VersionedDict({
-    ("*", "var", "*"): 1 << 22,
-    ("*", "std", "*"): 1 << 22,
-    ("half", "*", "*"): 1 << 22,
-    ("f32", "mean", "*"): 1 << 22,
+    ("*", "var", "*"): 0,
+    ("*", "std", "*"): 0,
+    ("f16", "*", "*"): 0,
+    ("bf16", "*", "*"): 0,
+    ("f32", "mean", "*"): 0,
     ("f32", "*", "full"): REDUCE_F32_FULL_MIN,
     ("f32", "*", "rows"): REDUCE_F32_AXIS_MIN,
     ("f32", "*", "cols"): REDUCE_F32_AXIS_MIN,
     ("f32", "prod", "*"): None,
-    ("*", "argmax", "*"): None,
-    ("*", "argmin", "*"): None,
+    ("f64", "mean", "full"): 0,    # 1.4-1.5x to 2^22, 0.97x at 2^24
+    ("f64", "mean", "rows"): 0,
+    ("f64", "mean", "cols"): 1 << 24,
+    ("f64", "sum", "rows"): 1 << 24,
+    ("f64", "sum", "cols"): 1 << 24,
+    ("int", "sum", "full"): 0,
+    ("int", "sum", "rows"): 0,
+    ("int", "sum", "cols"): 1 << 24,
 })
-_DTYPE_CLASS = {"f16": "half", "bf16": "half", "f32": "f32", "f64": "f64"}
+for _op in ("max", "min"):
+    REDUCE_ROUTE.update({
+        ("f16", _op, "full"): 1 << 24, ("f16", _op, "rows"): None, ("f16", _op, "cols"): 1 << 24,
+        ("bf16", _op, "cols"): 1 << 24,
+        ("f32", _op, "full"): 1 << 24,
+        ("f64", _op, "rows"): 1 << 24, ("f64", _op, "cols"): 1 << 24,
+        ("int", _op, "rows"): 1 << 24, ("int", _op, "cols"): 1 << 24,
+    })
+for _op in ("argmax", "argmin"):
+    REDUCE_ROUTE.update({
+        ("f16", _op, "full"): 0, ("f16", _op, "rows"): 1 << 20, ("f16", _op, "cols"): None,
+        ("bf16", _op, "full"): 1 << 18, ("bf16", _op, "rows"): 0, ("bf16", _op, "cols"): None,
+        ("f32", _op, "full"): 0, ("f32", _op, "rows"): 1 << 22, ("f32", _op, "cols"): 1 << 24,
+        ("f64", _op, "full"): 0, ("f64", _op, "rows"): 0, ("f64", _op, "cols"): None,  # full: parity at 2^24
+        ("int", _op, "full"): 0, ("int", _op, "rows"): 1 << 22, ("int", _op, "cols"): 1 << 24,
+    })
+_DTYPE_CLASS = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}
 _AXIS_KINDS = ("full", "rows", "cols")
 
 

@@ -1,6 +1,5 @@
 """Which reductions gpk_array/_gpu.py sends to our kernels (the policy alone, no GPU needed): REDUCE_ROUTE's table
-(var/std always, float16/bfloat16 always, float32 by axis kind and size), everything in the checking mode
-(OWN_KERNELS_MIN = 0)."""
+(by dtype class, op, axis kind and size), everything in the checking mode (OWN_KERNELS_MIN = 0)."""
 import types
 
 import ml_dtypes
@@ -24,30 +23,59 @@ def _x(dtype, shape=(1 << 24,), c=True):
                                  flags=types.SimpleNamespace(c_contiguous=c))
 
 
+SHAPES = (((1 << 24,), None), ((1 << 14, 1 << 10), (1,)), ((1 << 10, 1 << 14), (0,)))  # full, rows, cols
+
+
 @pytest.mark.parametrize("dtype,op,routed", [
-    (np.float64, "sum", False), (np.int32, "sum", False), (np.float32, "var", True), (np.float64, "std", True),
-    (np.float16, "sum", True), (ml_dtypes.bfloat16, "mean", True), (np.float16, "max", True), (np.int16, "sum", False),
-    (np.float32, "prod", False)])
+    (np.float64, "sum", (False, True, True)), (np.int32, "sum", (True, True, True)),
+    (np.float32, "var", (True,) * 3), (np.float64, "std", (True,) * 3), (np.float16, "sum", (True,) * 3),
+    (ml_dtypes.bfloat16, "mean", (True,) * 3), (np.float16, "max", (True, False, True)),
+    (ml_dtypes.bfloat16, "min", (True,) * 3), (np.int16, "prod", (False,) * 3), (np.float32, "prod", (False,) * 3),
+    (np.float32, "argmax", (True,) * 3), (np.float16, "argmin", (True, True, False)),
+    (np.float64, "max", (False, True, True)), (np.bool_, "sum", (True, True, True))])
 def test_reduction_policy(calls, monkeypatch, dtype, op, routed):
+    """At 2^24 elements (over all elements, rows, columns): REDUCE_ROUTE's answer; everything in the checking mode."""
     monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 1 << 22)
-    for shape, axes in (((1 << 24,), None), ((1 << 14, 1 << 10), (1,)), ((1 << 10, 1 << 14), (0,))):
-        assert (_gpu.reduce(op, _x(dtype, shape), axes, False) == "r") == routed
+    for (shape, axes), want in zip(SHAPES, routed):
+        assert (_gpu.reduce(op, _x(dtype, shape), axes, False) == "r") == want, (shape, axes)
         monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 0)  # the checking mode: every op our kernels cover
         assert _gpu.reduce(op, _x(dtype, shape), axes, False) == "r"
         monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 1 << 22)
+
+
+@pytest.mark.parametrize("dtype,op,n", [(np.float16, "sum", 1), (np.float32, "mean", 1 << 10),
+                                        (np.float64, "var", 7), (np.float32, "argmax", 1 << 10),
+                                        (ml_dtypes.bfloat16, "max", 1 << 10)])
+def test_small_arrays_routed(calls, monkeypatch, dtype, op, n):
+    """Routes whose least size is 0 take every size: REDUCE_ROUTE's sizes are absolute, not on top of
+    OWN_KERNELS_MIN (which gates the elementwise kernels alone)."""
+    monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 1 << 22)
+    assert _gpu.reduce_floor(op, np.dtype(dtype)) == 0
+    assert _gpu.reduce(op, _x(dtype, (n,)), None, False) == "r"
+
+
+def test_floor_is_the_least_over_axis_kinds(monkeypatch):
+    monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 1 << 22)
+    assert _gpu.reduce_floor("sum", np.dtype(np.float32)) == _gpu.REDUCE_F32_AXIS_MIN
+    assert _gpu.reduce_floor("prod", np.dtype(np.float32)) is None
+    assert _gpu.reduce_floor("sum", np.dtype(np.complex64)) is None  # no kernel
+    monkeypatch.setitem(_gpu.REDUCE_ROUTE, ("f32", "sum", "cols"), 5)  # a change of the table is seen at once
+    assert _gpu.reduce_floor("sum", np.dtype(np.float32)) == 5
+    monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 0)
+    assert _gpu.reduce_floor("prod", np.dtype(np.float32)) == 0
 
 
 @pytest.mark.parametrize("kind,shape,axes", [("full", (1 << 26,), None), ("rows", (1 << 16, 1 << 10), (1,)),
                                              ("cols", (1 << 10, 1 << 16), (0,))])
 @pytest.mark.parametrize("op", ["sum", "max", "min"])
 def test_float32_by_axis_kind_and_size(calls, monkeypatch, kind, shape, axes, op):
-    """float32 follows REDUCE_ROUTE's entry for its axis kind: routed from that size on, never where it is None."""
+    """float32 follows REDUCE_ROUTE's entry for its op and axis kind: routed from that size on, never where it is
+    None."""
     monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 1 << 22)
-    least = _gpu.REDUCE_ROUTE[("f32", "*", kind)]
+    key = ("f32", op, kind) if ("f32", op, kind) in _gpu.REDUCE_ROUTE else ("f32", "*", kind)
     for t in (None, 1 << 22, 1 << 27):
-        monkeypatch.setitem(_gpu.REDUCE_ROUTE, ("f32", "*", kind), t)
+        monkeypatch.setitem(_gpu.REDUCE_ROUTE, key, t)
         assert (_gpu.reduce(op, _x(np.float32, shape), axes, False) == "r") == (t is not None and (1 << 26) >= t)
-    monkeypatch.setitem(_gpu.REDUCE_ROUTE, ("f32", "*", kind), least)
 
 
 def test_axis_kinds():

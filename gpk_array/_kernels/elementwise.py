@@ -7,8 +7,9 @@ have no kernel for raises ``NotImplementedError`` so the caller can fall back to
 ``supports_binary`` / ``supports_unary`` answer that question without raising.
 
 Paths: contiguous same-shape operands whose data pointers are 16-byte aligned take 128-bit vector
-kernels (also when one operand is a single element); anything else takes the strided kernel
-(broadcast dims have stride 0; dims are collapsed first, at most 8 may remain).
+kernels (also when one operand is a single element, and when one is a row (C,) or a column (R, 1) broadcast
+over the other's last axis: ``_bcast2``); anything else takes the strided kernel (broadcast dims have stride 0;
+dims are collapsed first, at most 8 may remain).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from . import loader
 from ._common import (ALL, BOOL, FLOATS, INTS, ITEMSIZE, ND_LIMIT, broadcast_strides,
-                      chunk_indices, collapse_dims, dtype_code, nd_params, unroll_for)
+                      chunk_indices, collapse_dims, div_magic, dtype_code, nd_params, unroll_for)
 
 BINARY_FILE = "binary.cu"
 UNARY_FILE = "unary.cu"
@@ -114,7 +115,7 @@ def expected_by_module() -> dict[tuple[str, tuple], set[str]]:
     for op, (group, dts, _) in BINARY_OPS.items():
         for dt in dts:
             names = mods.setdefault((BINARY_FILE, module_options(dt, group)), set())
-            for mode in ("vv", "vs", "nd") + (("sv",) if op in _HAS_SV else ()):
+            for mode in ("vv", "vs", "nd", "b2") + (("sv",) if op in _HAS_SV else ()):
                 names.add(f"gpk_{op}_{dt}_{mode}")
     for op, (group, dts) in UNARY_OPS.items():
         for dt in dts:
@@ -204,6 +205,26 @@ def _check_out(out, shape, dtype):
         raise ValueError(f"gpk_array kernels: out has dtype {out.dtype}, expected {np.dtype(dtype)}")
 
 
+def _bcast2(a, b, shape, n: int, vec: int):
+    """(x, y, C, kind, swap) when the _b2 kernel computes op(a, b) into a C-contiguous out of ``shape``: one
+    operand x has n elements, C-contiguous and 16-byte aligned; the other, y, C-contiguous, is a row of the last
+    extent C (kind 0; 16-byte aligned) or one element per row of C (kind 1: its last extent is 1); C a multiple
+    of ``vec`` and n / vec < 2^31. swap: x is b. None otherwise."""
+    if len(shape) < 2 or n // vec >= (1 << 31):
+        return None
+    cols = shape[-1]
+    if cols % vec or not cols:
+        return None
+    for x, y, swap in ((a, b, 0), (b, a, 1)):
+        if x.size != n or not x.flags.c_contiguous or not _aligned(x, 16) or not y.flags.c_contiguous or not y.ndim:
+            continue
+        if y.size == cols and y.shape[-1] == cols and _aligned(y, 16):
+            return x, y, cols, 0, swap
+        if y.shape[-1] == 1 and y.size * cols == n:
+            return x, y, cols, 1, swap
+    return None
+
+
 def binary(op: str, a, b, out=None):
     """``out = op(a, b)`` elementwise with NumPy broadcasting; a and b are cupy arrays of one dtype."""
     import cupy
@@ -256,6 +277,16 @@ def binary(op: str, a, b, out=None):
             fn = loader.get_function(BINARY_FILE, f"gpk_{name}_{dt}_{mode}", opts)
             grid, block = _vec_grid(fn, n, isz, 2 if kop in _MATH_BINARY else CONFIG["unroll"], dev)
             loader.launch(fn, grid, block, (x, y, out, np.int64(n)))
+            return out
+        b2 = _bcast2(a, b, shape, n, vec)
+        if b2 is not None:
+            x, y, cols, kind, swap = b2
+            fn = loader.get_function(BINARY_FILE, f"gpk_{kop}_{dt}_b2", opts)
+            grid, block = _vec_grid(fn, n, isz, 2 if kop in _MATH_BINARY else CONFIG["unroll"], dev)
+            cvec = cols // vec
+            magic, shift = div_magic(cvec)
+            loader.launch(fn, grid, block, (x, y, out, np.uint32(n // vec), np.uint32(cvec), np.uint32(magic),
+                                            np.uint32(shift), np.int32(kind), np.int32(swap)))
             return out
     if n > ND_LIMIT:
         ab, bb = cupy.broadcast_to(a, shape), cupy.broadcast_to(b, shape)

@@ -407,6 +407,8 @@ class Emulator:
     def _binary(self, name, threads, args):
         _, rest = name.split("_", 1)
         op, dt, mode = rest.rsplit("_", 2)
+        if mode == "b2":
+            return self._binary_b2(op, dt, args)
         a, b, out, last = args
         assert isinstance(a, FakeArray) and isinstance(b, FakeArray) and isinstance(out, FakeArray)
         assert a.dtype == b.dtype and _common.dtype_code(a.dtype) == dt
@@ -430,6 +432,28 @@ class Emulator:
                 assert mb.ptr % 16 == 0
         res = _binary_ref(op, ma.read(oa), mb.read(ob))
         mo.write(oo, _cast(res, out.dtype))
+
+    def _binary_b2(self, op, dt, args):
+        """The _b2 kernel: vector v of x in row q = fast_div(v, magic, shift); y's vector v - q * cvec (kind 0) or
+        element q (kind 1); op(y, x) when swap."""
+        x, y, out, nvec, cvec, magic, shift, kind, swap = args
+        assert all(isinstance(v, np.uint32) for v in (nvec, cvec, magic, shift))
+        assert isinstance(kind, np.int32) and isinstance(swap, np.int32) and int(kind) in (0, 1)
+        assert x.dtype == y.dtype and _common.dtype_code(x.dtype) == dt and int(nvec) < 2 ** 31
+        mx, my, mo = Memory(x), Memory(y), Memory(out)
+        N = 16 // x.dtype.itemsize
+        assert mx.ptr % 16 == 0 and mo.ptr % (N * out.dtype.itemsize) == 0
+        v = np.arange(int(nvec), dtype=np.int64)
+        q = ((((v * int(magic)) >> 32) + v) & 0xFFFFFFFF) >> int(shift)  # emulate_fast_div, vectorized (v < 2^31)
+        e = (v[:, None] * N + np.arange(N)).reshape(-1)
+        if int(kind) == 0:
+            assert my.ptr % 16 == 0
+            oy = ((v - q * int(cvec))[:, None] * N + np.arange(N)).reshape(-1)
+        else:
+            oy = np.repeat(q, N)
+        vx, vy = mx.read(e), my.read(oy)
+        res = _binary_ref(op, vy, vx) if int(swap) else _binary_ref(op, vx, vy)
+        mo.write(e, _cast(res, out.dtype))
 
     def _unary(self, name, threads, args):
         _, rest = name.split("_", 1)

@@ -212,6 +212,55 @@ def test_binary_broadcast(op, dtype):
         _compare(op, _host(got), ref, dtype)
 
 
+# (a's shape, b's shape, whether the _b2 kernel (a row or a column broadcast over the last axis) takes it)
+BCAST2 = [((64, 48), (48,), True), ((48,), (64, 48), True), ((64, 48), (64, 1), True), ((64, 1), (64, 48), True),
+          ((3, 5, 64), (3, 5, 1), True), ((3, 5, 64), (1, 1, 64), True), ((1, 64), (7, 64), True),
+          ((1000, 32), (32,), True), ((3, 5, 64), (5, 1), False), ((64, 40), (40,), None), ((64, 1), (1, 48), False)]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + [np.dtype(np.int32), np.dtype(np.uint8), BOOL],
+                         ids=lambda d: d.name)
+@pytest.mark.parametrize("op", ["add", "subtract", "divide", "pow", "maximum", "less", "greater_equal",
+                                "bitwise_xor"])
+def test_binary_row_and_column_broadcast(op, dtype):
+    """A row (C,) or a column (R, 1) broadcast over a contiguous operand, either side: the _b2 kernel where the
+    last extent is a multiple of the vector width (40: not for 1-byte types), else the strided kernel."""
+    ew = _ew()
+    if not ew.supports_binary(op, dtype):
+        pytest.skip("unsupported pair")
+    rng = np.random.default_rng(_seed(op, dtype.name))
+    vec = 16 // dtype.itemsize
+    for sa, sb, b2 in BCAST2:
+        if dtype.kind == "f" or dtype == BF16:
+            a, b = _float_inputs(op, sa, dtype, rng)[0], _float_inputs(op, sb, dtype, rng)[1]
+            ref = _ref_binary(op, a, b)
+        else:
+            a, b = _rand(sa, dtype, rng), _rand(sb, dtype, rng)
+            with np.errstate(all="ignore"):
+                ref = getattr(np, op)(a, b)
+        ga, gb = _to_gpu(a), _to_gpu(b)
+        shape = np.broadcast_shapes(a.shape, b.shape)
+        if b2 is None:
+            b2 = shape[-1] % vec == 0
+        assert (ew._bcast2(ga, gb, shape, int(np.prod(shape)), vec) is not None) == b2, (sa, sb)
+        got = ew.binary(op, ga, gb)
+        assert got.shape == ref.shape
+        _compare(op, _host(got), ref, dtype)
+    # a misaligned row (an offset view) takes the strided kernel, and gives the same result
+    if dtype.kind == "f" or dtype == BF16:
+        a, b = _float_inputs(op, (16, 64), dtype, rng)[0], _float_inputs(op, (65,), dtype, rng)[1]
+    else:
+        a, b = _rand((16, 64), dtype, rng), _rand((65,), dtype, rng)
+    gb = _to_gpu(b)[1:]
+    assert ew._bcast2(_to_gpu(a), gb, (16, 64), 16 * 64, vec) is None
+    if dtype.kind in "fc" or dtype == BF16:
+        ref = _ref_binary(op, a, b[1:])
+    else:
+        with np.errstate(all="ignore"):
+            ref = getattr(np, op)(a, b[1:])
+    _compare(op, _host(ew.binary(op, _to_gpu(a), gb)), ref, dtype)
+
+
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.int64)] +
                          ([BF16] if BF16 else []), ids=lambda d: d.name)
 def test_binary_views(dtype):

@@ -5,6 +5,10 @@
 //   gpk_<op>_<dt>_vs  as vv with b a single element (a scalar broadcast)
 //   gpk_<op>_<dt>_sv  as vv with a a single element (only subtract, divide, pow: for the other
 //                     ops the caller swaps the operands, and less <-> greater etc.)
+//   gpk_<op>_<dt>_b2  out (R, C) and one operand x of that shape, contiguous, and the other operand y broadcast
+//                     from a row (C,) (kind 0: y[j], a bias) or a column (R, 1) (kind 1: y[i], a per-row
+//                     statistic); C a multiple of the vector width, so a vector of x never crosses a row: 128-bit
+//                     loads of x (and of y for a row), 128-bit stores; swap != 0 computes op(y, x)
 //   gpk_<op>_<dt>_nd  any shapes/strides (broadcast dims have stride 0), up to 8 dims
 // The vector kernels loop over tiles of blockDim.x * GPK_EW_UNROLL vectors (grid-stride); the
 // n % (16/sizeof(T)) tail elements go to the first threads of the grid.
@@ -105,6 +109,51 @@ __device__ __forceinline__ void binary_contig(const T* __restrict__ a, const T* 
   }
 }
 
+// The _b2 kernels: vector v of x lies in row q = v / cvec (magic division: v < 2^31), its y is the vector
+// v - q * cvec of the row (kind 0) or the element q (kind 1).
+template <class Op, class T, class O>
+__device__ __forceinline__ void binary_bcast2(const T* __restrict__ x, const T* __restrict__ y, O* __restrict__ out,
+                                              unsigned int nvec, unsigned int cvec, unsigned int magic,
+                                              unsigned int shift, int kind, int swap) {
+  typedef typename Tr<T>::C C;
+  constexpr int N = 16 / (int)sizeof(T);
+  constexpr int U = unroll_for(Op::kUnroll, (int)sizeof(T));
+  const unsigned int bd = blockDim.x;
+  const unsigned int tile = bd * U;
+  for (unsigned int base = blockIdx.x * tile + threadIdx.x; base < nvec; base += gridDim.x * tile) {
+    T vx[U][N];
+    T vy[U][N];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const unsigned int v = base + u * bd;
+      if (v < nvec) {
+        vload(x + (i64)v * N, vx[u]);
+        const unsigned int q = (__umulhi(v, magic) + v) >> shift;
+        if (kind == 0) {
+          vload(y + (i64)(v - q * cvec) * N, vy[u]);
+        } else {
+          const T s = y[q];
+#pragma unroll
+          for (int j = 0; j < N; ++j) vy[u][j] = s;
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const unsigned int v = base + u * bd;
+      if (v < nvec) {
+        O r[N];
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+          const C a = Tr<T>::to_c(vx[u][j]), b = Tr<T>::to_c(vy[u][j]);
+          r[j] = swap ? apply2<Op, T, O>(b, a) : apply2<Op, T, O>(a, b);
+        }
+        vstore(out + (i64)v * N, r);
+      }
+    }
+  }
+}
+
 template <class Op, class T, class O>
 __device__ __forceinline__ void binary_nd(const T* __restrict__ a, const T* __restrict__ b,
                                           O* __restrict__ out, const NdParams& p) {
@@ -131,10 +180,17 @@ __device__ __forceinline__ void binary_nd(const T* __restrict__ a, const T* __re
                                                     O* __restrict__ out, gpk::NdParams p) {                      \
     gpk::binary_nd<gpk::OP, T, O>(a, b, out, p);                                                                 \
   }
+#define GPK_BINARY_B2(NAME, OP, T, O, DT)                                                                      \
+  extern "C" __global__ void GPK_BOUNDS gpk_##NAME##_##DT##_b2(                                                  \
+      const T* __restrict__ x, const T* __restrict__ y, O* __restrict__ out, unsigned int nvec, unsigned int cvec, \
+      unsigned int magic, unsigned int shift, int kind, int swap) {                                              \
+    gpk::binary_bcast2<gpk::OP, T, O>(x, y, out, nvec, cvec, magic, shift, kind, swap);                          \
+  }
 // Ops whose scalar-first form is another op with the operands swapped (add, maximum, less ->
 // greater, ...) get no _sv kernel: the Python side swaps.
-#define GPK_BINARY_C(NAME, OP, T, O, DT) \
-  GPK_BINARY_VV(NAME, OP, T, O, DT, vv, 0) GPK_BINARY_VV(NAME, OP, T, O, DT, vs, 1) GPK_BINARY_ND(NAME, OP, T, O, DT)
+#define GPK_BINARY_C(NAME, OP, T, O, DT)                                                                      \
+  GPK_BINARY_VV(NAME, OP, T, O, DT, vv, 0) GPK_BINARY_VV(NAME, OP, T, O, DT, vs, 1) GPK_BINARY_ND(NAME, OP, T, O, DT) \
+  GPK_BINARY_B2(NAME, OP, T, O, DT)
 #define GPK_BINARY(NAME, OP, T, O, DT) GPK_BINARY_C(NAME, OP, T, O, DT) GPK_BINARY_VV(NAME, OP, T, O, DT, sv, 2)
 
 // Op groups; the Python side (elementwise.py) lists the same groups per dtype.
