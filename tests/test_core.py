@@ -343,3 +343,50 @@ def test_gpu_dispatch_offers_the_fused_ops_by_name():
                  "scaled_dot_product_attention", "kv_cache_attention", "argmax_last_axis", "gelu"):
         assert callable(getattr(g, name)), name
     assert g._sm_target() == 0  # outside any scheduler context: every SM
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int64", "float32", "float64", "bool"])
+def test_sum_prod_dtype_argument(device, dtype):
+    """sum/prod with dtype= the input's own: that dtype (wrapping like NumPy); without: the standard's accumulator
+    (narrow integers widen to (u)int64)."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 200, size=(7, 33)).astype(dtype)
+    a = xp.asarray(x, device=device)
+    own = getattr(xp, dtype)
+    for name in ("sum", "prod"):
+        f, nf = getattr(xp, name), getattr(np, name)
+        for axis in (None, 0, 1):
+            if dtype != "bool":
+                r = f(a, axis=axis, dtype=own)
+                assert r.dtype == own, (name, axis, r.dtype)
+                with np.errstate(all="ignore"):
+                    ref = nf(x, axis=axis, dtype=dtype)
+                np.testing.assert_allclose(np.asarray(r.to_device("cpu")), ref, rtol=1e-6)
+            r = f(a, axis=axis)
+            want = {"uint8": xp.uint64, "int16": xp.int64, "bool": xp.int64}.get(dtype, own)
+            assert r.dtype == want, (name, axis, r.dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "bool"])
+@pytest.mark.parametrize("fname", ["argmax", "argmin"])
+def test_argmax_argmin_small(device, dtype, fname):
+    """Small arrays (on CUDA our reduction kernels take argmax/argmin over all elements at every size):
+    NumPy's index of the first extreme, the first NaN, over all elements, each axis, keepdims, 0-d."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-3, 4, size=(5, 37)).astype(np.float64)   # many ties
+    if dtype in ("float32", "float16", "bfloat16", "float64"):
+        x[3, [4, 30]] = np.nan
+        x[1, 2] = -np.inf
+    x = x.astype(np.float32) if dtype == "bfloat16" else x.astype(dtype)
+    a = xp.astype(xp.asarray(x, device=device), getattr(xp, dtype))
+    nf = getattr(np, fname)
+    f = getattr(xp, fname)
+    for sub in (x, x[:3]):  # with and without NaNs
+        s = a if sub is x else a[:3]
+        for axis in (None, 0, 1, -1):
+            for keepdims in (False, True):
+                r = f(s, axis=axis, keepdims=keepdims)
+                assert r.dtype == xp.int64
+                np.testing.assert_array_equal(np.asarray(r.to_device("cpu")), nf(sub, axis=axis, keepdims=keepdims))
+    z = xp.asarray(x[0, 0], device=device)
+    assert int(f(z)) == 0 and f(z, keepdims=True).shape == ()
