@@ -142,20 +142,20 @@ def reduce_route(op, dtype, shape, axes, c_contiguous=True):
 def reduce_floor(op, dtype):
     """The least size at which any reduction ``op`` of ``dtype`` goes to our kernels (the smallest over the axis
     kinds; 0 in the checking mode; None: never): a test cheaper than reduce()'s for the namespace's small arrays."""
-    key = (op, dtype, OWN_KERNELS_MIN, REDUCE_ROUTE.version)
-    f = _floors.get(key, _MISSING)
-    if f is _MISSING:
-        if not _red.supports(op, dtype):
-            f = None
-        elif not OWN_KERNELS_MIN:
-            f = 0
-        else:
-            c = _DTYPE_CLASS.get(_dtype_code(dtype), "int")
-            least = [t for t in (_route(c, op, kind) for kind in _AXIS_KINDS) if t is not None]
-            f = min(least) if least else None
-        if len(_floors) > 1024:
-            _floors.clear()
-        _floors[key] = f
+    hit = _floors.get((op, dtype))
+    if hit is not None and hit[1] == OWN_KERNELS_MIN and hit[2] == REDUCE_ROUTE.version:
+        return hit[0]
+    if not _red.supports(op, dtype):
+        f = None
+    elif not OWN_KERNELS_MIN:
+        f = 0
+    else:
+        c = _DTYPE_CLASS.get(_dtype_code(dtype), "int")
+        least = [t for t in (_route(c, op, kind) for kind in _AXIS_KINDS) if t is not None]
+        f = min(least) if least else None
+    if len(_floors) > 1024:
+        _floors.clear()
+    _floors[(op, dtype)] = (f, OWN_KERNELS_MIN, REDUCE_ROUTE.version)
     return f
 
 
@@ -217,7 +217,7 @@ def reduce(op, x, axes, keepdims, ddof=0):
 
 _MISSING = object()
 _reduce_least: dict = {}  # (op, dtype, shape, strides, axes, the settings) -> reduce_route's answer
-_floors: dict = {}  # (op, dtype, the settings) -> reduce_floor's answer
+_floors: dict = {}  # (op, dtype) -> (reduce_floor's answer, the OWN_KERNELS_MIN and REDUCE_ROUTE version it holds for)
 
 _blas = None
 

@@ -71,6 +71,8 @@ def _sumlike(x, fname, axis, dtype, keepdims, initial, where):
 def sum(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True)``."""
     if initial is NoValue and where is True:
+        if a.__class__ is Array and out is None and axis.__class__ is not list:  # the common call, fewer calls
+            return _sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
         return _ret(_sum(_arr(a), axis=_axis(axis), dtype=dtype, keepdims=keepdims), out)
     return _ret(_sumlike(to_array(a), "sum", _axis(axis), dtype, keepdims, initial, where), out)
 
@@ -78,6 +80,8 @@ def sum(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, 
 def prod(a, /, axis=None, dtype=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``prod`` (and the standard's)."""
     if initial is NoValue and where is True:
+        if a.__class__ is Array and out is None and axis.__class__ is not list:  # the common call, fewer calls
+            return _prod(a, axis=axis, dtype=dtype, keepdims=keepdims)
         return _ret(_prod(_arr(a), axis=_axis(axis), dtype=dtype, keepdims=keepdims), out)
     return _ret(_sumlike(to_array(a), "prod", _axis(axis), dtype, keepdims, initial, where), out)
 
@@ -110,6 +114,8 @@ def _extreme(x, fname, axis, keepdims, initial, where):
 def max(a, /, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``max(a, axis=None, out=None, keepdims=False, initial=..., where=True)`` (and the standard's)."""
     if initial is NoValue and where is True:
+        if a.__class__ is Array and out is None and axis.__class__ is not list:
+            return _max(a, axis=axis, keepdims=keepdims)
         return _ret(_max(_arr(a), axis=_axis(axis), keepdims=keepdims), out)
     return _ret(_extreme(to_array(a), "max", _axis(axis), keepdims, initial, where), out)
 
@@ -117,6 +123,8 @@ def max(a, /, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
 def min(a, /, axis=None, out=None, keepdims=False, initial=NoValue, where=True):
     """NumPy's ``min`` (and the standard's)."""
     if initial is NoValue and where is True:
+        if a.__class__ is Array and out is None and axis.__class__ is not list:
+            return _min(a, axis=axis, keepdims=keepdims)
         return _ret(_min(_arr(a), axis=_axis(axis), keepdims=keepdims), out)
     return _ret(_extreme(to_array(a), "min", _axis(axis), keepdims, initial, where), out)
 

@@ -3,7 +3,7 @@ import builtins
 
 from .. import _dtypes as _dt
 from .. import _gpu
-from ._common import CPU, as_array, new, normalize_axes, normalize_axis, oom_guard
+from ._common import CPU, Array, as_array, new, normalize_axes, normalize_axis, oom_guard, raise_oom
 
 
 def _own(op, x, data, axes, keepdims, ddof=0):
@@ -29,30 +29,55 @@ def _sum_dtype(dt, dtype):
     return dt
 
 
+def _sum_plan(dt, dtype):
+    """(accumulator dtype, whether our kernels' default-accumulator result serves, how the backend is called: 0 the
+    method without a dtype, 1 with the accumulator dtype, 2 through float32 (half precision))."""
+    acc = _sum_dtype(dt, dtype)
+    own = dtype is None or acc == _sum_dtype(dt, None)
+    if acc == _dt.BF16 or dt == _dt.BF16 or acc == _dt.F16:
+        how = 2
+    elif acc == dt and (acc.itemsize == 8 or _dt.kind(acc) in "fc"):
+        # the backend's default accumulator is the input's own (floats, 64-bit integers): no dtype, a little less
+        # host time in CuPy's call; narrower integers always name it (the default would widen sum(uint8,
+        # dtype=uint8) to uint64)
+        how = 0
+    else:
+        how = 1
+    return acc, own, how
+
+
 def _accumulating(name):
     """sum and prod: integers narrower than the default integer accumulate in it; half precision in float32."""
-    @oom_guard
+    plans = {}  # (input dtype, dtype argument) -> _sum_plan
+
     def fn(x, /, *, axis=None, dtype=None, keepdims=False):
-        x = as_array(x)
-        axes = None if axis is None else normalize_axes(axis, x.ndim)
-        data = x._data
-        dt = _sum_dtype(data.dtype, dtype)
-        if x._device is not CPU and (dtype is None or dt == _sum_dtype(data.dtype, None)):
-            r = _own(name, x, data, axes, keepdims)  # our kernels give the default accumulator's result
-            if r is not None:
-                return r
-        if dt == _dt.BF16 or data.dtype == _dt.BF16 or dt == _dt.F16:
-            r = getattr(data.astype(_dt.F32), name)(axis=axes, keepdims=keepdims).astype(dt)
-        else:
-            # the method: less Python than xp.sum; no dtype where the backend's default accumulator is the input's
-            # own (floats, 64-bit integers: a little less host time in CuPy's call); narrower integers always name
-            # it (the backend's default would widen sum(uint8, dtype=uint8) to uint64)
-            m = getattr(data, name)
-            if dt == data.dtype and (dt.itemsize == 8 or _dt.kind(dt) in "fc"):
-                r = m(axis=axes, keepdims=keepdims)
+        try:
+            if x.__class__ is not Array:
+                x = as_array(x)
+            data = x._data
+            try:
+                acc, own, how = plans[(data.dtype, dtype)]
+            except KeyError:
+                acc, own, how = plans[(data.dtype, dtype)] = _sum_plan(data.dtype, dtype)
+            except TypeError:  # an unhashable dtype argument: _sum_plan says what is wrong with it
+                acc, own, how = _sum_plan(data.dtype, dtype)
+            axes = None if axis is None else normalize_axes(axis, data.ndim)
+            dev = x._device
+            if own and dev is not CPU:
+                floor = _gpu.reduce_floor(name, data.dtype)
+                if floor is not None and data.size >= floor:
+                    r = _gpu.reduce(name, data, axes, keepdims)  # our kernels give the default accumulator's result
+                    if r is not None:
+                        return new(r, dev)
+            if how == 0:  # the method: less Python than xp.sum
+                r = getattr(data, name)(axis=axes, keepdims=keepdims)
+            elif how == 1:
+                r = getattr(data, name)(axis=axes, dtype=acc, keepdims=keepdims)
             else:
-                r = m(axis=axes, dtype=dt, keepdims=keepdims)
-        return new(r, x._device)
+                r = getattr(data.astype(_dt.F32), name)(axis=axes, keepdims=keepdims).astype(acc)
+            return new(r, dev)
+        except MemoryError as e:
+            raise_oom(e)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"(standard: statistical_functions.{name})"
     return fn
@@ -60,17 +85,24 @@ def _accumulating(name):
 
 def _extremum(name):
     """max and min: undefined (ValueError) over an empty axis."""
-    @oom_guard
     def fn(x, /, *, axis=None, keepdims=False):
-        x = as_array(x)
-        data = x._data
-        axes = None if axis is None else normalize_axes(axis, data.ndim)
-        if data.size == 0 and (axes is None or builtins.any(data.shape[a] == 0 for a in axes)):
-            raise ValueError(f"{name} of an empty array (or along an axis of size zero) is undefined")
-        r = _own(name, x, data, axes, keepdims)
-        if r is not None:
-            return r
-        return new(getattr(data, name)(axis=axes, keepdims=keepdims), x._device)
+        try:
+            if x.__class__ is not Array:
+                x = as_array(x)
+            data = x._data
+            axes = None if axis is None else normalize_axes(axis, data.ndim)
+            if data.size == 0 and (axes is None or builtins.any(data.shape[a] == 0 for a in axes)):
+                raise ValueError(f"{name} of an empty array (or along an axis of size zero) is undefined")
+            dev = x._device
+            if dev is not CPU:
+                floor = _gpu.reduce_floor(name, data.dtype)
+                if floor is not None and data.size >= floor:
+                    r = _gpu.reduce(name, data, axes, keepdims)
+                    if r is not None:
+                        return new(r, dev)
+            return new(getattr(data, name)(axis=axes, keepdims=keepdims), dev)
+        except MemoryError as e:
+            raise_oom(e)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"(standard: statistical_functions.{name})"
     return fn

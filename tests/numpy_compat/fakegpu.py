@@ -250,12 +250,13 @@ def fake_cuda_device():
     saved = _device._DEVICES.get(("cuda", 0))
     _device._DEVICES[("cuda", 0)] = dev
     from gpk_array import _gpu
-    saved_matmul = _gpu.matmul
+    saved_matmul, saved_reduce = _gpu.matmul, _gpu.reduce
     _gpu.matmul = _fake_matmul
+    _gpu.reduce = lambda *args, **kwargs: None  # no RawModule kernels here: every reduction routed is CuPy's
     try:
         yield dev
     finally:
-        _gpu.matmul = saved_matmul
+        _gpu.matmul, _gpu.reduce = saved_matmul, saved_reduce
         if saved is None:
             _device._DEVICES.pop(("cuda", 0), None)
         else:
