@@ -67,12 +67,13 @@ OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
 # (gpk_array/_ops/statistical.py), argmax, argmin (_ops/searching.py).
 # Evidence (H200): session 9's `python -m benchmarks.reduce_route_diag`, the namespace's time per call with every
 # route on against every route off, 2^10 to 2^24 elements (benchmarks/results/h200_2026-11-30_s9_reduce_route_*):
-# a size below is where ours is at least as fast at that size and every larger one measured (min and argmin were
-# not measured: the same kernels and CuPy calls as max and argmax). Above 2^24, session 6/8's figures
+# a size below is where ours is at least as fast at that size and every larger one measured (sum, max, mean, var,
+# argmax: ..._reduce_route_dae946b.*; min, argmin: ..._reduce_route_min_0173225.*). Above 2^24, session 6/8's figures
 # (scripts/gpu_tune_red.py, `python -m benchmarks reduction`): float32 full sums reach parity only at 2^28.
 # - var/std, every dtype, every size: CuPy's take several passes (ours 1.4-3.8x at 2^10, up to 365x at 2^24).
 # - float16/bfloat16 sum/prod/mean: the CuPy path converts to float32 first (ours 1.9-3.5x at 2^10, 3.5-7.9x at
-#   2^24); max/min take CuPy's own half kernels: float16 rows stay CuPy's (ours 0.88-0.94x).
+#   2^24); max/min take CuPy's own half kernels: float16's stay CuPy's (ours 0.79-0.98x but for a few sizes),
+#   bfloat16's over all elements are ours (1.3-3.0x).
 # - float32 mean: CuPy's is a sum and a division (ours 1.05-1.8x at every size).
 # - argmax/argmin over all elements: CuPy's flattens and gives few threads a long row (ours 2.0-2.4x at 2^10 to
 #   2^22 for float32/float16/float64/int32).
@@ -97,21 +98,23 @@ REDUCE_ROUTE = _VersionedDict({
     ("int", "sum", "rows"): 0,
     ("int", "sum", "cols"): 1 << 24,
 })
+# max/min and argmax/argmin share their entries: each the larger of the two ops' measured sizes (None where either
+# stayed short of CuPy's path at 2^24): their near-parity ratios flip from run to run by about 10%.
 for _op in ("max", "min"):
     REDUCE_ROUTE.update({
-        ("f16", _op, "full"): 1 << 24, ("f16", _op, "rows"): None, ("f16", _op, "cols"): 1 << 24,
-        ("bf16", _op, "cols"): 1 << 24,
+        ("f16", _op, "full"): 1 << 28, ("f16", _op, "*"): None,  # 2^28: max 1.40x (`benchmarks reduction`)
+        ("bf16", _op, "rows"): 1 << 20, ("bf16", _op, "cols"): None,
         ("f32", _op, "full"): 1 << 24,
         ("f64", _op, "rows"): 1 << 24, ("f64", _op, "cols"): 1 << 24,
-        ("int", _op, "rows"): 1 << 24, ("int", _op, "cols"): 1 << 24,
+        ("int", _op, "rows"): 1 << 24,
     })
 for _op in ("argmax", "argmin"):
     REDUCE_ROUTE.update({
-        ("f16", _op, "full"): 0, ("f16", _op, "rows"): 1 << 20, ("f16", _op, "cols"): None,
-        ("bf16", _op, "full"): 1 << 18, ("bf16", _op, "rows"): 0, ("bf16", _op, "cols"): None,
+        ("f16", _op, "full"): 0, ("f16", _op, "rows"): 1 << 22, ("f16", _op, "cols"): None,
+        ("bf16", _op, "full"): 1 << 18, ("bf16", _op, "rows"): 1 << 22, ("bf16", _op, "cols"): None,
         ("f32", _op, "full"): 0, ("f32", _op, "rows"): 1 << 22, ("f32", _op, "cols"): 1 << 24,
-        ("f64", _op, "full"): 0, ("f64", _op, "rows"): 0, ("f64", _op, "cols"): None,  # full: parity at 2^24
-        ("int", _op, "full"): 0, ("int", _op, "rows"): 1 << 22, ("int", _op, "cols"): 1 << 24,
+        ("f64", _op, "full"): 0, ("f64", _op, "rows"): 1 << 22, ("f64", _op, "cols"): None,  # full: parity at 2^24
+        ("int", _op, "full"): 0, ("int", _op, "rows"): 1 << 22, ("int", _op, "cols"): None,
     })
 _DTYPE_CLASS = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}
 _AXIS_KINDS = ("full", "rows", "cols")
