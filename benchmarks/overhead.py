@@ -5,12 +5,13 @@ import time
 import numpy as np
 
 
-def _per_call(fn, sync, n=2000):
-    for _ in range(50):
+def _per_call(fn, sync, n=2000, warmup=50, repeats=5):
+    """Seconds per call (host and GPU): the best of ``repeats`` loops of ``n`` calls, after ``warmup`` calls."""
+    for _ in range(warmup):
         fn()
     sync()
     best = float("inf")
-    for _ in range(5):
+    for _ in range(repeats):
         t = time.perf_counter()
         for _ in range(n):
             fn()

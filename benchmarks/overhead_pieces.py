@@ -8,23 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 
 import numpy as np
 
 
-def _per_call(fn, sync, n=2000):
-    for _ in range(100):
-        fn()
-    sync()
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t) / n)
-    return best * 1e6
+def _per_call(fn, sync):
+    """Microseconds per call."""
+    from benchmarks.overhead import _per_call as seconds
+    return seconds(fn, sync, warmup=100) * 1e6
 
 
 def run(out_json=None):

@@ -26,20 +26,14 @@ KINDS = ("full", "rows", "cols")
 
 def _per_call(fn, sync, budget=0.01, repeats=3):
     """Best of ``repeats`` loops of about ``budget`` seconds each: seconds per call, host and GPU together."""
+    from benchmarks.overhead import _per_call as loops
     fn()
     sync()
     t = time.perf_counter()
     fn()
     sync()
     n = int(min(200, max(3, budget / max(time.perf_counter() - t, 1e-7))))
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t) / n)
-    return best
+    return loops(fn, sync, n, warmup=0, repeats=repeats)
 
 
 def _shape(kind, p):

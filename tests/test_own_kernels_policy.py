@@ -30,7 +30,8 @@ SHAPES = (((1 << 24,), None), ((1 << 14, 1 << 10), (1,)), ((1 << 10, 1 << 14), (
     (np.float64, "sum", (False, True, True)), (np.int32, "sum", (True, True, True)),
     (np.float32, "var", (True,) * 3), (np.float64, "std", (True,) * 3), (np.float16, "sum", (True,) * 3),
     (ml_dtypes.bfloat16, "mean", (True,) * 3), (np.float16, "max", (False,) * 3),
-    (ml_dtypes.bfloat16, "min", (True, True, False)), (np.int16, "prod", (False,) * 3), (np.float32, "prod", (False,) * 3),
+    (ml_dtypes.bfloat16, "min", (True, True, False)), (np.int16, "prod", (False,) * 3),
+    (np.float32, "prod", (False,) * 3),
     (np.float32, "argmax", (True,) * 3), (np.float16, "argmin", (True, True, False)),
     (np.float64, "max", (False, True, True)), (np.bool_, "sum", (True, True, True))])
 def test_reduction_policy(calls, monkeypatch, dtype, op, routed):

@@ -190,6 +190,22 @@ def test_binary_bool(op):
                                       getattr(np, np_name)(a, b))
 
 
+def _broadcast_ref(op, a, b, dtype):
+    if dtype.kind == "f" or dtype == BF16:
+        return _ref_binary(op, a, b)
+    with np.errstate(all="ignore"):
+        return getattr(np, op)(a, b)
+
+
+def _broadcast_operands(op, sa, sb, dtype, rng, ref=True):
+    """Operands of shapes sa and sb (float ones in op's domain) and their reference result (None: ref=False)."""
+    if dtype.kind == "f" or dtype == BF16:
+        a, b = _float_inputs(op, sa, dtype, rng)[0], _float_inputs(op, sb, dtype, rng)[1]
+    else:
+        a, b = _rand(sa, dtype, rng), _rand(sb, dtype, rng)
+    return a, b, (_broadcast_ref(op, a, b, dtype) if ref else None)
+
+
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES + [np.dtype(np.int32), np.dtype(np.uint8), BOOL],
                          ids=lambda d: d.name)
 @pytest.mark.parametrize("op", ["add", "subtract", "divide", "pow", "maximum", "less", "greater_equal",
@@ -200,13 +216,7 @@ def test_binary_broadcast(op, dtype):
         pytest.skip("unsupported pair")
     rng = np.random.default_rng(3)
     for sa, sb in BCAST:
-        if dtype.kind == "f" or dtype == BF16:
-            a, b = _float_inputs(op, sa, dtype, rng)[0], _float_inputs(op, sb, dtype, rng)[1]
-            ref = _ref_binary(op, a, b)
-        else:
-            a, b = _rand(sa, dtype, rng), _rand(sb, dtype, rng)
-            with np.errstate(all="ignore"):
-                ref = getattr(np, op)(a, b)
+        a, b, ref = _broadcast_operands(op, sa, sb, dtype, rng)
         got = ew.binary(op, _to_gpu(a), _to_gpu(b))
         assert got.shape == ref.shape
         _compare(op, _host(got), ref, dtype)
@@ -231,13 +241,7 @@ def test_binary_row_and_column_broadcast(op, dtype):
     rng = np.random.default_rng(_seed(op, dtype.name))
     vec = 16 // dtype.itemsize
     for sa, sb, b2 in BCAST2:
-        if dtype.kind == "f" or dtype == BF16:
-            a, b = _float_inputs(op, sa, dtype, rng)[0], _float_inputs(op, sb, dtype, rng)[1]
-            ref = _ref_binary(op, a, b)
-        else:
-            a, b = _rand(sa, dtype, rng), _rand(sb, dtype, rng)
-            with np.errstate(all="ignore"):
-                ref = getattr(np, op)(a, b)
+        a, b, ref = _broadcast_operands(op, sa, sb, dtype, rng)
         ga, gb = _to_gpu(a), _to_gpu(b)
         shape = np.broadcast_shapes(a.shape, b.shape)
         if b2 is None:
@@ -247,18 +251,10 @@ def test_binary_row_and_column_broadcast(op, dtype):
         assert got.shape == ref.shape
         _compare(op, _host(got), ref, dtype)
     # a misaligned row (an offset view) takes the strided kernel, and gives the same result
-    if dtype.kind == "f" or dtype == BF16:
-        a, b = _float_inputs(op, (16, 64), dtype, rng)[0], _float_inputs(op, (65,), dtype, rng)[1]
-    else:
-        a, b = _rand((16, 64), dtype, rng), _rand((65,), dtype, rng)
+    a, b, _ = _broadcast_operands(op, (16, 64), (65,), dtype, rng, ref=False)
     gb = _to_gpu(b)[1:]
     assert ew._bcast2(_to_gpu(a), gb, (16, 64), 16 * 64, vec) is None
-    if dtype.kind in "fc" or dtype == BF16:
-        ref = _ref_binary(op, a, b[1:])
-    else:
-        with np.errstate(all="ignore"):
-            ref = getattr(np, op)(a, b[1:])
-    _compare(op, _host(ew.binary(op, _to_gpu(a), gb)), ref, dtype)
+    _compare(op, _host(ew.binary(op, _to_gpu(a), gb)), _broadcast_ref(op, a, b[1:], dtype), dtype)
 
 
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.int64)] +
