@@ -58,6 +58,9 @@ from .sched._cuda import active_context
 # cover, elementwise and reductions, a checking mode (the GPU conformance run uses it to test them against the
 # official suite).
 OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
+# GPK_OWN_REDUCTIONS=0: every reduction to CuPy (an off switch; the routes below do not depend on OWN_KERNELS_MIN, so
+# a large GPK_OWN_KERNELS_MIN no longer is one). The checking mode (OWN_KERNELS_MIN = 0) overrides it.
+OWN_REDUCTIONS = os.environ.get("GPK_OWN_REDUCTIONS", "1") != "0"
 
 # Which reductions our kernels take: (dtype class, op, axis kind) -> the least number of elements, or None: CuPy.
 # The first key present wins: (c, op, kind), (c, op, "*"), ("*", op, kind), ("*", op, "*"), (c, "*", kind),
@@ -146,19 +149,21 @@ def reduce_floor(op, dtype):
     """The least size at which any reduction ``op`` of ``dtype`` goes to our kernels (the smallest over the axis
     kinds; 0 in the checking mode; None: never): a test cheaper than reduce()'s for the namespace's small arrays."""
     hit = _floors.get((op, dtype))
-    if hit is not None and hit[1] == OWN_KERNELS_MIN and hit[2] == REDUCE_ROUTE.version:
+    if hit is not None and hit[1] == OWN_KERNELS_MIN and hit[2] == REDUCE_ROUTE.version and hit[3] == OWN_REDUCTIONS:
         return hit[0]
     if not _red.supports(op, dtype):
         f = None
     elif not OWN_KERNELS_MIN:
         f = 0
+    elif not OWN_REDUCTIONS:
+        f = None
     else:
         c = _DTYPE_CLASS.get(_dtype_code(dtype), "int")
         least = [t for t in (_route(c, op, kind) for kind in _AXIS_KINDS) if t is not None]
         f = min(least) if least else None
     if len(_floors) > 1024:
         _floors.clear()
-    _floors[(op, dtype)] = (f, OWN_KERNELS_MIN, REDUCE_ROUTE.version)
+    _floors[(op, dtype)] = (f, OWN_KERNELS_MIN, REDUCE_ROUTE.version, OWN_REDUCTIONS)
     return f
 
 
@@ -201,13 +206,15 @@ def reduce(op, x, axes, keepdims, ddof=0):
     """sum, prod, max, min, mean, var, std, argmax, argmin of a CuPy array over axes (None: all; argmax/argmin: one
     axis) through our kernels (float16 and bfloat16 accumulate in float32, as the namespace's rule says), or None
     where CuPy serves (REDUCE_ROUTE; everything our kernels cover when OWN_KERNELS_MIN is 0)."""
-    key = (op, x.dtype, x.shape, x.strides, axes, OWN_KERNELS_MIN, REDUCE_ROUTE.version)
+    key = (op, x.dtype, x.shape, x.strides, axes, OWN_KERNELS_MIN, REDUCE_ROUTE.version, OWN_REDUCTIONS)
     least = _reduce_least.get(key, _MISSING)
     if least is _MISSING:
         if not _red.supports(op, x.dtype):
             least = None
         elif not OWN_KERNELS_MIN:
             least = 0
+        elif not OWN_REDUCTIONS:
+            least = None
         else:
             least = reduce_route(op, x.dtype, x.shape, axes, bool(x.flags.c_contiguous))
         if len(_reduce_least) > 4096:
@@ -220,7 +227,7 @@ def reduce(op, x, axes, keepdims, ddof=0):
 
 _MISSING = object()
 _reduce_least: dict = {}  # (op, dtype, shape, strides, axes, the settings) -> reduce_route's answer
-_floors: dict = {}  # (op, dtype) -> (reduce_floor's answer, the OWN_KERNELS_MIN and REDUCE_ROUTE version it holds for)
+_floors: dict = {}  # (op, dtype) -> (reduce_floor's answer, the settings it holds for)
 
 _blas = None
 

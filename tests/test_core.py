@@ -367,6 +367,9 @@ def test_sum_prod_dtype_argument(device, dtype):
             r = f(a, axis=axis)
             want = {"uint8": xp.uint64, "int16": xp.int64, "bool": xp.int64}.get(dtype, own)
             assert r.dtype == want, (name, axis, r.dtype)
+            with np.errstate(all="ignore"):
+                ref = nf(x, axis=axis, dtype={"uint8": np.uint64, "int16": np.int64, "bool": np.int64}.get(dtype, dtype))
+            np.testing.assert_allclose(np.asarray(r.to_device("cpu")), ref, rtol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "bool"])

@@ -93,3 +93,15 @@ def test_float32_mean_always_ours(calls, monkeypatch):
     monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 1 << 22)
     for shape, axes in (((1 << 22,), None), ((1 << 12, 1 << 10), (1,)), ((1 << 10, 1 << 12), (0,))):
         assert _gpu.reduce("mean", _x(np.float32, shape), axes, False) == "r"
+
+
+def test_off_switch(calls, monkeypatch):
+    """OWN_REDUCTIONS = False (GPK_OWN_REDUCTIONS=0): every reduction to CuPy; the checking mode still overrides."""
+    monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 1 << 22)
+    assert _gpu.reduce("var", _x(np.float32, (1 << 10,)), None, False) == "r"
+    monkeypatch.setattr(_gpu, "OWN_REDUCTIONS", False)
+    assert _gpu.reduce_floor("var", np.dtype(np.float32)) is None
+    for op, dtype in (("var", np.float32), ("sum", np.float16), ("argmax", np.float32), ("sum", np.float32)):
+        assert _gpu.reduce(op, _x(dtype, (1 << 26,)), None, False) is None
+    monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 0)
+    assert _gpu.reduce("var", _x(np.float32, (1 << 10,)), None, False) == "r"

@@ -18,7 +18,9 @@ def _arg(fname):
         data = x._data
         if axis is not None:
             axis = normalize_axis(axis, x.ndim)
-            if fname == "argmax" and axis == x.ndim - 1 and x._device.kind == "cuda" and x.shape[-1] >= _LONG_ROW:
+            if x.ndim == 0:
+                axis = None  # axis 0 or -1 of a 0-d array (normalize_axis allows them): its one element
+            elif fname == "argmax" and axis == x.ndim - 1 and x._device.kind == "cuda" and x.shape[-1] >= _LONG_ROW:
                 from .._gpu import argmax_last_axis
                 r = argmax_last_axis(data)  # long rows (a vocabulary of logits): one block per row
                 if r is not None:

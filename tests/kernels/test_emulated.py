@@ -251,3 +251,70 @@ def test_prepared_reductions_do_not_change_what_is_refused(emulated_gpu, monkeyp
     v = red.CONFIG.version
     red.CONFIG |= {"col_tx": 32}
     assert red.CONFIG.version != v and red.CONFIG["col_tx"] == 32
+
+
+def test_namespace_reductions_through_our_kernels(emulated_gpu, monkeypatch):
+    """The namespace's sum/prod/max/min/mean/var/std/argmax/argmin on a stand-in CUDA device (NumPy dressed as CuPy,
+    tests/numpy_compat/fakegpu.py) with every route to our reduction kernels on (the checking mode), the kernels
+    emulated: the CPU device's results (dtype, shape, values) or the same exception type, for 0-d, empty and
+    n-d inputs, each axis form and keepdims."""
+    import collections
+
+    import gpk_array as xp
+    from gpk_array import _gpu
+    from gpk_array._kernels import reduction
+    from tests.numpy_compat import fakegpu
+
+    real = reduction.reduce
+    seen = collections.Counter()
+
+    def through_emulator(op, x, axis=None, keepdims=False, ddof=0):
+        seen[op] += 1
+        r = real(op, _emu.FakeArray(np.asarray(x).view(np.ndarray)), axis=axis, keepdims=keepdims, ddof=ddof)
+        return np.asarray(r.get()).view(fakegpu.FakeCudaArray)
+
+    def outcome(f, x, **kw):
+        try:
+            r = f(x, **kw)
+        except Exception as e:  # noqa: BLE001 - the exception type is compared
+            return type(e).__name__, None, None
+        return str(r.dtype), tuple(r.shape), np.asarray(r.to_device("cpu")).astype(np.float64)
+
+    monkeypatch.setattr(reduction, "reduce", through_emulator)
+    monkeypatch.setattr(_gpu, "OWN_KERNELS_MIN", 0)
+    cpu = xp.Device("cpu")
+    rng = np.random.default_rng(4)
+    fns = [(xp.sum, {}), (xp.prod, {}), (xp.max, {}), (xp.min, {}), (xp.mean, {}), (xp.var, {}),
+           (xp.std, {"correction": 1}), (xp.sum, {"dtype": xp.float64}), (xp.argmax, {}), (xp.argmin, {})]
+    compared = 0
+    real_gpu_reduce = _gpu.reduce
+    with fakegpu.fake_cuda_device() as gdev:
+        _gpu.reduce = real_gpu_reduce  # the stand-in device stubs it out (its exit puts the real one back)
+        for dt in ("bool", "int8", "uint8", "int64", "float16", "float32", "float64", "bfloat16"):
+            for shape in ((), (0,), (5,), (3, 4), (2, 3, 4), (2, 0)):
+                v = rng.integers(-3, 4, shape).astype(np.float64)
+                if dt in ("float16", "float32", "float64", "bfloat16") and v.size > 3:
+                    v.flat[2] = np.nan
+                    v.flat[-1] = -np.inf
+                host = v.astype(np.float32 if dt == "bfloat16" else dt)
+                xc = xp.astype(xp.asarray(host, device=cpu), getattr(xp, dt))
+                xg = xp.astype(xp.asarray(host, device=gdev), getattr(xp, dt))
+                for axis in (None, 0, -1, (0, 1), (1, 0)):
+                    for keepdims in (False, True):
+                        for f, kw in fns:
+                            if f in (xp.argmax, xp.argmin) and isinstance(axis, tuple):
+                                continue
+                            if dt == "bool" and f in (xp.mean, xp.var, xp.std):
+                                continue
+                            p = outcome(f, xc, axis=axis, keepdims=keepdims, **kw)
+                            q = outcome(f, xg, axis=axis, keepdims=keepdims, **kw)
+                            what = (f.__name__, kw, dt, shape, axis, keepdims)
+                            assert p[:2] == q[:2], (what, p[:2], q[:2])
+                            if p[2] is not None:
+                                tol = 2e-2 if dt in ("float16", "bfloat16") else 1e-6
+                                np.testing.assert_allclose(q[2], p[2], rtol=tol, atol=tol, equal_nan=True,
+                                                           err_msg=str(what))
+                            compared += 1
+    assert compared > 3000
+    assert all(seen[op] > 50 for op in ("sum", "prod", "max", "min", "mean", "var", "std", "argmax", "argmin")), seen
+
