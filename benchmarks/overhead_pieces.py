@@ -29,6 +29,8 @@ def run(out_json=None):
     ra = a._data
     m = gp.reshape(a, (40, 25))
     rm = m._data
+    row = ra[:25].copy()
+    from gpk_array._kernels import elementwise as ew
     cases = [
         ("gp.sum(a)", lambda: gp.sum(a)), ("statistical.sum(a) (the standard's)", lambda: st.sum(a)),
         ("cupy.sum(ra)", lambda: cupy.sum(ra)), ("ra.sum()", lambda: ra.sum()),
@@ -39,6 +41,9 @@ def run(out_json=None):
         ("gp.max(m, axis=0)", lambda: gp.max(m, axis=0)), ("cupy.max(rm, axis=0)", lambda: cupy.max(rm, axis=0)),
         ("rm.max(axis=(0,), keepdims=False)", lambda: rm.max(axis=(0,), keepdims=False)),
         ("gp.add(a, a)", lambda: gp.add(a, a)), ("cupy.add(ra, ra)", lambda: cupy.add(ra, ra)),
+        ("elementwise.binary('add', ra, ra) (our kernel)", lambda: ew.binary("add", ra, ra)),
+        ("elementwise.binary('add', rm, row) (_b2)", lambda: ew.binary("add", rm, row)),
+        ("cupy.add(rm, row)", lambda: cupy.add(rm, row)),
         ("gp.mean(a) (our kernel)", lambda: gp.mean(a)), ("cupy.mean(ra)", lambda: cupy.mean(ra)),
         ("gp.argmax(a) (our kernel)", lambda: gp.argmax(a)), ("cupy.argmax(ra)", lambda: cupy.argmax(ra)),
         ("gp.var(a) (our kernel)", lambda: gp.var(a)), ("cupy.var(ra)", lambda: cupy.var(ra)),

@@ -24,7 +24,7 @@ SKIP = {"test_more_than_2_31_elements", "test_large_full_sum"}
 
 @pytest.fixture(autouse=True)
 def emulated_gpu(monkeypatch):
-    from gpk_array._kernels import loader, reduction
+    from gpk_array._kernels import elementwise, loader, reduction
     emu = _emu.Emulator()
     monkeypatch.setitem(sys.modules, "cupy", FAKE)
     monkeypatch.setattr(loader, "get_function", emu.get_function)
@@ -34,6 +34,7 @@ def emulated_gpu(monkeypatch):
     monkeypatch.setattr(loader, "occupancy", lambda fn, threads, shared_mem=0, device_id=None: 2)
     monkeypatch.setattr(reduction, "_plans", {})  # launch plans hold kernels: the emulator's stay here
     monkeypatch.setattr(reduction, "_prepared", {})
+    monkeypatch.setattr(elementwise, "_prepared", {})
     yield emu
 
 
@@ -318,3 +319,43 @@ def test_namespace_reductions_through_our_kernels(emulated_gpu, monkeypatch):
     assert compared > 3000
     assert all(seen[op] > 50 for op in ("sum", "prod", "max", "min", "mean", "var", "std", "argmax", "argmin")), seen
 
+
+
+def test_prepared_binary_launches_reused_and_keyed(emulated_gpu, monkeypatch):
+    """binary() without out= reuses an earlier call's launch for the same signature (vector, swapped scalar-first,
+    row/column broadcast and strided paths), with this call's data; other alignments, shapes, strides and CONFIG
+    versions take the full path; results always NumPy's."""
+    from gpk_array._kernels import elementwise as ew
+    rng = np.random.default_rng(2)
+
+    def arr(shape, offset=0):
+        h = rng.standard_normal(int(np.prod(shape)) + offset).astype(np.float32)
+        g = FAKE.asarray(h)[offset:].reshape(shape)
+        return g, h[offset:].reshape(shape)
+
+    full = []
+    real = ew._binary
+    monkeypatch.setattr(ew, "_binary", lambda *a: full.append(a[0]) or real(*a))
+    cases = [("add", (64, 32), (64, 32), 0), ("subtract", (), (64, 32), 0), ("subtract", (64, 32), (32,), 0),
+             ("divide", (64, 1), (64, 32), 0), ("add", (64, 32), (64, 32), 1), ("maximum", (5, 1, 3), (4, 3), 0)]
+    for op, sa, sb, off in cases:
+        for rep in range(3):
+            ga, ha = arr(sa, off)
+            gb, hb = arr(sb)
+            got = np.asarray(ew.binary(op, ga, gb).get())
+            with np.errstate(all="ignore"):
+                ref = getattr(np, op)(ha.astype(np.float64), hb.astype(np.float64))
+            np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+    n_full = len(full)
+    assert n_full == len(cases), full  # one full path per signature, the repeats reused it
+    ga, _ = arr((64, 32))
+    gb, _ = arr((64, 32))
+    ew.binary("add", ga, gb)
+    assert len(full) == n_full
+    monkeypatch.setitem(ew.CONFIG, "threads", 128)  # a new CONFIG version: the full path again
+    ew.binary("add", ga, gb)
+    assert len(full) == n_full + 1
+    ew.binary("add", ga, gb)
+    ew.binary("add", ga.T, gb.T)  # other strides
+    ew.binary("add", ga, gb, out=FAKE.empty((64, 32), np.float32))  # out= never caches
+    assert len(full) == n_full + 3
