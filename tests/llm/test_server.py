@@ -357,9 +357,15 @@ def test_serve_builds_one_app_for_several_model_directories(monkeypatch):
 
 
 @pytest.mark.parametrize("interval", [0.0, 0.25])
-def test_stream_interval_gathers_tokens(model, tok, interval):
+def test_stream_interval_gathers_tokens(model, tok, interval, monkeypatch):
     """After the first event, a stream sends at most one event per interval: the same text, in fewer events when
-    tokens come faster than that (each greedy step of the tiny model takes milliseconds)."""
+    tokens come faster than that (each greedy step of the tiny model takes milliseconds). Without an interval each
+    step's token goes out alone; the engine steps are slowed to 20 ms there, so that a loaded host's event loop
+    (which sends whatever has arrived) keeps up."""
+    if not interval:
+        from gpk_array.llm.generate import Engine
+        step = Engine.step
+        monkeypatch.setattr(Engine, "step", lambda self: time.sleep(0.02) or step(self))
     app = create_app(model, tok, model_name=NAME, max_batch=2, max_queue=4, stream_interval=interval)
     req = {"model": NAME, "prompt": "Hello, world", "max_tokens": 24, "temperature": 0, "stream": True,
            "ignore_eos": True}
