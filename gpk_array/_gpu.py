@@ -118,8 +118,13 @@ for _op in ("argmax", "argmin"):
         ("f64", _op, "full"): 0, ("f64", _op, "rows"): 1 << 22, ("f64", _op, "cols"): None,  # full: parity at 2^24
         ("int", _op, "full"): 0, ("int", _op, "rows"): 1 << 22, ("int", _op, "cols"): None,
     })
-_DTYPE_CLASS = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}
+_FLOAT_CLASSES = frozenset(("f16", "bf16", "f32", "f64"))  # REDUCE_ROUTE's dtype classes but "int"
 _AXIS_KINDS = ("full", "rows", "cols")
+
+
+def _dtype_class(dtype):
+    code = _dtype_code(dtype)
+    return code if code in _FLOAT_CLASSES else "int"
 
 
 def reduce_axis_kind(shape, axes, c_contiguous=True) -> str:
@@ -141,7 +146,7 @@ def _route(c, op, kind):
 
 def reduce_route(op, dtype, shape, axes, c_contiguous=True):
     """The least size at which REDUCE_ROUTE sends this reduction to our kernels, or None (CuPy)."""
-    return _route(_DTYPE_CLASS.get(_dtype_code(dtype), "int"), op, reduce_axis_kind(shape, axes, c_contiguous))
+    return _route(_dtype_class(dtype), op, reduce_axis_kind(shape, axes, c_contiguous))
 
 
 def reduce_floor(op, dtype):
@@ -157,7 +162,7 @@ def reduce_floor(op, dtype):
     elif not OWN_REDUCTIONS:
         f = None
     else:
-        c = _DTYPE_CLASS.get(_dtype_code(dtype), "int")
+        c = _dtype_class(dtype)
         least = [t for t in (_route(c, op, kind) for kind in _AXIS_KINDS) if t is not None]
         f = min(least) if least else None
     if len(_floors) > 1024:
@@ -208,13 +213,8 @@ def reduce(op, x, axes, keepdims, ddof=0):
     key = (op, x.dtype, x.shape, x.strides, axes, OWN_KERNELS_MIN, REDUCE_ROUTE.version, OWN_REDUCTIONS)
     least = _reduce_least.get(key, _MISSING)
     if least is _MISSING:
-        if not _red.supports(op, x.dtype):
-            least = None
-        elif not OWN_KERNELS_MIN:
-            least = 0
-        elif not OWN_REDUCTIONS:
-            least = None
-        else:
+        least = reduce_floor(op, x.dtype)  # None: no kernel, switched off or no route; 0 in the checking mode
+        if least is not None and OWN_KERNELS_MIN:
             least = reduce_route(op, x.dtype, x.shape, axes, bool(x.flags.c_contiguous))
         if len(_reduce_least) > 4096:
             _reduce_least.clear()

@@ -247,7 +247,9 @@ def binary(op: str, a, b, out=None):
             return out
         launch = []
         out = _binary(op, a, b, None, launch)
-        if len(launch) == 1 and len(_prepared) < 4096:
+        if len(launch) == 1:
+            if len(_prepared) > 4096:
+                _prepared.clear()
             _prepared[key] = launch[0]
         return out
     return _binary(op, a, b, out, None)

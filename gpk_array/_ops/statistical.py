@@ -63,12 +63,10 @@ def _accumulating(name):
                 acc, own, how = _sum_plan(data.dtype, dtype)
             axes = None if axis is None else normalize_axes(axis, data.ndim)
             dev = x._device
-            if own and dev is not CPU:
-                floor = _gpu.reduce_floor(name, data.dtype)
-                if floor is not None and data.size >= floor:
-                    r = _gpu.reduce(name, data, axes, keepdims)  # our kernels give the default accumulator's result
-                    if r is not None:
-                        return new(r, dev)
+            if own:
+                r = _own(name, x, data, axes, keepdims)  # our kernels give the default accumulator's result
+                if r is not None:
+                    return r
             if how == 0:  # the method: less Python than xp.sum
                 r = getattr(data, name)(axis=axes, keepdims=keepdims)
             elif how == 1:
@@ -93,14 +91,10 @@ def _extremum(name):
             axes = None if axis is None else normalize_axes(axis, data.ndim)
             if data.size == 0 and (axes is None or builtins.any(data.shape[a] == 0 for a in axes)):
                 raise ValueError(f"{name} of an empty array (or along an axis of size zero) is undefined")
-            dev = x._device
-            if dev is not CPU:
-                floor = _gpu.reduce_floor(name, data.dtype)
-                if floor is not None and data.size >= floor:
-                    r = _gpu.reduce(name, data, axes, keepdims)
-                    if r is not None:
-                        return new(r, dev)
-            return new(getattr(data, name)(axis=axes, keepdims=keepdims), dev)
+            r = _own(name, x, data, axes, keepdims)
+            if r is not None:
+                return r
+            return new(getattr(data, name)(axis=axes, keepdims=keepdims), x._device)
         except MemoryError as e:
             raise_oom(e)
     fn.__name__ = fn.__qualname__ = name
