@@ -387,8 +387,8 @@ def linear(x2d, w, bias, activation):
         if y is not None:
             return y
     isz = x2d.dtype.itemsize
-    if not _sm90_off and isz <= 4 and (GEMM_MODE == "cutlass" or activation in _gemm.FUSED_ALWAYS or
-                                       _gemm.sm90_may_take(x2d.shape[0], w.shape[0], isz)):
+    if not _sm90_off and isz <= 4 and (GEMM_MODE == "cutlass" or
+                                       _gemm.sm90_fused_may_take(x2d.shape[0], w.shape[0], isz, activation)):
         if bias is None and activation is None:
             y = _sm90(x2d, w, "tn")
         elif isz == 2:

@@ -276,10 +276,15 @@ FAMILIES = [
     # D = act(acc + bias[n]), bias an (N,) vector of D's type broadcast over the rows (Sm90RowBroadcast), fp32
     # compute, no C operand (ElementC void: no C load, no C descriptor). Family "ppt_<epilogue>", so the key
     # is gemm/<dtype>/tn/ppt_<epilogue>/sm90. 6 stages as ppt (the auto carveout's count without C, pinned).
+    # Epilogue subtile 64x128 (EPI_TILE_AUTO's note; ppt itself keeps the auto 64x32): two subtiles per tile, both
+    # staged at once (2 x 16 KiB; 226 KiB in all). H200, session 10 (benchmarks/results/h200_2026-12-01_s10_diag_ppw_*),
+    # the same kernels with 64x32 / 64x128 subtiles, bit-identical results: at K = 768 the fused gelu / gelu_tanh
+    # instances take 0.95-0.97x the time (8192x768->3072, 4096x768->3072, 16384x768->3072; 0.97-0.99 at N = 2304),
+    # bias alone 0.98-1.0x; at K = 3072 1.00x, at 4096^3 1.01x.
     # Emitted after every other instance, so those stay byte-identical.
     {"arch": 90, "family": f"ppt_{_epi}", "tile": (128, 128, 64), "stages": 6, "warps": (4, 1, 1),
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
-     "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "epilogue": _epi}
+     "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "epilogue": _epi, "epi_tile": (64, 128)}
     for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_relu", "bias_silu")
 ] + [
     # Candidates ("candidate": True; MANIFEST ``candidate``): emitted and probed like every instance (launchable by
@@ -388,7 +393,25 @@ FAMILIES = [
      "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "epilogue": _epi,
      **({} if _epi in ("bias_gelu", "bias_silu") else {"candidate": True})}
     for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
+] + [
+    # fr192 with the fused epilogues, for 512 < M <= 2048 rows (1024x768->3072: fr96's 128x96 tiles make 256 tiles, 1.9
+    # waves on 132 SMs; fr192's 128x192 make 128, one wave; bare fr192 0.89x cuBLAS there against fr96_bias_gelu's
+    # 0.72x). Cooperative 128x192x64, cluster 2x1x1, 4 stages as fr192. bias_gelu and bias_silu are shipped
+    # (gemm._few_rows_family: 640-1024 rows x768->3072, 0.88-0.90x fr96_bias_gelu's time); bias and bias_gelu_tanh stay
+    # candidates (cuBLASLt's epilogues: 768 rows gelu_tanh 8.88 us against 9.63).
+    {"arch": 90, "family": f"fr192_{_epi}", "tile": (128, 192, 64), "stages": 4, "warps": (4, 1, 1),
+     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "epilogue": _epi,
+     **({} if _epi in ("bias_gelu", "bias_silu") else {"candidate": True})}
+    for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
 ]
+
+# A family's "epi_tile": (M, N) pins the TMA epilogue's subtile (CUTLASS's EpilogueTileType; M = 64 for ping-pong,
+# 128 for cooperative, N a multiple of 16). Without it the builder's EpilogueTileAuto takes 64x32 (ping-pong) or
+# 128x32 (cooperative) for 16-bit D: eight subtiles of a 128x128 ping-pong tile, each one smem store, two named
+# barriers and a TMA store, and with two staging buffers each subtile waits for the store two subtiles back to have
+# read its buffer. MANIFEST ``epi_tile``; the kernel name gets "_epi<M>x<N>".
+EPI_TILE_AUTO = "cutlass::epilogue::collective::EpilogueTileAuto"
 
 # Tile schedulers a family may name in its "tile_scheduler" (cutlass_library TileSchedulerType; absent: Default, the
 # persistent data-parallel PersistentTileSchedulerSm90 of every other instance, whose entries keep their old
@@ -635,6 +658,18 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
             raise RuntimeError(f"{fused}: unexpected operation names in the emitted source")
         body = body.replace(emitted, fused)
         name = fused
+    if fam.get("epi_tile"):
+        # a pinned epilogue subtile (EPI_TILE_AUTO's note) in place of the emitter's EpilogueTileAuto, which the emitter
+        # always writes for SM90; the kernel and its types get the name plus "_epi<M>x<N>"
+        em, en = fam["epi_tile"]
+        if body.count(EPI_TILE_AUTO) != (2 if epi else 1):
+            raise RuntimeError(f"{name}: expected EpilogueTileAuto in the builder (and the visitor's descriptor)")
+        body = body.replace(EPI_TILE_AUTO, f"cute::Shape<cute::_{em}, cute::_{en}>")
+        wide = f"{name}_epi{em}x{en}"
+        if wide in body:
+            raise RuntimeError(f"{wide}: unexpected operation names in the emitted source")
+        body = body.replace(name, wide)
+        name = wide
     if fam.get("tile_scheduler"):
         # the procedural name does not say the tile scheduler either (co128sk would be co128t's name): the kernel
         # and its types get the name plus "_<scheduler suffix>", so kernel names stay unique in the manifest
@@ -696,6 +731,7 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
         "swizzle": f"GemmIdentityThreadblockSwizzle<{fam['swizzle']}>" if fam["arch"] < 90 else
                    TILE_SCHEDULERS[fam.get("tile_scheduler", "Default")]["doc"],
         **({"tile_scheduler": fam["tile_scheduler"]} if fam.get("tile_scheduler") else {}),
+        **({"epi_tile": list(fam["epi_tile"])} if fam.get("epi_tile") else {}),
         "swizzle_n": fam["swizzle"],
         "kernel_schedule": fam["kernel_schedule"],
         "epilogue_schedule": fam["epilogue_schedule"],

@@ -328,6 +328,13 @@ def sm90_may_take(m: int, n: int, itemsize: int) -> bool:
     return -(-m // 128) * -(-n // 128) >= TF32_MIN_TILES
 
 
+def sm90_fused_may_take(m: int, n: int, itemsize: int, activation) -> bool:
+    """``sm90_may_take`` for ``select_sm90_fused`` (not forced): gelu and silu on every covered problem, gelu_tanh
+    from TANH_PPT_MIN_M rows, else the plain rule's condition."""
+    return (activation in FUSED_ALWAYS or sm90_may_take(m, n, itemsize)
+            or (activation == "gelu_tanh" and itemsize == 2 and m >= TANH_PPT_MIN_M))
+
+
 def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", layout: str = "nn") -> str | None:
     """The SM90 family for an (M, N, K) problem of dtype code ``dt`` ("f16", "bf16", "tf32") in ``layout``, or
     None where cuBLAS is faster (see the module docstring)."""
@@ -375,9 +382,28 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 # up to FEW_ROWS_MAX rows. GPU-only, 20 calls in a CUDA graph (s8, benchmarks/results/
 # h200_2026-11-30_s8_diag_pdl_be63a72.*), f16 x768->3072 bias+gelu: 256 rows 7.34 us (ppt 9.48), 512 rows 8.08
 # (9.76), 1024 rows 13.70 (13.95); bf16 alike; before PDL on both. silu: the same mainloop, a cheaper functor.
+# fr192 (cooperative 128x192x64, 2x1x1) takes over where its waves of twice-as-large tiles cost no more than fr96's
+# (_few_rows_family): s10, benchmarks/results/h200_2026-12-01_s10_diag_fr192_*, GPU-only bias+gelu against the bare
+# cuBLAS GEMM, f16 (bf16 alike): 640 rows x768->3072 1.48x (fr96 1.65), 768 rows 1.33 (1.52), 1024 rows 1.22 (1.37),
+# 1024x768->2304 1.31 (1.48); where its waves cost more, fr96 stays ahead (1536 rows 1.53 against 1.45, 1024x3072->768
+# 2.80 against 1.55). Bit-identical results (the same k order). silu assumed alike (not timed).
+# The fused ppt instances stage their output in 64x128 subtiles (scripts/gen_cutlass.py epi_tile), which made
+# gelu_tanh at 2048 rows 1.01x the bare cuBLAS GEMM against cuBLASLt's epilogue 1.16-1.21x (f16, bf16,
+# 2048x768->3072; 1536 rows: 1.31x against 1.28x): gelu_tanh takes ppt from TANH_PPT_MIN_M rows.
 FUSED_ALWAYS = ("gelu", "silu")
 FEW_ROWS_MAX = 1024
-FEW_ROWS_FUSED = ("gelu", "silu")   # the activations with a shipped fr96 instance
+FEW_ROWS_FUSED = ("gelu", "silu")   # the activations with shipped fr96 and fr192 instances
+WAVE_SMS = 132                      # multiprocessors of the H200 (and H100 SXM) the few-row tile choice counts waves of
+TANH_PPT_MIN_M = 2048
+
+
+def _few_rows_family(m: int, n: int) -> str:
+    """fr96 (128x96 tiles) or fr192 (128x192): the fewer waves of WAVE_SMS tiles times the tile's area, ties to
+    fr192 (512x3072: one wave of 128 fr96 tiles against one of 64 twice as large: fr96; 1024x3072: two against
+    one: fr192)."""
+    waves96 = -(-(-(-m // 128) * -(-n // 96)) // WAVE_SMS)
+    waves192 = -(-(-(-m // 128) * -(-n // 192)) // WAVE_SMS)
+    return "fr192" if 2 * waves192 <= waves96 else "fr96"
 
 
 def select_sm90_fused(dtype, m: int, n: int, k: int, activation, forced: bool = False) -> str | None:
@@ -386,10 +412,11 @@ def select_sm90_fused(dtype, m: int, n: int, k: int, activation, forced: bool = 
     dt = dtype_name(dtype)
     if dt is None or min(m, n, k) <= 0 or activation not in (None, "gelu", "gelu_tanh", "relu", "silu"):
         return None
-    if not (forced or activation in FUSED_ALWAYS or sm90_family(m, n, k, False, dt, "tn") == "ppt"):
+    if not (forced or activation in FUSED_ALWAYS or sm90_family(m, n, k, False, dt, "tn") == "ppt"
+            or (activation == "gelu_tanh" and m >= TANH_PPT_MIN_M and n >= 2048 and k <= 1024)):
         return None
     epi = "bias" if activation is None else f"bias_{activation}"
-    fam = "fr96" if activation in FEW_ROWS_FUSED and m <= FEW_ROWS_MAX else "ppt"
+    fam = _few_rows_family(m, n) if activation in FEW_ROWS_FUSED and m <= FEW_ROWS_MAX else "ppt"
     return f"gemm/{dt}/tn/{fam}_{epi}/sm90"
 
 

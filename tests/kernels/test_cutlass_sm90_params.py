@@ -27,7 +27,8 @@ MANIFEST = json.loads((KDIR / "MANIFEST.json").read_text())
 SM90 = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" not in e]
 # fused bias/activation instances (gemm/<dtype>/tn/ppt_<epilogue>/sm90): tested at the end of this module
 FUSED = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e and e["key"].split("/")[3][:4] == "ppt_"]
-# the fused instances of the few-row base fr96 (a candidate itself), shipped (bias_gelu, bias_silu) or candidates
+# the fused instances of the few-row bases fr96 and fr192 (candidates themselves), shipped (bias_gelu, bias_silu) or
+# candidates
 FUSED_CAND = [e for e in MANIFEST["instances"] if e["arch"] == 90 and "fusion" in e and e not in FUSED]
 # candidates (MANIFEST "candidate": emitted and probed, in no rule, not shipped): their Params are checked with every
 # instance's (SM90, ALL90); their settings by the tests at the end of this module
@@ -839,10 +840,14 @@ def test_fused_instances_are_ppt_with_a_visitor_epilogue():
         assert hp["status"] == "probed" and S.fused_of(e)["epilogue"] == epi and S.fused_of(e)["activation"] == act
         for f in ("tile", "cluster", "stages", "kernel_schedule", "epilogue_schedule", "warps"):
             assert e[f] == ppt[f], f
-        assert e["kernel"] == ppt["kernel"] + "_" + epi and e["file"] == f"gemm_{e['dtype']}_tn_ppt_{epi}_sm90.cu"
+        # the fused instances pin a 64x128 epilogue subtile (gen_cutlass epi_tile; ppt: the auto 64x32)
+        assert e["epi_tile"] == [64, 128] and "epi_tile" not in ppt
+        assert e["kernel"] == ppt["kernel"] + "_" + epi + "_epi64x128"
+        assert e["file"] == f"gemm_{e['dtype']}_tn_ppt_{epi}_sm90.cu"
         src = (KDIR / e["file"]).read_text()
         assert "using ElementC = void;" in src and "Sm90RowBroadcast" in src
-        assert "cute::Shape<_128, _128, _64>, cutlass::epilogue::collective::EpilogueTileAuto" in src
+        assert "cute::Shape<_128, _128, _64>, cute::Shape<cute::_64, cute::_128>," in src
+        assert "EpilogueTileAuto" not in src
         if functor:
             assert f"Sm90Compute<\n    {functor}, " in src
             assert S.fused_of(e)["functor"] == functor
@@ -855,16 +860,18 @@ def test_fused_instances_are_ppt_with_a_visitor_epilogue():
         assert {f: hp["tma"][f] for f in hp["tma"] if f != "epilogue"} == \
             {f: pp["tma"][f] for f in pp["tma"] if f != "epilogue"}
         # D's store as ppt's, but rank 2: the visitor's StrideD has a static zero batch stride, so CUTLASS
-        # drops the L mode (dims (N, M), one byte stride)
+        # drops the L mode (dims (N, M), one byte stride); the 64x128 subtile goes out as two 64x64 boxes with the
+        # 128-byte swizzle (64 halves a row) where ppt's 64x32 is one box with the 64-byte swizzle
         pd = pp["tma"]["epilogue"]["D"]
-        assert hp["tma"]["epilogue"] == {"D": {**pd, "rank": 2, "box": pd["box"][:2],
+        assert pd["box"] == [32, 64, 1] and pd["swizzle"] == 2
+        assert hp["tma"]["epilogue"] == {"D": {**pd, "rank": 2, "box": [64, 64], "swizzle": 3,
                                                "elem_strides": pd["elem_strides"][:2]}}
         for g in hp["golden"]:
             m, n, ldd, pd_addr = g["case"][0], g["case"][1], g["case"][6], g["case"][12]
             assert g["encodes"][2]["dims"] == [n, m] and g["encodes"][2]["strides"] == [2 * ldd]
             assert g["encodes"][2]["addr"] == pd_addr
-        # no C in shared memory: no more than ppt's (the bias row, 128 elements, is far smaller than C's stages)
-        assert hp["smem_bytes"] <= pp["smem_bytes"]
+        # no C in shared memory, but D staged in two 64x128 subtiles (32 KiB against ppt's 8): within the 227 KiB
+        assert pp["smem_bytes"] < hp["smem_bytes"] <= 227 * 1024
         # the fusion Params: the bias pointer (8 bytes) and its null default (one element) inside epilogue.thread
         off, size = hp["offsets"], hp["sizes"]
         t0, t1 = off["epilogue.thread"], off["epilogue.thread"] + size["epilogue.thread"]

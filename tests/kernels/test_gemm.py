@@ -241,9 +241,17 @@ def test_sm90_fused_rule(act):
     assert (small is not None) == (act in ("gelu", "silu"))
     if small is not None:   # few rows: the fr96 instance (128x96 tiles), from FEW_ROWS_MAX + 1 rows on ppt
         assert small == f"gemm/f16/tn/fr96_bias_{act}/sm90" and not P.instance(small).get("candidate")
-        assert gemm.select_sm90_fused("float16", gemm.FEW_ROWS_MAX, 3072, 768, act) == small
+        # fr192 (128x192 tiles) where its waves cost no more: 1024 rows x3072 (128 tiles against fr96's 256)
+        mid = gemm.select_sm90_fused("float16", gemm.FEW_ROWS_MAX, 3072, 768, act)
+        assert mid == f"gemm/f16/tn/fr192_bias_{act}/sm90" and not P.instance(mid).get("candidate")
+        assert gemm.select_sm90_fused("float16", 1024, 768, 3072, act) == f"gemm/f16/tn/fr96_bias_{act}/sm90"
         assert gemm.select_sm90_fused("float16", gemm.FEW_ROWS_MAX + 1, 3072, 768, act).split("/")[3] == \
             f"ppt_bias_{act}"
+    # gelu_tanh: ppt from TANH_PPT_MIN_M rows (else cuBLASLt's epilogue); bias and relu from the plain ppt rule
+    tanh_mid = gemm.select_sm90_fused("float16", gemm.TANH_PPT_MIN_M, 3072, 768, act)
+    assert (tanh_mid is not None) == (act in ("gelu", "gelu_tanh", "silu"))
+    assert gemm.select_sm90_fused("float16", gemm.TANH_PPT_MIN_M - 1, 3072, 768, "gelu_tanh") is None
+    assert gemm.select_sm90_fused("float16", gemm.TANH_PPT_MIN_M, 3072, 3072, "gelu_tanh") is None
     assert gemm.select_sm90_fused("float16", 512, 3072, 768, act, forced=True) is not None
     assert gemm.select_sm90_fused("float32", 8192, 3072, 768, act) is None
     assert gemm.select_sm90_fused("float16", 8192, 3072, 768, "tanh") is None
@@ -259,9 +267,9 @@ def test_sm90_pre_check_is_necessary_for_the_shape_rule():
                 for dt, isz in (("f16", 2), ("bf16", 2), ("tf32", 4)):
                     if gemm.sm90_family(m, n, k, False, dt, "tn") is not None:
                         assert gemm.sm90_may_take(m, n, isz), (m, n, k, dt)
-                for act in (None, "gelu_tanh", "relu"):
+                for act in (None, "gelu", "gelu_tanh", "relu", "silu"):
                     if gemm.select_sm90_fused("float16", m, n, k, act) is not None:
-                        assert gemm.sm90_may_take(m, n, 2), (m, n, k, act)
+                        assert gemm.sm90_fused_may_take(m, n, 2, act), (m, n, k, act)
     assert not gemm.sm90_may_take(4095, 8192, 2) and not gemm.sm90_may_take(512, 512, 4)
 
 

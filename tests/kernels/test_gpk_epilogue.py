@@ -184,7 +184,7 @@ def test_fused_gelu_silu_instances_use_the_header():
             seen.add(e["key"])
         else:
             assert "gpk_epilogue.h" not in src and "local_headers" not in e
-    assert seen == {f"gemm/{d}/tn/{f}_bias_{a}/sm90" for f in ("ppt", "fr96") for d in ("f16", "bf16")
+    assert seen == {f"gemm/{d}/tn/{f}_bias_{a}/sm90" for f in ("ppt", "fr96", "fr192") for d in ("f16", "bf16")
                     for a in ("gelu", "silu")}
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from tests.kernels._gpu_common import gpu_marks
-from tests.kernels._sm90_common import DTYPES, act_ref, load_instances
+from tests.kernels._sm90_common import DTYPES, act_ref, check, load_instances
 
 pytestmark = gpu_marks()
 
@@ -203,3 +203,29 @@ def test_fused_instance_special_bias(L, dtype, activation):
     tol = np.maximum(_ulp(wg, dtype), 1e-6 * np.maximum(1.0, np.abs(bg)))
     i = int(np.argmax(err / tol))
     assert err[i] <= tol[i], f"act({bg[i]!r}) = {g[i]!r}, want {wg[i]!r}"
+
+
+@pytest.mark.parametrize("activation", ["gelu", "silu"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
+def test_few_row_fused_families_agree(dtype, activation):
+    """The two few-row fused families that gemm._few_rows_family picks between, fr96 (128x96 tiles) and fr192
+    (128x192), on problems with row and column tails: the same bits (both add the k-blocks in the same order), and
+    within the dtype's tolerance (_sm90_common.check) of act(x @ w.T + b) in float64 (x, w, b as rounded)."""
+    import cupy
+    keys = [f"gemm/{d}/tn/{f}_bias_{activation}/sm90" for f in ("fr96", "fr192")
+            for d in ({np.dtype(np.float16): "f16"}.get(np.dtype(dtype), "bf16"),)]
+    L = load_instances(keys)
+    rng = np.random.default_rng(23)
+    for m, n, k in ((1000, 3000, 768), (640, 2304, 200), (77, 392, 64)):
+        x = (rng.uniform(-1, 1, (m, k))).astype(dtype)
+        w = (rng.uniform(-1, 1, (n, k)) * 0.1).astype(dtype)
+        b = rng.uniform(-2, 2, (n,)).astype(dtype)
+        ref = act_ref(x.astype(np.float64) @ w.astype(np.float64).T + b.astype(np.float64), activation)
+        outs = []
+        for key in keys:
+            o = cupy.empty((m, n), dtype)
+            assert L.gemm_into(key, cupy.asarray(x), cupy.asarray(w), o, bias=cupy.asarray(b)), key
+            outs.append(o)
+        cupy.cuda.Device().synchronize()
+        assert cupy.array_equal(outs[0].view(cupy.uint16), outs[1].view(cupy.uint16)), (m, n, k)
+        check(outs[1], ref, np.dtype(dtype))

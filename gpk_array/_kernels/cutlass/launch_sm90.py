@@ -333,7 +333,8 @@ LAYOUT_FAMILIES = {"tn": FAMILIES, "nn": ("ppt", "coopt")}
 # (gemm/<dtype>/tn/ppt_bias_gelu/sm90, ...). gelu is erf-based (torch's default: x Phi(x), our
 # gpk::epilogue::Gelu in cutlass/gpk_epilogue.h, within 4e-7 max(1, |x|) in fp32), gelu_tanh torch's
 # approximate="tanh" (CUTLASS GELU_taylor, tanh.approx.f32), silu x * sigmoid(x) (our gpk::epilogue::Silu:
-# ex2.approx and rcp.approx).
+# ex2.approx and rcp.approx). The fused ppt instances stage their output in 64x128 subtiles (two per tile; the bare
+# ppt in CUTLASS's auto 64x32): scripts/gen_cutlass.py's epi_tile.
 FUSED_FAMILIES = ("ppt",)
 ACTIVATIONS = (None, "gelu", "gelu_tanh", "relu", "silu")
 
