@@ -376,7 +376,11 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 # python -m benchmarks.epilogue_bench measures them). What is left is energy, not issue slots: in a sustained loop
 # these kernels run at the H200's power limit (about 690 W), so an activation's ALU work lowers the clock-for-clock
 # tensor throughput (f16 8192x768->3072: bias 68.3 us, gelu_tanh 73.7, silu 76.0, gelu 80.1; `epilogue_bench
-# --power`, benchmarks/results/h200_2026-11-30_s7_epilogue_power_6556e88.*). ppt's 128x128 tiles leave few-row
+# --power`, benchmarks/results/h200_2026-11-30_s7_epilogue_power_6556e88.*). Under ncu (s10, 8192x768->3072 f16,
+# benchmarks/results/h200_2026-12-01_s10_ncu_*) the gelu instance issues 8.65M more instructions than bias alone and
+# takes 20.3k more cycles per SM (1.24 per extra instruction per scheduler) at the same clock, with 4.7x the dispatch
+# stalls and 2x the warpgroup_arrive stalls: one warpgroup's epilogue FP32 work slows the other's wgmma instead of
+# hiding under it, so each instruction per element costs about 0.7-0.9 us there. ppt's 128x128 tiles leave few-row
 # problems short of a wave (512x768->3072: 96 tiles) with one consumer warpgroup
 # per tile; fr96 (cooperative 128x96x64, 1x2x1, both warpgroups on each tile, 128 tiles there) carries gelu and silu
 # up to FEW_ROWS_MAX rows. GPU-only, 20 calls in a CUDA graph (s8, benchmarks/results/
