@@ -27,7 +27,8 @@ back to plain CuPy code when a name is absent or returns None.
   transposed row-major weight) and ``linear`` of more than 8 rows, on a CC 9.0 device: the CUTLASS SM90
   instances of gpk_array._kernels.gemm where its shape rules say they beat cuBLAS's kernels (GPU-only H200
   times): plain GEMMs (``sm90_family``), ``linear`` with a bias and/or activation as one fused-epilogue kernel
-  (``select_sm90_fused``; gelu and silu always, cuBLASLt has no epilogue for them: fr96 up to 1024 rows, ppt above;
+  (``select_sm90_fused``; gelu and silu always, cuBLASLt has no epilogue for them: fr96 or fr192 up to 1024 rows,
+  ppt above; gelu_tanh on ppt from 2048 rows;
   the ppt/fr* instances are programmatic dependent launches, launch_sm90.pdl_for); float32 with TF32 allowed:
   the TF32 "tn" instances (``x @ w.T``-layout matmul, bias-free linear). Everything they do not cover
   (alignment, strides, K or N not a multiple of 8, batched b, a paced sched context) falls through to the paths

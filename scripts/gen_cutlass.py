@@ -137,7 +137,7 @@ operand (ElementC void), no alpha or beta. Registry key gemm/<f16|bf16>/tn/ppt_<
 bias_gelu (gpk::epilogue::Gelu, torch's erf gelu; ours, see below), bias_gelu_tanh (CUTLASS's GELU_taylor:
 tanh.approx.f32, torch's approximate="tanh"), bias_relu (ReLu), bias_silu (gpk::epilogue::Silu: x * rcp.approx(1 +
 ex2.approx(-x log2 e)); ours); the kernel name is the ppt
-name plus "_<epi>". The emitter's SM90 visitor code would take the cluster tile as the CTA tile (256x128x64);
+name plus "_<epi>_epi64x128" (their pinned 64x128 epilogue subtile, a family's "epi_tile"). The emitter's SM90 visitor code would take the cluster tile as the CTA tile (256x128x64);
 the script gives it the CTA tile (128x128x64), as CUTLASS's CollectiveBuilder does for its fusion ops, and
 checks the emitted tree (``_check_fused_source``). Their Params (1792 bytes, ppt's layout) hold A, B and D
 descriptors (encoded in that order; the C atom stays value-initialized, zero) and the fusion Params: the bias
@@ -394,7 +394,7 @@ FAMILIES = [
      **({} if _epi in ("bias_gelu", "bias_silu") else {"candidate": True})}
     for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
 ] + [
-    # fr192 with the fused epilogues, for 512 < M <= 2048 rows (1024x768->3072: fr96's 128x96 tiles make 256 tiles, 1.9
+    # fr192 with the fused epilogues, for up to FEW_ROWS_MAX = 1024 rows where gemm._few_rows_family picks it (1024x768->3072: fr96's 128x96 tiles make 256 tiles, 1.9
     # waves on 132 SMs; fr192's 128x192 make 128, one wave; bare fr192 0.89x cuBLAS there against fr96_bias_gelu's
     # 0.72x). Cooperative 128x192x64, cluster 2x1x1, 4 stages as fr192. bias_gelu and bias_silu are shipped
     # (gemm._few_rows_family: 640-1024 rows x768->3072, 0.88-0.90x fr96_bias_gelu's time); bias and bias_gelu_tanh stay
@@ -662,11 +662,15 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
         # a pinned epilogue subtile (EPI_TILE_AUTO's note) in place of the emitter's EpilogueTileAuto, which the emitter
         # always writes for SM90; the kernel and its types get the name plus "_epi<M>x<N>"
         em, en = fam["epi_tile"]
+        want_m = 64 if fam["kernel_schedule"] == "TmaWarpSpecializedPingpong" else 128
+        if em != want_m or en % 16 or fam["tile"][0] % em or fam["tile"][1] % en:
+            raise RuntimeError(f"{name}: epi_tile {fam['epi_tile']} does not fit {fam['kernel_schedule']} "
+                               f"with tile {fam['tile']} (M {want_m}, N a multiple of 16 dividing the tile)")
         if body.count(EPI_TILE_AUTO) != (2 if epi else 1):
             raise RuntimeError(f"{name}: expected EpilogueTileAuto in the builder (and the visitor's descriptor)")
         body = body.replace(EPI_TILE_AUTO, f"cute::Shape<cute::_{em}, cute::_{en}>")
         wide = f"{name}_epi{em}x{en}"
-        if wide in body:
+        if wide in body or name not in body:
             raise RuntimeError(f"{wide}: unexpected operation names in the emitted source")
         body = body.replace(name, wide)
         name = wide

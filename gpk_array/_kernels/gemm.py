@@ -19,8 +19,9 @@ TF32 (float32 with TF32 allowed, ``select_sm90(..., tf32=True)``): ``gemm/tf32/t
 least half a wave of 128x128 tiles and under 2^35 multiply-adds (2048^3 1.15x, GPT-2 MLP shapes at 1024/8192 rows
 1.09-1.25x against cuBLASLt TF32; 4096^3 0.95x, 8192^3 0.91x: cuBLAS there); never "nn" (CUTLASS runs tf32 with
 an N-major B through registers: 0.43-0.94x). Fused bias/activation for ``linear`` (``select_sm90_fused``,
-``linear_sm90``): ``gemm/<dt>/tn/ppt_<epilogue>/sm90`` where the ppt rule holds, and for gelu/silu (no cuBLASLt
-epilogue) on every covered problem (benchmarks/results/h200_2026-11-30_s5_diag_epi_tf32_077a255.*).
+``linear_sm90``): ``gemm/<dt>/tn/ppt_<epilogue>/sm90`` where the ppt rule holds (gelu_tanh from TANH_PPT_MIN_M rows),
+and for gelu/silu (no cuBLASLt epilogue) on every covered problem, up to FEW_ROWS_MAX rows on fr96 or fr192
+(``_few_rows_family``) (benchmarks/results/h200_2026-11-30_s5_diag_epi_tf32_077a255.*, h200_2026-12-01_s10_*).
 
 SM80, the rest of this docstring:
 
@@ -397,17 +398,25 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 FUSED_ALWAYS = ("gelu", "silu")
 FEW_ROWS_MAX = 1024
 FEW_ROWS_FUSED = ("gelu", "silu")   # the activations with shipped fr96 and fr192 instances
-WAVE_SMS = 132                      # multiprocessors of the H200 (and H100 SXM) the few-row tile choice counts waves of
+WAVE_SMS = 132   # multiprocessors of the H200 (and H100 SXM) the few-row tile choice counts waves of (a constant: the
+                 # rule is tuned on the H200; an H100 PCIe's 114 would shift only the ties)
 TANH_PPT_MIN_M = 2048
 
 
 def _few_rows_family(m: int, n: int) -> str:
     """fr96 (128x96 tiles) or fr192 (128x192): the fewer waves of WAVE_SMS tiles times the tile's area, ties to
     fr192 (512x3072: one wave of 128 fr96 tiles against one of 64 twice as large: fr96; 1024x3072: two against
-    one: fr192)."""
-    waves96 = -(-(-(-m // 128) * -(-n // 96)) // WAVE_SMS)
-    waves192 = -(-(-(-m // 128) * -(-n // 192)) // WAVE_SMS)
+    one: fr192). Tiles as CUTLASS schedules them: whole clusters, so fr96 (1x2x1) runs an even number of column
+    tiles and fr192 (2x1x1) an even number of row tiles (128 rows x 16384: 2 x 86 fr96 tiles against 2 x 86 of
+    fr192, one wave against two: fr96)."""
+    rows = -(-m // 128)
+    waves96 = -(-(rows * _even(-(-n // 96))) // WAVE_SMS)
+    waves192 = -(-(_even(rows) * -(-n // 192)) // WAVE_SMS)
     return "fr192" if 2 * waves192 <= waves96 else "fr96"
+
+
+def _even(v: int) -> int:
+    return v + (v & 1)
 
 
 def select_sm90_fused(dtype, m: int, n: int, k: int, activation, forced: bool = False) -> str | None:

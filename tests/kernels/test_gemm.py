@@ -252,14 +252,38 @@ def test_sm90_fused_rule(act):
     assert (tanh_mid is not None) == (act in ("gelu", "gelu_tanh", "silu"))
     assert gemm.select_sm90_fused("float16", gemm.TANH_PPT_MIN_M - 1, 3072, 768, "gelu_tanh") is None
     assert gemm.select_sm90_fused("float16", gemm.TANH_PPT_MIN_M, 3072, 3072, "gelu_tanh") is None
+    assert gemm.select_sm90_fused("float16", gemm.TANH_PPT_MIN_M, 1024, 768, "gelu_tanh") is None
+
+
+def test_few_rows_family_counts_whole_clusters():
+    """fr96's 1x2x1 cluster runs an even number of column tiles, fr192's 2x1x1 an even number of row tiles: a
+    single 128-row tile row is one wave of fr96 tiles but two of fr192's padded pair at N = 16384."""
+    assert gemm._few_rows_family(128, 16384) == "fr96"
+    assert gemm._few_rows_family(384, 8192) == "fr96"
+    assert gemm._few_rows_family(1024, 3072) == "fr192" and gemm._few_rows_family(640, 3072) == "fr192"
+    assert gemm._few_rows_family(512, 3072) == "fr96" and gemm._few_rows_family(1024, 768) == "fr96"
+
+
+def test_fused_rule_never_picks_a_candidate():
+    """Every key select_sm90_fused gives (not forced) is a shipped instance, never a candidate."""
+    from gpk_array._kernels.cutlass import params_sm90 as P
+    sizes = [1, 8, 9, 127, 128, 129, 383, 384, 640, 1023, 1024, 1025, 2047, 2048, 4095, 4096, 8192]
+    for dt in ("float16", "bfloat16"):
+        for act in (None, "gelu", "gelu_tanh", "relu", "silu"):
+            for m in sizes:
+                for n in (8, 768, 2304, 3072, 8192, 16384, 65536):
+                    for k in (8, 768, 4096):
+                        key = gemm.select_sm90_fused(dt, m, n, k, act)
+                        if key is not None:
+                            assert not P.instance(key).get("candidate"), key
     assert gemm.select_sm90_fused("float16", 512, 3072, 768, act, forced=True) is not None
     assert gemm.select_sm90_fused("float32", 8192, 3072, 768, act) is None
     assert gemm.select_sm90_fused("float16", 8192, 3072, 768, "tanh") is None
 
 
 def test_sm90_pre_check_is_necessary_for_the_shape_rule():
-    """_gpu skips the SM90 path where sm90_may_take is False: no problem the rule (or the fused rule, gelu/silu
-    aside) gives an instance may fail the pre-check."""
+    """_gpu skips the SM90 path where sm90_may_take (plain GEMMs) or sm90_fused_may_take (linear with a bias or an
+    activation) is False: no problem the rule or the fused rule gives an instance may fail its pre-check."""
     sizes = [1, 8, 127, 128, 129, 1000, 2048, 4095, 4096, 4097, 8192, 16384]
     for m in sizes:
         for n in sizes:

@@ -232,6 +232,26 @@ def test_row_kernel_covers_each_element_once(outer, K, itemsize):
             assert set(writes.values()) == {1}
 
 
+@pytest.mark.parametrize("outer,K", [(300, 40), (1000, 33), (257, 1000), (64, 2049)])
+@pytest.mark.parametrize("dt,itemsize", [("f16", 2), ("bf16", 2), ("f32", 4)])
+def test_warp_mode_grid_smaller_than_the_rows(outer, K, dt, itemsize):
+    """Warp-mode rows with a grid of fewer warps than rows (warp_waves, or half_warp_waves for 16-bit dtypes, > 0):
+    the warps stride over the rows and every element is still read once and every row written once."""
+    cfg = dict(reduction.CONFIG, threads=64, warp_waves=1, half_warp_waves=1)
+    plan = reduction.plan_launch(outer, K, 1, 1, 2, cfg, dt=dt)
+    assert plan["kind"] == "row" and plan["warp_mode"] == 1 and plan["splits"] == 1
+    assert plan["grid"][0] * 2 < outer        # 2 warps a block: fewer warps than rows
+    for stages in (0, 3):
+        seen, writes = sim_row_kernel(outer, K, plan, itemsize, 4096 + itemsize, stages)
+        assert (seen == 1).all(), plan
+        assert set(writes) == {("out", r) for r in range(outer)} and set(writes.values()) == {1}
+    # the 16-bit override: half_warp_waves for f16/bf16 only, warp_waves for the rest
+    cfg = dict(reduction.CONFIG, threads=64, warp_waves=0, half_warp_waves=1)
+    grid = reduction.plan_launch(outer, K, 1, 1, 2, cfg, dt=dt)["grid"][0]
+    assert (grid < -(-outer // 2)) == (itemsize == 2)
+    assert reduction.plan_launch(outer, K, 1, 1, 2, cfg)["grid"][0] == -(-outer // 2)   # dt=None: warp_waves
+
+
 COL_CASES = [(1, 1000, 3), (1, 64, 4096), (10, 7, 33), (3, 1, 5), (100, 4, 1), (2, 300, 40), (1, 5000, 1),
              (4, 31, 1)]
 

@@ -311,3 +311,28 @@ def test_large_full_sum():
     assert float(_host(red.reduce("sum", h))) == float(np.float16(60000))
     b = cupy.ones(n, dtype=cupy.bool_)
     assert int(_host(red.reduce("sum", b))) == n
+
+
+@pytest.mark.parametrize("dtype", [np.float16] + ([BF16] if BF16 else []), ids=lambda d: np.dtype(d).name)
+def test_warp_rows_with_fewer_warps_than_rows(dtype, monkeypatch):
+    """16-bit warp-mode rows with half_warp_waves = 1 (a grid of one wave: on an H200 about 33,000 warps for 70,000
+    rows, each striding over rows): the same bits as a warp per row (half_warp_waves = 0), and sum / max / argmax /
+    mean against float64 NumPy."""
+    red = _red()
+    import cupy
+    rng = np.random.default_rng(_seed("warp_rows", np.dtype(dtype).name))
+    xh = _rand((70000, 96), dtype, rng)
+    x = _to_gpu(xh)
+    x64 = xh.astype(np.float64)
+    for op in ("sum", "max", "argmax", "mean"):
+        monkeypatch.setitem(red.CONFIG, "half_warp_waves", 0)
+        a = red.reduce(op, x, axis=1)
+        monkeypatch.setitem(red.CONFIG, "half_warp_waves", 1)
+        b = red.reduce(op, x, axis=1)
+        assert cupy.array_equal(a.view(cupy.uint8), b.view(cupy.uint8)), op
+        got = _host(b).astype(np.float64)
+        if op == "argmax":
+            np.testing.assert_array_equal(got, x64.argmax(axis=1))
+        else:
+            want = {"sum": x64.sum(axis=1), "max": x64.max(axis=1), "mean": x64.mean(axis=1)}[op]
+            np.testing.assert_allclose(got, want, rtol=RTOL[np.dtype(dtype).name], atol=0.05 if op == "sum" else 0)
