@@ -137,7 +137,8 @@ operand (ElementC void), no alpha or beta. Registry key gemm/<f16|bf16>/tn/ppt_<
 bias_gelu (gpk::epilogue::Gelu, torch's erf gelu; ours, see below), bias_gelu_tanh (CUTLASS's GELU_taylor:
 tanh.approx.f32, torch's approximate="tanh"), bias_relu (ReLu), bias_silu (gpk::epilogue::Silu: x * rcp.approx(1 +
 ex2.approx(-x log2 e)); ours); the kernel name is the ppt
-name plus "_<epi>_epi64x128" (their pinned 64x128 epilogue subtile, a family's "epi_tile"). The emitter's SM90 visitor code would take the cluster tile as the CTA tile (256x128x64);
+name plus "_<epi>_epi64x128" (their pinned 64x128 epilogue subtile, a family's "epi_tile"). The emitter's SM90
+visitor code would take the cluster tile as the CTA tile (256x128x64);
 the script gives it the CTA tile (128x128x64), as CUTLASS's CollectiveBuilder does for its fusion ops, and
 checks the emitted tree (``_check_fused_source``). Their Params (1792 bytes, ppt's layout) hold A, B and D
 descriptors (encoded in that order; the C atom stays value-initialized, zero) and the fusion Params: the bias
@@ -394,8 +395,8 @@ FAMILIES = [
      **({} if _epi in ("bias_gelu", "bias_silu") else {"candidate": True})}
     for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
 ] + [
-    # fr192 with the fused epilogues, for up to FEW_ROWS_MAX = 1024 rows where gemm._few_rows_family picks it (1024x768->3072: fr96's 128x96 tiles make 256 tiles, 1.9
-    # waves on 132 SMs; fr192's 128x192 make 128, one wave; bare fr192 0.89x cuBLAS there against fr96_bias_gelu's
+    # fr192 with the fused epilogues, for up to FEW_ROWS_MAX = 1024 rows where gemm._few_rows_family picks it
+    # (1024x768->3072: fr96's 128x96 tiles make 256 tiles, 1.9 waves on 132 SMs; fr192's 128x192 make 128, one wave; bare fr192 0.89x cuBLAS there against fr96_bias_gelu's
     # 0.72x). Cooperative 128x192x64, cluster 2x1x1, 4 stages as fr192. bias_gelu and bias_silu are shipped
     # (gemm._few_rows_family: 640-1024 rows x768->3072, 0.88-0.90x fr96_bias_gelu's time); bias and bias_gelu_tanh stay
     # candidates (cuBLASLt's epilogues: 768 rows gelu_tanh 8.88 us against 9.63).
@@ -637,6 +638,13 @@ def _emit_one(dtype: str, fam: dict, header_dir: Path = OUT_DIR) -> tuple[str, d
         return _emit_one_traced(dtype, fam, header_dir)
 
 
+def _renamed(body: str, old: str, new: str) -> str:
+    """The emitted source with operation name ``old`` (which it must hold) renamed ``new`` (which it must not)."""
+    if old not in body or new in body:
+        raise RuntimeError(f"{new}: unexpected operation names in the emitted source")
+    return body.replace(old, new)
+
+
 def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict]:
     op, math_inst = _build_operation(dtype, fam)
     rt = op.rt_module
@@ -653,11 +661,8 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
     if epi:
         # the procedural name does not tell epilogues apart (and now says the CTA tile): the kernel and its
         # types get the cluster-tile name plus the epilogue
-        emitted, fused = op.procedural_name(), f"{name}_{epi}"
-        if emitted not in body or fused in body:
-            raise RuntimeError(f"{fused}: unexpected operation names in the emitted source")
-        body = body.replace(emitted, fused)
-        name = fused
+        name = f"{name}_{epi}"
+        body = _renamed(body, op.procedural_name(), name)
     if fam.get("epi_tile"):
         # a pinned epilogue subtile (EPI_TILE_AUTO's note) in place of the emitter's EpilogueTileAuto, which the emitter
         # always writes for SM90; the kernel and its types get the name plus "_epi<M>x<N>"
@@ -668,19 +673,14 @@ def _emit_one_traced(dtype: str, fam: dict, header_dir: Path) -> tuple[str, dict
                                f"with tile {fam['tile']} (M {want_m}, N a multiple of 16 dividing the tile)")
         if body.count(EPI_TILE_AUTO) != (2 if epi else 1):
             raise RuntimeError(f"{name}: expected EpilogueTileAuto in the builder (and the visitor's descriptor)")
-        body = body.replace(EPI_TILE_AUTO, f"cute::Shape<cute::_{em}, cute::_{en}>")
-        wide = f"{name}_epi{em}x{en}"
-        if wide in body or name not in body:
-            raise RuntimeError(f"{wide}: unexpected operation names in the emitted source")
-        body = body.replace(name, wide)
-        name = wide
+        body = _renamed(body.replace(EPI_TILE_AUTO, f"cute::Shape<cute::_{em}, cute::_{en}>"), name,
+                        f"{name}_epi{em}x{en}")
+        name = f"{name}_epi{em}x{en}"
     if fam.get("tile_scheduler"):
         # the procedural name does not say the tile scheduler either (co128sk would be co128t's name): the kernel
         # and its types get the name plus "_<scheduler suffix>", so kernel names stay unique in the manifest
         sched = f"{name}_{TILE_SCHEDULERS[fam['tile_scheduler']]['suffix']}"
-        if sched in body:
-            raise RuntimeError(f"{sched}: unexpected operation names in the emitted source")
-        body = body.replace(name, sched)
+        body = _renamed(body, name, sched)
         name = sched
     kernel = rt.KernelTemplate.replace("${operation_name}", name).replace(
         "${operation_suffix}", rt.emitter.operation_suffix)

@@ -330,15 +330,25 @@ def sm90_may_take(m: int, n: int, itemsize: int) -> bool:
 
 
 def sm90_fused_may_take(m: int, n: int, itemsize: int, activation) -> bool:
-    """``sm90_may_take`` for ``select_sm90_fused`` (not forced): gelu and silu on every covered problem, gelu_tanh
-    from TANH_PPT_MIN_M rows, else the plain rule's condition."""
-    return (activation in FUSED_ALWAYS or sm90_may_take(m, n, itemsize)
-            or (activation == "gelu_tanh" and itemsize == 2 and m >= TANH_PPT_MIN_M))
+    """``sm90_may_take`` for ``select_sm90_fused`` (not forced): gelu and silu on every covered problem, else the
+    plain rule's condition with the activation's row floor (``_fused_min_m``)."""
+    if activation in FUSED_ALWAYS:
+        return True
+    if itemsize == 2:
+        return m >= _fused_min_m(activation)
+    return sm90_may_take(m, n, itemsize)
 
 
-def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", layout: str = "nn") -> str | None:
+def _fused_min_m(activation) -> int:
+    """The ppt rule's row floor for a fused linear: lower for gelu_tanh (TANH_PPT_MIN_M), whose alternative is
+    cuBLASLt's slower GELU epilogue rather than its bare GEMM."""
+    return TANH_PPT_MIN_M if activation == "gelu_tanh" else SM90_MIN_M
+
+
+def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", layout: str = "nn",
+                min_m: int = SM90_MIN_M) -> str | None:
     """The SM90 family for an (M, N, K) problem of dtype code ``dt`` ("f16", "bf16", "tf32") in ``layout``, or
-    None where cuBLAS is faster (see the module docstring)."""
+    None where cuBLAS is faster (see the module docstring). ``min_m``: the 16-bit ppt rule's row floor."""
     if dt == "tf32":
         # TF32: only "tn" (the "nn" instances run B through registers: 0.55-0.94x); ppt from half a wave of
         # 128x128 tiles up to 2^35 multiply-adds (2048^3: 1.15x, GPT-2 MLP at 1024/8192 rows: 1.09-1.25x;
@@ -350,7 +360,7 @@ def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", l
         return None
     if forced:
         return "coopt" if m >= 4096 and n >= 4096 else "ppt"
-    if m >= SM90_MIN_M and n >= 2048 and k <= 1024:
+    if m >= min_m and n >= 2048 and k <= 1024:
         return "ppt"
     return None
 
@@ -388,8 +398,8 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 # h200_2026-11-30_s8_diag_pdl_be63a72.*), f16 x768->3072 bias+gelu: 256 rows 7.34 us (ppt 9.48), 512 rows 8.08
 # (9.76), 1024 rows 13.70 (13.95); bf16 alike; before PDL on both. silu: the same mainloop, a cheaper functor.
 # fr192 (cooperative 128x192x64, 2x1x1) takes over where its waves of twice-as-large tiles cost no more than fr96's
-# (_few_rows_family): s10, benchmarks/results/h200_2026-12-01_s10_diag_fr192_* (python -m benchmarks.fused_rows_diag), GPU-only bias+gelu against the bare
-# cuBLAS GEMM, f16 (bf16 alike): 640 rows x768->3072 1.48x (fr96 1.65), 768 rows 1.33 (1.52), 1024 rows 1.22 (1.37),
+# (_few_rows_family): s10, benchmarks/results/h200_2026-12-01_s10_diag_fr192_* (python -m benchmarks.fused_rows_diag),
+# GPU-only bias+gelu against the bare cuBLAS GEMM, f16 (bf16 alike): 640 rows x768->3072 1.48x (fr96 1.65), 768 rows 1.33 (1.52), 1024 rows 1.22 (1.37),
 # 1024x768->2304 1.31 (1.48); where its waves cost more, fr96 stays ahead (1536 rows 1.53 against 1.45, 1024x3072->768
 # 2.80 against 1.55). Bit-identical results (the same k order). silu assumed alike (not timed).
 # The fused ppt instances stage their output in 64x128 subtiles (scripts/gen_cutlass.py epi_tile), which made
@@ -425,8 +435,8 @@ def select_sm90_fused(dtype, m: int, n: int, k: int, activation, forced: bool = 
     dt = dtype_name(dtype)
     if dt is None or min(m, n, k) <= 0 or activation not in (None, "gelu", "gelu_tanh", "relu", "silu"):
         return None
-    if not (forced or activation in FUSED_ALWAYS or sm90_family(m, n, k, False, dt, "tn") == "ppt"
-            or (activation == "gelu_tanh" and m >= TANH_PPT_MIN_M and n >= 2048 and k <= 1024)):
+    if not (forced or activation in FUSED_ALWAYS
+            or sm90_family(m, n, k, False, dt, "tn", _fused_min_m(activation)) == "ppt"):
         return None
     epi = "bias" if activation is None else f"bias_{activation}"
     fam = _few_rows_family(m, n) if activation in FEW_ROWS_FUSED and m <= FEW_ROWS_MAX else "ppt"

@@ -212,8 +212,9 @@ def test_few_row_fused_families_agree(dtype, activation):
     (128x192), on problems with row and column tails: the same bits (both add the k-blocks in the same order), and
     within the dtype's tolerance (_sm90_common.check) of act(x @ w.T + b) in float64 (x, w, b as rounded)."""
     import cupy
-    keys = [f"gemm/{d}/tn/{f}_bias_{activation}/sm90" for f in ("fr96", "fr192")
-            for d in ({np.dtype(np.float16): "f16"}.get(np.dtype(dtype), "bf16"),)]
+
+    from gpk_array._kernels import gemm
+    keys = [f"gemm/{gemm.dtype_name(dtype)}/tn/{f}_bias_{activation}/sm90" for f in ("fr96", "fr192")]
     L = load_instances(keys)
     rng = np.random.default_rng(23)
     for m, n, k in ((1000, 3000, 768), (640, 2304, 200), (77, 392, 64)):
