@@ -274,7 +274,7 @@ def _elementwise_tune(cupy, reps, warmup, p=28):
                                                                waves=waves)))
             best = max(stage1, key=lambda x: x[0])[1] if stage1 else {}
             for build in (dict(unroll=2), dict(unroll=8), dict(min_blocks=0), dict(min_blocks=2),
-                          dict(stream_hints=1), dict(unroll=8, min_blocks=0)):
+                          dict(load=2, store=1), dict(load=3), dict(store=2), dict(unroll=8, min_blocks=0)):
                 measure(dt, a, b, out, t_cupy, **best, **build)
             a = b = out = None
             cupy.get_default_memory_pool().free_all_blocks()

@@ -475,6 +475,45 @@ def test_sizes_around_vector_boundaries():
             np.testing.assert_array_equal(got, ref)
 
 
+def _vector_kernel_calls(ew, gx, gy, gs, rows, cols):
+    """One call of each vector kernel kind: contiguous, scalar operand, row and column broadcast, cheap and math
+    unary."""
+    g2 = gx[: rows * cols].reshape(rows, cols)
+    return {"add": _host(ew.binary("add", gx, gy)), "mul": _host(ew.binary("multiply", gx, gs)),
+            "row": _host(ew.binary("add", g2, gy[:cols])),
+            "col": _host(ew.binary("subtract", g2, gy[:rows].reshape(rows, 1))),
+            "neg": _host(ew.unary("negative", gx)), "exp": _host(ew.unary("exp", gx))}
+
+
+@pytest.mark.parametrize("cfg", [{"waves": 1, "threads": 256, "blocks_per_sm": 2}, {"waves": 3, "threads": 64},
+                                 {"waves": 0, "threads": 1024}])
+def test_launch_settings_agree(cfg, monkeypatch):
+    """The default launch (one block per tile) and grid-stride grids with many tiles per block give the same
+    bits, and NumPy's values, for every vector kernel kind; sizes with a scalar tail."""
+    import cupy
+    ew = _ew()
+    rng = np.random.default_rng(_seed("launch", sorted(cfg.items())))
+    rows, cols = 1531, 1024
+    for dt in (np.float32, np.float16, BF16):
+        name = np.dtype(dt).name
+        x = _rand((rows * cols + 5,), dt, rng)
+        y = _rand((rows * cols + 5,), dt, rng)
+        x64, y64 = x.astype(np.float64), y.astype(np.float64)
+        x2 = x64[: rows * cols].reshape(rows, cols)
+        refs = {"add": x64 + y64, "mul": x64 * 1.5, "row": x2 + y64[:cols], "col": x2 - y64[:rows].reshape(rows, 1),
+                "neg": -x64, "exp": np.exp(x64)}
+        args = (ew, cupy.asarray(x), cupy.asarray(y), cupy.asarray(np.asarray(1.5, dtype=dt)), rows, cols)
+        base = _vector_kernel_calls(*args)
+        with monkeypatch.context() as m:
+            for k, v in cfg.items():
+                m.setitem(ew.CONFIG, k, v)
+            got = _vector_kernel_calls(*args)
+        for kind, ref in refs.items():
+            np.testing.assert_array_equal(got[kind].view(np.uint8), base[kind].view(np.uint8), err_msg=f"{kind} {name}")
+            np.testing.assert_allclose(got[kind].astype(np.float64), ref, rtol=RTOL[name], atol=ATOL[name],
+                                       err_msg=f"{kind} {name}")
+
+
 @pytest.mark.skipif(True, reason="enable by hand: needs ~12 GB of GPU memory")
 def test_more_than_2_31_elements():  # pragma: no cover
     import cupy

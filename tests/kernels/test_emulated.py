@@ -352,7 +352,7 @@ def test_prepared_binary_launches_reused_and_keyed(emulated_gpu, monkeypatch):
     gb, _ = arr((64, 32))
     ew.binary("add", ga, gb)
     assert len(full) == n_full
-    monkeypatch.setitem(ew.CONFIG, "threads", 128)  # a new CONFIG version: the full path again
+    monkeypatch.setitem(ew.CONFIG, "threads", 64)  # a new CONFIG version: the full path again
     ew.binary("add", ga, gb)
     assert len(full) == n_full + 1
     ew.binary("add", ga, gb)

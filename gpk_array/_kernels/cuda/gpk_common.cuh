@@ -120,18 +120,55 @@ template <> struct RawWord<4> { typedef unsigned int type; };
 template <> struct RawWord<2> { typedef unsigned short type; };
 template <> struct RawWord<1> { typedef unsigned char type; };
 
-// -DGPK_STREAM_HINTS=1 makes the 16-byte accesses streaming (evict-first: ld.global.cs /
-// st.global.cs), for data touched once; off by default until measured.
-#ifndef GPK_STREAM_HINTS
-#define GPK_STREAM_HINTS 0
+// Cache treatment of the 16-byte accesses (build settings of the elementwise kernels; the defaults
+// are plain ld/st). -DGPK_EW_LOAD: 0 plain, 1 ld.global.L1::no_allocate, 2 ld.global.cs (evict
+// first), 3 as 1 plus .L2::256B (the L2 fetches 256-byte blocks), 4 ld.global.L2::256B.
+// 5 ld.global.nc.L1::no_allocate.L2::256B, 6 ld.global.nc.L2::256B (plain loads through __restrict__
+// const pointers compile to LDG.CONSTANT, the .nc path, already). -DGPK_EW_STORE: 0 plain,
+// 1 st.global.cs, 2 st.global.L1::no_allocate.
+#ifndef GPK_EW_LOAD
+#define GPK_EW_LOAD 0
 #endif
+#ifndef GPK_EW_STORE
+#define GPK_EW_STORE 0
+#endif
+
+__device__ __forceinline__ uint4 ldw16(const void* p) {
+#if GPK_EW_LOAD == 2
+  return __ldcs(reinterpret_cast<const uint4*>(p));
+#else
+  uint4 r;
+#if GPK_EW_LOAD == 1
+  asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif GPK_EW_LOAD == 3
+  asm volatile("ld.global.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif GPK_EW_LOAD == 4
+  asm volatile("ld.global.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+#elif GPK_EW_LOAD == 5
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+#else
+  asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+#endif
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  return r;
+#endif
+}
+
+__device__ __forceinline__ void stw16(void* p, const uint4& r) {
+#if GPK_EW_STORE == 1
+  __stcs(reinterpret_cast<uint4*>(p), r);
+#else
+  asm volatile("st.global.L1::no_allocate.v4.u32 [%0], {%1, %2, %3, %4};"
+               :: "l"(p), "r"(r.x), "r"(r.y), "r"(r.z), "r"(r.w));
+#endif
+}
 
 template <class T, int N>
 __device__ __forceinline__ void vload(const T* __restrict__ p, T (&v)[N]) {
   typedef typename RawWord<sizeof(T) * N>::type R;
   R r;
-  if constexpr (GPK_STREAM_HINTS && sizeof(R) == 16) {
-    r = __ldcs(reinterpret_cast<const uint4*>(p));
+  if constexpr (GPK_EW_LOAD != 0 && sizeof(R) == 16) {
+    r = ldw16(p);
   } else {
     r = *reinterpret_cast<const R*>(p);
   }
@@ -143,8 +180,8 @@ __device__ __forceinline__ void vstore(T* __restrict__ p, const T (&v)[N]) {
   typedef typename RawWord<sizeof(T) * N>::type R;
   R r;
   memcpy(&r, &v[0], sizeof(R));
-  if constexpr (GPK_STREAM_HINTS && sizeof(R) == 16) {
-    __stcs(reinterpret_cast<uint4*>(p), r);
+  if constexpr (GPK_EW_STORE != 0 && sizeof(R) == 16) {
+    stw16(p, r);
   } else {
     *reinterpret_cast<R*>(p) = r;
   }
