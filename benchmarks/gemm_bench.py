@@ -96,35 +96,47 @@ def run(kind="gemm"):
     rows = []
     rng = np.random.default_rng(0)
     if kind == "gemm":
-        for dname in ("float16", "bfloat16", "float32"):
+        from gpk_array._kernels import blas
+        # "tf32": float32 under float32_matmul_precision("high") (TF32 allowed), against cuBLAS TF32 (our cuBLASLt
+        # binding with CUBLAS_COMPUTE_32F_FAST_TF32; CuPy's matmul runs full FP32 unless CUPY_TF32 is set)
+        for dname in ("float16", "bfloat16", "float32", "tf32"):
+            prec = "high" if dname == "tf32" else "highest"
             for m, k, n in _shapes():
-                dt = getattr(xp, dname)
+                dt = xp.float32 if dname == "tf32" else getattr(xp, dname)
                 a = xp.asarray(rng.standard_normal((m, k), dtype=np.float32), device=dev)
                 b = xp.asarray(rng.standard_normal((k, n), dtype=np.float32), device=dev)
                 a, b = xp.astype(a, dt), xp.astype(b, dt)
                 flop = 2.0 * m * n * k
-                fns = [lambda: a @ b, lambda: cp.matmul(a._data, b._data)]
+                if dname == "tf32":
+                    ref = cp.empty((m, n), cp.float32)
+                    fns = [lambda: a @ b, lambda: blas.matmul(a._data, b._data, out=ref, tf32=True)]
+                else:
+                    fns = [lambda: a @ b, lambda: cp.matmul(a._data, b._data)]
                 if torch is not None:
                     ta = torch.from_dlpack(a._data)
                     tb = torch.from_dlpack(b._data)
                     torch.backends.cuda.matmul.allow_tf32 = True
                     fns.append(lambda: ta @ tb)
-                t_ours, t_cublas, *t_torch = _time_rounds(fns, cp)
+                with xp.float32_matmul_precision(prec):
+                    t_ours, t_cublas, *t_torch = _time_rounds(fns, cp)
+                    # GPU time alone (CUDA graphs of 20 calls): our dispatch's kernels against the kernel cuBLAS
+                    # picks (cuBLASLt's heuristic first choice, no autotuning; CuPy's cuBLAS calls cannot be
+                    # captured)
+                    g_ours = _graph_time(lambda: a @ b, cp)
+                    g_cublas = _heuristic_graph_time(a._data, b._data, cp)
                 t_torch = t_torch[0] if t_torch else None
-                # GPU time alone (CUDA graphs of 20 calls): our dispatch's kernels against the kernel cuBLAS picks
-                # (cuBLASLt's heuristic first choice, no autotuning; CuPy's cuBLAS calls cannot be captured)
-                g_ours = _graph_time(lambda: a @ b, cp)
-                g_cublas = _heuristic_graph_time(a._data, b._data, cp)
                 gr = None if None in (g_ours, g_cublas) else g_cublas / g_ours
                 rows.append({"dtype": dname, "m": m, "k": k, "n": n, "ours_tflops": flop / t_ours / 1e12,
                              "cublas_cupy_tflops": flop / t_cublas / 1e12,
+                             "baseline": "cuBLASLt TF32" if dname == "tf32" else "cupy.matmul",
                              "torch_tflops": None if t_torch is None else flop / t_torch / 1e12,
                              "ratio_vs_cublas": t_cublas / t_ours,
                              "gpu_ours_us": None if g_ours is None else g_ours * 1e6,
                              "gpu_cublas_us": None if g_cublas is None else g_cublas * 1e6,
                              "gpu_ratio_vs_cublas": gr})
         print("per call (single calls, event-timed from an idle GPU: host time + GPU time), and GPU time alone "
-              "(CUDA graphs; cuBLAS = cuBLASLt's heuristic choice)")
+              "(CUDA graphs; cuBLAS = cuBLASLt's heuristic choice). tf32: float32 with TF32 allowed, per-call "
+              "cuBLAS = cuBLASLt TF32; torch float32 rows run TF32 (allow_tf32)")
         print(f"{'dtype':9} {'M':>5} {'K':>5} {'N':>5} {'ours':>8} {'cuBLAS':>8} {'torch':>8} {'ratio':>6}  TFLOP/s"
               f" | GPU us: {'ours':>8} {'cuBLAS':>8} {'ratio':>6}")
         for r in rows:
@@ -133,7 +145,7 @@ def run(kind="gemm"):
                  if r["gpu_ratio_vs_cublas"] is not None else "       -        -      -")
             print(f"{r['dtype']:9} {r['m']:5} {r['k']:5} {r['n']:5} {r['ours_tflops']:8.1f} "
                   f"{r['cublas_cupy_tflops']:8.1f} {tt:>8} {r['ratio_vs_cublas']:6.2f}          | {g}")
-        for dname in ("float16", "bfloat16", "float32"):
+        for dname in ("float16", "bfloat16", "float32", "tf32"):
             rs = [r["ratio_vs_cublas"] for r in rows if r["dtype"] == dname]
             gs = [r["gpu_ratio_vs_cublas"] for r in rows if r["dtype"] == dname and r["gpu_ratio_vs_cublas"]]
             print(f"geomean ratio vs cuBLAS, {dname}: per call {float(np.exp(np.mean(np.log(rs)))):.3f}, "
