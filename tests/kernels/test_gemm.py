@@ -231,6 +231,17 @@ def test_sm90_tf32_rule(m, n, k, fam):
         assert P.instance(key)["dtype"] == "tf32"
 
 
+def test_sm90_tf32_takes_every_spelling_of_float32():
+    """select_sm90's TF32 check: a float32 dtype, its name and the scalar type all select the TF32 instance (the
+    check reads C-level dtype attributes only); other dtypes, and objects that are no dtype, never do."""
+    import numpy as np
+    m, n, k = 2048, 2048, 2048
+    for dt in (np.dtype(np.float32), "float32", np.float32):
+        assert gemm.select_sm90(dt, "tn", m, n, k, tf32=True) == "gemm/tf32/tn/ppt/sm90", dt
+    for dt in (np.dtype(np.float64), "float64", np.int32, np.dtype(np.complex64), object(), None):
+        assert gemm.select_sm90(dt, "tn", m, n, k, tf32=True) is None, dt
+
+
 @pytest.mark.parametrize("act", [None, "gelu", "gelu_tanh", "relu", "silu"])
 def test_sm90_fused_rule(act):
     from gpk_array._kernels.cutlass import params_sm90 as P
