@@ -10,7 +10,8 @@
 //                     statistic); C a multiple of the vector width, so a vector of x never crosses a row: 128-bit
 //                     loads of x (and of y for a row), 128-bit stores; swap != 0 computes op(y, x)
 //   gpk_<op>_<dt>_nd  any shapes/strides (broadcast dims have stride 0), up to 8 dims
-// The vector kernels loop over tiles of blockDim.x * GPK_EW_UNROLL vectors (grid-stride); the
+// The vector kernels loop over tiles of blockDim.x * GPK_EW_UNROLL vectors (grid-stride; the default
+// launch gives each block one tile, elementwise.py CONFIG "waves"); the
 // n % (16/sizeof(T)) tail elements go to the first threads of the grid.
 #include "gpk_common.cuh"
 #include "gpk_math.cuh"
