@@ -28,7 +28,7 @@ SETTINGS = [
     {"load": 5, "store": 1}, {"load": 6, "store": 2},
     {"unroll": 8}, {"unroll": 8, "load": 6},
     {"waves": 2}, {"threads": 512}, {"threads": 1024},
-    {"blocks_per_sm": 1 << 20},
+    {"threads": 256, "waves": 1},   # the launch before session 11: one persistent wave of 256-thread blocks
 ]
 
 

@@ -1,7 +1,8 @@
 """GEMM and fused-linear benchmarks on the GPU: gpk_array beside cuBLAS (through CuPy) and torch, same run.
 
-gemm: TFLOP/s over a sweep (square, GPT-2 shapes, unaligned tails) for float16, bfloat16 and float32 (TF32 where
-the library uses it); linear: linear + bias + GELU against the bare GEMM of the same shape.
+gemm: TFLOP/s over a sweep (square, GPT-2 shapes, unaligned tails) for float16, bfloat16, float32 (full FP32, the
+namespace's default precision) and "tf32" (float32 with TF32 allowed, against cuBLAS TF32); linear: linear + bias +
+GELU against the bare GEMM of the same shape.
 """
 import numpy as np
 
@@ -109,6 +110,8 @@ def run(kind="gemm"):
                 flop = 2.0 * m * n * k
                 if dname == "tf32":
                     ref = cp.empty((m, n), cp.float32)
+                    if blas.matmul(a._data, b._data, out=ref, tf32=True) is None:
+                        raise RuntimeError(f"cuBLASLt declined the TF32 baseline {m}x{k}x{n}")
                     fns = [lambda: a @ b, lambda: blas.matmul(a._data, b._data, out=ref, tf32=True)]
                 else:
                     fns = [lambda: a @ b, lambda: cp.matmul(a._data, b._data)]

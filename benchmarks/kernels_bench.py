@@ -238,7 +238,7 @@ def _reduction(cupy, sizes, dtypes, reps, warmup):
 
 def _elementwise_tune(cupy, reps, warmup, p=28):
     """Stage 1: launch shapes (threads, grid cap, waves) of the default build. Stage 2: build
-    variants (unroll, launch bounds, streaming hints) at stage 1's best launch shape."""
+    variants (unroll, launch bounds, cache hints) at stage 1's best launch shape. waves 0: one block per tile."""
     from gpk_array._kernels import elementwise as ew
     saved = dict(ew.CONFIG)
     rows = []
@@ -267,7 +267,7 @@ def _elementwise_tune(cupy, reps, warmup, p=28):
             stage1 = []
             for threads in (128, 256, 512, 1024):
                 for per_sm in (None, 1 << 20):
-                    for waves in ((1, 2, 4) if per_sm is None else (1,)):
+                    for waves in ((0, 1, 2, 4) if per_sm is None else (1,)):
                         r = measure(dt, a, b, out, t_cupy, threads=threads, blocks_per_sm=per_sm, waves=waves)
                         if r:
                             stage1.append((r["ours_gbs"], dict(threads=threads, blocks_per_sm=per_sm,

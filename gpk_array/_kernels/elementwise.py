@@ -192,6 +192,12 @@ def _vec_grid(fn, n: int, itemsize: int, unroll: int, dev: int) -> tuple[int, in
     return max(1, min(tiles, cap)), threads
 
 
+def stride_fits_u32(nvec: int, grid: int, tile: int) -> bool:
+    """The _b2 kernel's 32-bit grid-stride loop (``base += gridDim.x * tile`` while ``base < nvec``) never wraps:
+    every base it reaches, the one past the end included, stays below 2^32. Pure function."""
+    return nvec + grid * tile < 1 << 32
+
+
 def _nd_grid(fn, n: int, dev: int) -> tuple[int, int]:
     threads = CONFIG["nd_threads"]
     blocks = -(-n // threads)
@@ -326,9 +332,13 @@ def _binary(op, a, b, out, record):
             return out
         b2 = _bcast2(a, b, shape, n, vec)
         if b2 is not None:
-            x, y, cols, kind, swap = b2
             fn = loader.get_function(BINARY_FILE, f"gpk_{kop}_{dt}_b2", opts)
-            grid, block = _vec_grid(fn, n, isz, 2 if kop in _MATH_BINARY else CONFIG["unroll"], dev)
+            unroll = 2 if kop in _MATH_BINARY else CONFIG["unroll"]
+            grid, block = _vec_grid(fn, n, isz, unroll, dev)
+            if not stride_fits_u32(n // vec, grid, block * unroll_for(unroll, isz)):
+                b2 = None   # its 32-bit vector index would wrap: the strided kernel below
+        if b2 is not None:
+            x, y, cols, kind, swap = b2
             cvec = cols // vec
             magic, shift = div_magic(cvec)
             tail = (np.uint32(n // vec), np.uint32(cvec), np.uint32(magic), np.uint32(shift), np.int32(kind),

@@ -360,7 +360,7 @@ def _nd_offsets(params, count):
 def _selection(options):
     """Module options without the build settings (unroll, ...): which kernels a module holds."""
     return tuple(o for o in options if not o.startswith(("-DGPK_EW_UNROLL", "-DGPK_RED_", "-DGPK_MIN_BLOCKS",
-                                                         "-DGPK_STREAM")))
+                                                         "-DGPK_EW_LOAD", "-DGPK_EW_STORE")))
 
 
 class Kernel:

@@ -141,6 +141,54 @@ def test_chunked_strided_launches(emulated_gpu, monkeypatch):
     assert c.ND_LIMIT == (1 << 31) - 1
 
 
+def test_b2_falls_back_where_its_32_bit_stride_would_wrap(emulated_gpu, monkeypatch):
+    """A row broadcast whose _b2 grid-stride loop would wrap its 32-bit index takes the strided kernel, with the
+    same values; where it fits (the default launch at the largest size _b2 admits) _b2 runs."""
+    import cupy
+    import numpy as np
+
+    from gpk_array._kernels import elementwise as ew
+    h = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    bias = np.arange(32, dtype=np.float32)
+    x, b = cupy.asarray(h), cupy.asarray(bias)
+    np.testing.assert_array_equal(ew.binary("add", x, b).get(), h + bias)
+    assert emulated_gpu.launches[-1][0] == "gpk_add_f32_b2"
+    monkeypatch.setattr(ew, "stride_fits_u32", lambda nvec, grid, tile: False)
+    out = cupy.empty((64, 32), np.float32)   # out=: not a prepared launch
+    np.testing.assert_array_equal(ew.binary("add", x, b, out=out).get(), h + bias)
+    assert emulated_gpu.launches[-1][0] == "gpk_add_f32_nd"
+
+
+@pytest.mark.parametrize("threads", [64, 128, 256, 384, 512, 1024])
+def test_b2_stride_bound(monkeypatch, threads):
+    """stride_fits_u32 against the kernel's loop: the largest base a thread computes (the one past its last vector)
+    is below nvec + grid * tile; power-of-two tiles always fit at the largest nvec _b2 admits (2^31 - 1 vectors),
+    others can wrap there (threads 384: a review's finding), and are then declined."""
+    from gpk_array._kernels import elementwise as ew
+    from gpk_array._kernels._common import unroll_for
+    monkeypatch.setitem(ew.CONFIG, "threads", threads)
+    for waves in (0, 1):
+        monkeypatch.setitem(ew.CONFIG, "waves", waves)
+        monkeypatch.setitem(ew.CONFIG, "blocks_per_sm", 8)
+        monkeypatch.setattr(ew.loader, "sm_count", lambda device_id=None: 132)
+        for unroll in (2, 4, 8):
+            for nvec in ((1 << 31) - 1, (1 << 31) - 256, 12345):
+                grid, block = ew._vec_grid(None, nvec * 4, 4, unroll, 0)
+                tile = block * unroll_for(unroll, 4)
+                # the largest base of the loop (first bases s < grid * tile, step grid * tile, stop at nvec)
+                step = grid * tile
+                worst = max(s + step * ((nvec - 1 - s) // step + 1) for s in
+                            {min(step, nvec) - 1, (nvec - 1) % step, 0} if s < nvec)
+                assert worst < nvec + step
+                fits = ew.stride_fits_u32(nvec, grid, tile)
+                if threads & (threads - 1) == 0:
+                    assert fits, (threads, waves, unroll, nvec)
+                if not fits:
+                    assert nvec > 1 << 30
+                if (threads, waves, nvec) == (384, 0, (1 << 31) - 256):
+                    assert not fits   # 1398102 blocks of 1536 vectors (unroll 4): the last ones would wrap
+
+
 def test_benchmark_code_runs(emulated_gpu):
     """benchmarks/kernels_bench.py end to end on the emulated GPU (times are fake; the code paths,
     the result checks against "CuPy" and the row format are real)."""

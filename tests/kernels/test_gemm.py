@@ -231,12 +231,12 @@ def test_sm90_tf32_rule(m, n, k, fam):
         assert P.instance(key)["dtype"] == "tf32"
 
 
-def test_sm90_tf32_takes_every_spelling_of_float32():
-    """select_sm90's TF32 check: a float32 dtype, its name and the scalar type all select the TF32 instance (the
-    check reads C-level dtype attributes only); other dtypes, and objects that are no dtype, never do."""
+def test_sm90_tf32_takes_what_numpy_calls_float32():
+    """select_sm90's TF32 check: a float32 dtype, its names and the scalar type select the TF32 instance (a dtype
+    costs one C-level attribute read); other dtypes, and objects that are no dtype, never do."""
     import numpy as np
     m, n, k = 2048, 2048, 2048
-    for dt in (np.dtype(np.float32), "float32", np.float32):
+    for dt in (np.dtype(np.float32), "float32", "f4", "single", np.float32):
         assert gemm.select_sm90(dt, "tn", m, n, k, tf32=True) == "gemm/tf32/tn/ppt/sm90", dt
     for dt in (np.dtype(np.float64), "float64", np.int32, np.dtype(np.complex64), object(), None):
         assert gemm.select_sm90(dt, "tn", m, n, k, tf32=True) is None, dt

@@ -11,7 +11,8 @@
 //                     loads of x (and of y for a row), 128-bit stores; swap != 0 computes op(y, x)
 //   gpk_<op>_<dt>_nd  any shapes/strides (broadcast dims have stride 0), up to 8 dims
 // The vector kernels loop over tiles of blockDim.x * GPK_EW_UNROLL vectors (grid-stride; the default
-// launch gives each block one tile, elementwise.py CONFIG "waves"); the
+// launch gives each block one tile, elementwise.py CONFIG "waves"; the _b2 loop's 32-bit index is
+// launched only where it cannot wrap, elementwise.stride_fits_u32); the
 // n % (16/sizeof(T)) tail elements go to the first threads of the grid.
 #include "gpk_common.cuh"
 #include "gpk_math.cuh"

@@ -132,6 +132,12 @@ template <> struct RawWord<1> { typedef unsigned char type; };
 #ifndef GPK_EW_STORE
 #define GPK_EW_STORE 0
 #endif
+#if GPK_EW_LOAD < 0 || GPK_EW_LOAD > 6
+#error "GPK_EW_LOAD must be 0..6"
+#endif
+#if GPK_EW_STORE < 0 || GPK_EW_STORE > 2
+#error "GPK_EW_STORE must be 0..2"
+#endif
 
 __device__ __forceinline__ uint4 ldw16(const void* p) {
 #if GPK_EW_LOAD == 2
