@@ -195,6 +195,26 @@ DTYPES = {"f16": "f16", "bf16": "bf16"}   # registry dtype name -> cutlass_libra
 # tfloat32_t MMAs; its TMA loads them as TFLOAT32), float32 accumulator and epilogue.
 ELEMENTS = {**DTYPES, "tf32": "f32"}
 
+# The bare few-row families (candidates; their fused variants below are derived from them, _few_rows_fused).
+_FR96 = {"arch": 90, "family": "fr96", "tile": (128, 96, 64), "stages": 7, "warps": (4, 1, 1),
+         "cluster": (1, 2, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+         "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True}
+_FR192 = {"arch": 90, "family": "fr192", "tile": (128, 192, 64), "stages": 4, "warps": (4, 1, 1),
+          "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
+          "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True}
+_FEW_ROWS_SHIPPED = ("bias_gelu", "bias_silu")   # gemm.FEW_ROWS_FUSED: the rest stay candidates
+
+
+def _few_rows_fused(base: dict, epi: str) -> dict:
+    """A bare few-row family with the fused epilogue ``epi``: family "<base>_<epi>", the same tile, stages and
+    cluster (the fused epilogue has no C), shipped for gelu and silu, a candidate otherwise."""
+    fam = {k: v for k, v in base.items() if k != "candidate"}
+    fam.update(family=f"{base['family']}_{epi}", epilogue=epi)
+    if epi not in _FEW_ROWS_SHIPPED:
+        fam["candidate"] = True
+    return fam
+
+
 # One entry per shape family and arch; every dtype in DTYPES is emitted for each.
 #   tile: CTA tile (M, N, K); for SM90 the emitter takes the *cluster* tile, i.e. tile * cluster.
 #   warps: warp count (M, N, K) of the CTA (SM80: 32 threads each).
@@ -369,9 +389,7 @@ FAMILIES = [
     # 132 SMs) instead of splitting K, and clusters that multicast the operand the tiles in a row share.
     # fr96: cooperative 128x96x64, cluster 1x2x1 (A multicast), 7 stages of 28 KiB, TMA epilogue: 512x768x3072 is
     # 4 x 32 = 128 tiles (co128t: 96 tiles of 128x128, 0.78x cuBLAS).
-    {"arch": 90, "family": "fr96", "tile": (128, 96, 64), "stages": 7, "warps": (4, 1, 1),
-     "cluster": (1, 2, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
-     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
+    _FR96,
     # fr64: ping-pong 64x64x64, cluster 2x4x1 (both operands multicast within 8 CTAs), 12 stages of 16 KiB (13 fit,
     # as cuBLAS has, but the emitter writes the count as cute::_13, which cute does not define): the deep
     # pipeline for K = 3072 at 512x3072x768 (8 x 12 = 96 tiles; co64t: 48 tiles of 128x64, 0.71x).
@@ -380,31 +398,21 @@ FAMILIES = [
      "epilogue_schedule": "TmaWarpSpecialized", "align": 8, "candidate": True},
     # fr192: cooperative 128x192x64, cluster 2x1x1 (B multicast), 4 stages of 40 KiB: 1024x768x3072 is 8 x 16 = 128
     # tiles (ppt: 192 tiles of 128x128 on 132 SMs, 0.73x).
-    {"arch": 90, "family": "fr192", "tile": (128, 192, 64), "stages": 4, "warps": (4, 1, 1),
-     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
-     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "candidate": True},
+    _FR192,
 ] + [
     # fr96 with the fused epilogues of linear (as ppt_<epilogue>), for few rows (512x768->3072: ppt_bias_gelu takes
     # 1.6x the bare cuBLAS GEMM, fr96_bias_gelu 1.36x before PDL). 7 stages as fr96 (the fused epilogue has no C).
     # bias_gelu and bias_silu are shipped (gemm.select_sm90_fused: gelu and silu up to FEW_ROWS_MAX rows, where
     # cuBLASLt has no epilogue for them); bias and bias_gelu_tanh stay candidates (cuBLASLt's epilogues are as
     # fast: 512 rows gelu_tanh 7.83 us against 7.53-7.68).
-    {"arch": 90, "family": f"fr96_{_epi}", "tile": (128, 96, 64), "stages": 7, "warps": (4, 1, 1),
-     "cluster": (1, 2, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
-     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "epilogue": _epi,
-     **({} if _epi in ("bias_gelu", "bias_silu") else {"candidate": True})}
-    for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
+    _few_rows_fused(_FR96, _epi) for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
 ] + [
     # fr192 with the fused epilogues, for up to FEW_ROWS_MAX = 1024 rows where gemm._few_rows_family picks it
     # (1024x768->3072: fr96's 128x96 tiles make 256 tiles, 1.9 waves on 132 SMs; fr192's 128x192 make 128, one wave; bare fr192 0.89x cuBLAS there against fr96_bias_gelu's
     # 0.72x). Cooperative 128x192x64, cluster 2x1x1, 4 stages as fr192. bias_gelu and bias_silu are shipped
     # (gemm._few_rows_family: 640-1024 rows x768->3072, 0.88-0.90x fr96_bias_gelu's time); bias and bias_gelu_tanh stay
     # candidates (cuBLASLt's epilogues: 768 rows gelu_tanh 8.88 us against 9.63).
-    {"arch": 90, "family": f"fr192_{_epi}", "tile": (128, 192, 64), "stages": 4, "warps": (4, 1, 1),
-     "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedCooperative",
-     "epilogue_schedule": "TmaWarpSpecializedCooperative", "align": 8, "epilogue": _epi,
-     **({} if _epi in ("bias_gelu", "bias_silu") else {"candidate": True})}
-    for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
+    _few_rows_fused(_FR192, _epi) for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
 ]
 
 # A family's "epi_tile": (M, N) pins the TMA epilogue's subtile (CUTLASS's EpilogueTileType; M = 64 for ping-pong,

@@ -102,23 +102,32 @@ def variants() -> list[tuple[str, tuple]]:
 
 
 _dtype_memo: dict = {}
+_TF32_CODES = {"float32": "tf32"}   # float32 where TF32 is allowed (select_sm90's tf32=True)
+_tf32_memo: dict = {}
 
 
 def dtype_name(dtype) -> str | None:
     """'f16' / 'bf16' for a NumPy/CuPy dtype (or those names), else None."""
+    return _code(dtype, _DTYPE_CODES, _dtype_memo)
+
+
+def _code(dtype, codes: dict, memo: dict) -> str | None:
+    """codes[name] for a dtype or anything numpy.dtype() takes (its name; or the code itself, a key of codes), else
+    None; memoized per dtype object, so a repeated call is one dict lookup (numpy's dtype.name and str(dtype) run
+    Python code: about 9 us per TF32 matmul on the H200 when select_sm90 read them on every call)."""
     try:
-        return _dtype_memo[dtype]
+        return memo[dtype]
     except (KeyError, TypeError):
         pass
-    if isinstance(dtype, str) and dtype in _DTYPE_CODES:
-        return _DTYPE_CODES[dtype]
+    if isinstance(dtype, str) and dtype in codes:
+        return codes[dtype]
     try:
         import numpy
-        code = _DTYPE_CODES.get(numpy.dtype(dtype).name)
+        code = codes.get(numpy.dtype(dtype).name)
     except TypeError:
         return None
-    if len(_dtype_memo) < 64:
-        _dtype_memo[dtype] = code
+    if len(memo) < 64:
+        memo[dtype] = code
     return code
 
 
@@ -321,22 +330,18 @@ SM90_MIN_M = 4096       # float16/bfloat16: every family of the shape rule needs
 TF32_MIN_TILES = 64     # TF32: half a wave of 128x128 tiles
 
 
-def sm90_may_take(m: int, n: int, itemsize: int) -> bool:
-    """A necessary condition of ``sm90_family`` (not forced) from M, N and the element size alone, cheap enough to
-    keep the checks of the SM90 path off every small GEMM's host time."""
+def sm90_may_take(m: int, n: int, itemsize: int, min_m: int = SM90_MIN_M) -> bool:
+    """A necessary condition of ``sm90_family`` (not forced, the 16-bit row floor ``min_m``) from M, N and the
+    element size alone, cheap enough to keep the checks of the SM90 path off every small GEMM's host time."""
     if itemsize == 2:
-        return m >= SM90_MIN_M
+        return m >= min_m
     return -(-m // 128) * -(-n // 128) >= TF32_MIN_TILES
 
 
 def sm90_fused_may_take(m: int, n: int, itemsize: int, activation) -> bool:
     """``sm90_may_take`` for ``select_sm90_fused`` (not forced): gelu and silu on every covered problem, else the
     plain rule's condition with the activation's row floor (``_fused_min_m``)."""
-    if activation in FUSED_ALWAYS:
-        return True
-    if itemsize == 2:
-        return m >= _fused_min_m(activation)
-    return sm90_may_take(m, n, itemsize)
+    return activation in FUSED_ALWAYS or sm90_may_take(m, n, itemsize, _fused_min_m(activation))
 
 
 def _fused_min_m(activation) -> int:
@@ -365,25 +370,12 @@ def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", l
     return None
 
 
-def _is_float32(dtype) -> bool:
-    """dtype (a NumPy/CuPy dtype, or anything numpy.dtype() takes) is float32. A dtype, what the GEMM paths pass,
-    costs one C-level attribute read (``str(dtype)`` and ``dtype.name`` run NumPy's Python code: about 9 us on every
-    TF32 matmul's host path, measured on the H200)."""
-    import numpy
-    if isinstance(dtype, numpy.dtype):
-        return dtype.char == "f"
-    try:
-        return numpy.dtype(dtype) == numpy.float32
-    except TypeError:
-        return False
-
-
 def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False, tf32: bool = False) -> str | None:
     """The registry key of the SM90 instance for the problem (D (m, n) = A (m, k) @ B in ``layout``), or None.
     float32 only with ``tf32`` (the caller's precision setting allows TF32)."""
     dt = dtype_name(dtype)
-    if dt is None and tf32 and _is_float32(dtype):
-        dt = "tf32"
+    if dt is None and tf32:
+        dt = _code(dtype, _TF32_CODES, _tf32_memo)
     if dt is None or layout not in SM90_LAYOUTS or min(m, n, k) <= 0:
         return None
     fam = sm90_family(m, n, k, forced, dt, layout)
