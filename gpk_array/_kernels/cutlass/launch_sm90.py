@@ -501,7 +501,6 @@ def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster, bias=N
           reduction="deterministic"):
     """The shared body of linear_tn_sm90 and matmul_nn_sm90: x (M, K), w the B operand in ``layout``;
     bias: the (N,) row of a fused-epilogue instance (or None)."""
-    import cupy
     if x.dtype != w.dtype:
         raise TypeError("gpk_array: both operands must have the same dtype")
     code = DTYPE_CODES.get(x.dtype.name)
@@ -512,6 +511,7 @@ def _gemm(x, w, n, out, alpha, beta, c, key, layout, max_swizzle, raster, bias=N
         raise ValueError(f"gpk_array: {key} is not a {layout!r} instance")
     m = x.shape[0]
     if out is None:
+        import cupy
         out = cupy.empty((m, n), dtype=x.dtype)
     if out.shape != (m, n) or out.dtype != x.dtype:
         raise ValueError(f"gpk_array: out must be ({m}, {n}) {x.dtype}")
