@@ -13,6 +13,7 @@ SCRIPT = ROOT / "scripts" / "check_kernels.py"
 
 
 @pytest.mark.slow
+@pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").is_file(),
                     reason="nvcc not installed")
 def test_all_kernels_compile_with_nvcc():

@@ -36,6 +36,7 @@ def test_tables_name_real_settings():
 
 
 @pytest.mark.slow
+@pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
 def test_every_build_compiles():
     s = _script()
