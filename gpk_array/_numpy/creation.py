@@ -5,6 +5,7 @@ Where a name is also the standard's (zeros, asarray, arange, linspace, ...), the
 standard's results: these wrappers hand them to the standard's implementation.
 """
 import math
+from collections.abc import Mapping
 
 import numpy as _np
 
@@ -25,16 +26,17 @@ __all__ = ["array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarra
 
 
 # --- conversion -----------------------------------------------------------------------------------------------
-def _tree_device(obj):
+def _tree_device(obj, depth=0):
     """The device of an Array inside nested lists/tuples, looking at the first and last entries of each level
-    (None if there is none there: the data then goes through the standard's conversion)."""
+    (None if there is none there: the data then goes through the standard's conversion, which refuses nesting
+    deeper than NumPy's 64 dimensions with a ValueError)."""
     c = obj.__class__
     if c is Array:
         return obj._device
-    if (c is list or c is tuple) and obj:
-        d = _tree_device(obj[0])
+    if (c is list or c is tuple) and obj and depth <= 64:
+        d = _tree_device(obj[0], depth + 1)
         if d is None and len(obj) > 1:
-            d = _tree_device(obj[-1])
+            d = _tree_device(obj[-1], depth + 1)
         return d
     return None
 
@@ -86,8 +88,12 @@ def _from_object(obj, dt, dev, copy=None):
                             copy=copy)
     if c is Array or c in PY_SCALARS or isinstance(obj, (_np.ndarray, _np.generic)):
         return _std.asarray(obj, dtype=dt, device=dev, copy=copy)
+    if c is bytearray or c is memoryview:  # the buffer protocol: uint8 (or the view's format), as in NumPy
+        return _std.asarray(obj, dtype=dt, device=dev, copy=copy)
     if not hasattr(obj, "__array__") and not hasattr(obj, "__cuda_array_interface__") and \
             not hasattr(obj, "__dlpack__") and hasattr(obj, "__len__") and hasattr(obj, "__getitem__"):
+        if isinstance(obj, (bytes, str, Mapping)):
+            raise TypeError(f"cannot convert {type(obj).__name__} to a numeric array")
         return _from_object(list(obj), dt, dev, copy)
     return _std.asarray(obj, dtype=dt, device=dev, copy=copy)
 

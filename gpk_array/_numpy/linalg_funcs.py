@@ -101,6 +101,8 @@ def einsum_path(*operands, optimize="greedy", einsum_call=False):
 def tensordot(a, b, /, axes=2):
     """NumPy's ``tensordot(a, b, axes=2)`` (and the standard's); axes may also be a pair of ints."""
     if not isinstance(axes, int) and not hasattr(axes, "__index__"):
+        if not isinstance(axes, (tuple, list)) or len(axes) != 2:
+            raise TypeError(f"axes must be an integer or a pair of axes or sequences of axes, got {axes!r}")
         a0, a1 = axes
         axes = ([a0] if isinstance(a0, int) else list(a0), [a1] if isinstance(a1, int) else list(a1))
     return _tensordot(a, b, axes=axes)

@@ -114,6 +114,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     elif hasattr(obj, "__cuda_array_interface__"):
         import cupy
         return _from_cupy(cupy.asarray(obj), dt, device, copy)
+    elif c is bytes or c is str or isinstance(obj, dict):
+        raise TypeError(f"cannot convert {c.__name__} to a numeric array")
     else:
         try:
             src = np.asarray(memoryview(obj)) if not hasattr(obj, "__array__") and not hasattr(

@@ -28,6 +28,8 @@ def astype(x, dtype, /, *, copy=True, device=None):
 
 def can_cast(from_, to, /):
     """Whether from_ casts to `to` by the promotion rules (standard: data_type_functions.can_cast)."""
+    if from_ is None or to is None:
+        raise TypeError(f"can_cast takes a dtype or an array, got None (from_={from_!r}, to={to!r})")
     f = from_._data.dtype if from_.__class__ is Array else _dt.to_dtype(from_)
     t = _dt.to_dtype(to)
     if f == t:
@@ -91,6 +93,8 @@ def iinfo(type, /):
 def isdtype(dtype, kind):
     """Whether dtype is of kind: a dtype, a category name or a tuple of them (standard:
     data_type_functions.isdtype)."""
+    if dtype is None:
+        raise TypeError("isdtype takes a dtype, got None")
     dt = _dt.to_dtype(dtype) if not isinstance(dtype, np.dtype) else dtype
     if dt not in _dt.SUPPORTED:
         raise TypeError(f"unsupported dtype {dtype!r}")

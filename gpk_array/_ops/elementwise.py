@@ -9,7 +9,7 @@ from .. import _dtypes as _dt
 from .. import _gpu, _promotion
 from .._array import _array_like
 from .._errors import DeviceError
-from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, raise_oom
+from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, oom_guard, raise_oom
 
 _BF16 = _dt.BF16
 
@@ -75,6 +75,14 @@ def binary_operands(x1, x2):
     if a.dtype != b.dtype and (a.dtype == _BF16 or b.dtype == _BF16):
         a, b = _mixed(a, b, dev)
     return a, b, dev
+
+
+def array_operands(x1, x2):
+    """binary_operands for functions of two arrays (tensordot, vecdot, cross, outer, solve): a Python scalar
+    operand becomes a 0-d array of its default dtype, as NumPy converts it there, so the shape checks apply."""
+    if x1.__class__ in PY_SCALARS or x2.__class__ in PY_SCALARS:
+        x1, x2 = as_arrays(x1, x2)
+    return binary_operands(x1, x2)
 
 
 def _unary(name, bname=None, doc="", complex_fix=False):
@@ -309,6 +317,7 @@ def _clamp_int_bound(v, info):
     return info.min if v < info.min else info.max if v > info.max else v
 
 
+@oom_guard
 def expm1(x, /, *, out=None):
     """exp(x) - 1, accurate near zero (standard: elementwise_functions.expm1), with the standard's special
     cases for complex input."""
@@ -333,6 +342,7 @@ def expm1(x, /, *, out=None):
     return _finish(res, x._device, out)
 
 
+@oom_guard
 def floor_divide(x1, x2, /, *, out=None):
     """floor(x1 / x2) (standard: elementwise_functions.floor_divide), with the standard's results for
     infinite operands (NumPy gives NaN for inf // finite)."""
@@ -391,6 +401,7 @@ def _complex_special(bname, z, r):
     return out.reshape(r.shape)
 
 
+@oom_guard
 def remainder(x1, x2, /, *, out=None):
     """x1 - floor(x1 / x2) * x2 with the sign of x2 (standard: elementwise_functions.remainder).
     On CUDA, floats are computed here from fmod (CuPy's remainder breaks the standard's cases with

@@ -1,6 +1,7 @@
 """Indexing (standard sections "Indexing" and "Indexing Functions"): basic, integer-array and boolean-mask
 indexing for ``__getitem__`` / ``__setitem__``, plus ``take`` and ``take_along_axis``."""
 import operator
+import os
 
 import numpy as np
 
@@ -63,6 +64,61 @@ def _check_ints(x, key):
         axis += 1
 
 
+# CuPy gathers with out-of-range integer indices wrapped (no error); NumPy raises IndexError. On CUDA every integer
+# index array is checked on the device (one fused reduction per array, one host sync per call) unless
+# GPK_INDEX_CHECK=0 turns the check off for speed (out-of-range indices then wrap, as in CuPy).
+INDEX_CHECK = os.environ.get("GPK_INDEX_CHECK", "1").strip() != "0"
+_oob_kernels = {}
+
+
+def _out_of_range(xp, kind):
+    """A fused reduction: whether any index of an integer array (kind 'i' or 'u') is outside [-n, n)."""
+    k = _oob_kernels.get(kind)
+    if k is None:
+        test = "((long long)i < -n) || ((long long)i >= n)" if kind == "i" else \
+            "(unsigned long long)i >= (unsigned long long)n"
+        k = _oob_kernels[kind] = xp.ReductionKernel("T i, int64 n", "bool y", test, "a || b", "y = a", "false",
+                                                    f"gpk_index_out_of_range_{kind}")
+    return k
+
+
+def _consumed(p):
+    """How many axes of the indexed array a (normalized) key part takes."""
+    if p is None or p is Ellipsis:
+        return 0
+    if hasattr(p, "dtype") and p.dtype.kind == "b":
+        return p.ndim
+    return 1
+
+
+def check_index_arrays(x, key):
+    """On a CUDA device: IndexError for an integer index array holding an index out of range for its axis."""
+    if not INDEX_CHECK or x._device is CPU:
+        return
+    parts = key if key.__class__ is tuple else (key,)
+    shape = x._data.shape
+    found = []
+    axis = 0
+    for j, p in enumerate(parts):
+        if p is Ellipsis:
+            axis = len(shape) - sum(_consumed(q) for q in parts[j + 1:])
+            continue
+        if hasattr(p, "dtype") and p.dtype.kind in "iu" and p.size and axis < len(shape):
+            found.append((axis, p, _out_of_range(x._device.xp, p.dtype.kind)(p, shape[axis])))
+        axis += _consumed(p)
+    if not found:
+        return
+    flag = found[0][2]
+    for _, _, f in found[1:]:
+        flag = flag | f
+    if flag.item():  # the one host sync
+        for ax, p, f in found:
+            if f.item():
+                n = shape[ax]
+                bad = int(p[(p >= n) if p.dtype.kind == "u" else (p < -n) | (p >= n)].ravel()[0])
+                raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {n}")
+
+
 def getitem(x, key):
     dev = x._device
     c = key.__class__
@@ -79,7 +135,10 @@ def getitem(x, key):
             r._base = x
             return r
         if c is Array:
-            return new(x._data[_key_part(key, dev)], dev)
+            k = _key_part(key, dev)
+            if dev is not CPU:
+                check_index_arrays(x, k)
+            return new(x._data[k], dev)
         if c is tuple:
             # fast path: one in-bounds int per axis (a single element)
             shape = x._data.shape
@@ -93,6 +152,8 @@ def getitem(x, key):
                     return r
         k = _key(key, dev)
         _check_ints(x, k)
+        if dev is not CPU:
+            check_index_arrays(x, k)
         r = new(x._data[k], dev)
         r._base = x
         return r
@@ -107,6 +168,8 @@ def setitem(x, key, value):
     dev = x._device
     k = _key(key, dev)
     _check_ints(x, k)
+    if dev is not CPU:
+        check_index_arrays(x, k)
     if value.__class__ is Array:
         if value._device is not dev:
             raise DeviceError(f"value is on {value._device}, the array on {dev}")
@@ -135,6 +198,8 @@ def take(x, indices, /, *, axis=None):
         axis = 0
     else:
         axis = normalize_axis(axis, x.ndim)
+    if x._device is not CPU:
+        check_index_arrays(x, (slice(None),) * axis + (indices._data,))
     return new(x._device.xp.take(x._data, indices._data, axis=axis), x._device)
 
 
@@ -148,4 +213,6 @@ def take_along_axis(x, indices, /, *, axis=-1):
     if indices.ndim != x.ndim:
         raise ValueError(f"indices must have as many dimensions as x ({x.ndim}), got {indices.ndim}")
     axis = normalize_axis(axis, x.ndim)
+    if x._device is not CPU:
+        check_index_arrays(x, (slice(None),) * axis + (indices._data,))
     return new(x._device.xp.take_along_axis(x._data, indices._data, axis=axis), x._device)

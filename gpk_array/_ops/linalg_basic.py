@@ -3,7 +3,7 @@ import operator
 
 from .. import _dtypes as _dt
 from .. import _gpu
-from .elementwise import binary_operands
+from .elementwise import array_operands, binary_operands
 from ._common import as_array, new, oom_guard
 
 
@@ -39,7 +39,11 @@ def matrix_transpose(x, /):
 @oom_guard
 def tensordot(x1, x2, /, *, axes=2):
     """Tensor contraction over axes (standard: linear_algebra_functions.tensordot)."""
-    a, b, dev = binary_operands(x1, x2)
+    a, b, dev = array_operands(x1, x2)
+    if isinstance(axes, bool) or not isinstance(axes, (int, tuple, list)) and not hasattr(axes, "__index__"):
+        raise TypeError(f"axes must be an integer or a pair of sequences of axes, got {axes!r}")
+    if not isinstance(axes, (tuple, list)):
+        axes = operator.index(axes)
     if isinstance(axes, int):
         if axes < 0:
             raise ValueError(f"axes must be non-negative, got {axes}")
@@ -63,8 +67,7 @@ def tensordot(x1, x2, /, *, axes=2):
 @oom_guard
 def vecdot(x1, x2, /, *, axis=-1):
     """Dot product of vectors along axis, conjugating x1 (standard: linear_algebra_functions.vecdot)."""
-    x1 = as_array(x1)
-    a, b, dev = binary_operands(x1, x2)
+    a, b, dev = array_operands(x1, x2)
     xp = dev.xp
     nd = max(a.ndim, b.ndim)
     axis = operator.index(axis)

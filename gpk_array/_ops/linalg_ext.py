@@ -3,7 +3,7 @@ import math
 from collections import namedtuple
 
 from .. import _dtypes as _dt
-from .elementwise import binary_operands
+from .elementwise import array_operands, binary_operands
 from .linalg_basic import matmul, matrix_transpose, tensordot, vecdot
 from .statistical import _sum_dtype
 from ._common import CPU, as_array, new, normalize_axes, oom_guard
@@ -46,7 +46,7 @@ def cholesky(x, /, *, upper=False):
 @oom_guard
 def cross(x1, x2, /, *, axis=-1):
     """Cross product of 3-vectors (standard: linalg.cross)."""
-    a, b, dev = binary_operands(x1, x2)
+    a, b, dev = array_operands(x1, x2)
     xp = dev.xp
     nd = max(a.ndim, b.ndim)
     if not -min(a.ndim, b.ndim) <= axis < min(a.ndim, b.ndim):
@@ -190,7 +190,7 @@ def matrix_rank(x, /, *, rtol=None):
 @oom_guard
 def outer(x1, x2, /):
     """Outer product of two vectors (standard: linalg.outer)."""
-    a, b, dev = binary_operands(x1, x2)
+    a, b, dev = array_operands(x1, x2)
     if a.ndim != 1 or b.ndim != 1:
         raise ValueError(f"outer needs one-dimensional arrays, got shapes {a.shape} and {b.shape}")
     return new(dev.xp.multiply.outer(a, b) if dev is CPU else a[:, None] * b[None, :], dev)
@@ -241,13 +241,15 @@ def slogdet(x, /):
 @oom_guard
 def solve(x1, x2, /):
     """Solve x1 @ y = x2 (standard: linalg.solve); a one-dimensional x2 is a vector."""
-    a, b, dev = binary_operands(x1, x2)
+    a, b, dev = array_operands(x1, x2)
     xp = dev.xp
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"solve needs a stack of square matrices as x1, got shape {a.shape}")
     if _dt.kind(a.dtype) not in "fc":
         a = a.astype(_dt.F64)
         b = b.astype(_dt.F64)
+    if b.ndim == 0:
+        raise ValueError("solve needs x2 to be a vector or a stack of matrices, got a zero-dimensional operand")
     if b.ndim == 1:
         if b.shape[0] != a.shape[-1]:
             raise ValueError(f"solve: x2 of shape {b.shape} does not match x1 of shape {a.shape}")

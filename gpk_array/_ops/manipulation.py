@@ -20,6 +20,8 @@ def broadcast_shapes(*shapes):
         for i, d in enumerate(s):
             j = ndim - len(s) + i
             d = operator.index(d)
+            if d < 0:
+                raise ValueError(f"negative dimension {d} in shape {tuple(s)}: shapes cannot be broadcast")
             if out[j] == 1:
                 out[j] = d
             elif d != 1 and d != out[j]:

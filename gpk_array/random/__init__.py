@@ -17,7 +17,7 @@ import numpy as _np
 
 from .._array import Array
 from .._device import CPU, as_device
-from .._ops._common import new
+from .._ops._common import new, oom_guard
 from .._ops.creation import asarray as _std_asarray
 
 __all__ = ["RandomState", "Generator", "default_rng", "fast_rng", "FastGenerator", "SeedSequence", "BitGenerator",
@@ -77,7 +77,7 @@ def _method(name):
         return _out(r, _dev(device, self._device))
     m.__name__ = name
     m.__doc__ = f"NumPy's ``{name}`` drawn on the host, returned on ``device`` (default: the default device)."
-    return m
+    return oom_guard(m)
 
 
 def _shuffle_array(gen, x, axis=0):
@@ -446,6 +446,12 @@ class FastGenerator:
 
     def __repr__(self):
         return f"FastGenerator(device='{self._device}')"
+
+
+for _cls in (RandomState, Generator, FastGenerator):  # a draw too large for memory raises OutOfMemoryError
+    for _n, _f in list(vars(_cls).items()):
+        if not _n.startswith("_") and callable(_f) and not hasattr(_f, "__wrapped__"):
+            setattr(_cls, _n, oom_guard(_f))
 
 
 class _Null:
