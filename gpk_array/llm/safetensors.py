@@ -6,6 +6,7 @@ header) plus an optional ``"__metadata__"`` string-to-string map, then the tenso
 """
 import json
 import math
+from collections.abc import Mapping
 import mmap
 import os
 
@@ -13,6 +14,7 @@ import ml_dtypes
 import numpy as np
 
 MAX_HEADER_SIZE = 100_000_000  # the reference implementation's limit
+_MAX_DIMS = 64  # NumPy's
 _METADATA = "__metadata__"
 
 # safetensors dtype name -> little-endian numpy dtype, in the reference writer's order: tensors are
@@ -47,11 +49,12 @@ class SafeTensorsError(ValueError):
 
 
 def _no_duplicates(pairs):
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        dup = next(k for k in keys if keys.count(k) > 1)
-        raise SafeTensorsError(f"header repeats the key {dup!r}")
-    return dict(pairs)
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise SafeTensorsError(f"header repeats the key {k!r}")
+        out[k] = v
+    return out
 
 
 def _is_int(x):
@@ -93,7 +96,7 @@ def _parse_entry(name, info, data_len):
     if not isinstance(dtype, str) or dtype not in _DTYPES:
         raise SafeTensorsError(f"tensor {name!r}: unknown dtype {dtype!r} (known: {', '.join(_DTYPES)})")
     if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
-        raise SafeTensorsError(f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r}")
+        raise SafeTensorsError(f"tensor {name!r}: shape must be a list of non-negative integers, got {shape!r:.200}")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)
             and 0 <= offsets[0] <= offsets[1]):
         raise SafeTensorsError(f"tensor {name!r}: data_offsets must be [begin, end] with "
@@ -107,6 +110,11 @@ def _parse_entry(name, info, data_len):
     if nbytes != end - begin:
         raise SafeTensorsError(f"tensor {name!r}: shape {shape} of {dtype} needs {nbytes} bytes but "
                                f"data_offsets [{begin}, {end}] hold {end - begin}")
+    # an empty tensor passes the size check whatever its other dimensions: NumPy must be able to make it
+    if len(shape) > _MAX_DIMS:
+        raise SafeTensorsError(f"tensor {name!r}: {len(shape)} dimensions, more than the {_MAX_DIMS} an array has")
+    if math.prod(max(d, 1) for d in shape) * dt.itemsize >= 2**63:
+        raise SafeTensorsError(f"tensor {name!r}: shape {shape} is too large for an array")
     return dt, tuple(shape), begin, end
 
 
@@ -133,11 +141,13 @@ class SafeTensorsFile:
     def __init__(self, path):
         self.path = os.fspath(path)
         self._mmap = None
+        self._file = None
         with open(self.path, "rb") as f:
             self.file_size = size = os.fstat(f.fileno()).st_size
             if size < 8:
                 raise SafeTensorsError(f"{self.path}: file has {size} bytes, too few for the 8-byte header length")
             self._mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            self._file = os.dup(f.fileno())  # kept open: each read first checks the file was not truncated
         n = int.from_bytes(self._mmap[:8], "little")
         self._data_start = 8 + n
         try:
@@ -153,6 +163,11 @@ class SafeTensorsFile:
     def __enter__(self):
         return self
 
+    def __del__(self):
+        if getattr(self, "_file", None) is not None:
+            os.close(self._file)
+            self._file = None
+
     def __exit__(self, *exc_info):
         self.close()
 
@@ -164,6 +179,9 @@ class SafeTensorsFile:
             except BufferError:  # numpy views still export the buffer; it closes when they die
                 pass
             self._mmap = None
+        if self._file is not None:
+            os.close(self._file)
+            self._file = None
 
     @property
     def num_tensors(self):
@@ -201,19 +219,31 @@ class SafeTensorsFile:
         """Shape of a tensor, a tuple."""
         return self._entry(name)[1]
 
+    def _check_size(self):
+        """SafeTensorsError if the file shrank since it was opened (a read of the mapping past the new end
+        would kill the process with SIGBUS)."""
+        size = os.fstat(self._file).st_size
+        if size < self.file_size:
+            raise SafeTensorsError(f"{self.path}: the file was truncated to {size} bytes after it was opened "
+                                   f"({self.file_size} bytes then)")
+
     def numpy(self, name):
-        """Read-only numpy view of a tensor's bytes in the mapped file (no copy)."""
+        """Read-only numpy view of a tensor's bytes in the mapped file (no copy). The view aliases the file:
+        it stays valid while the file is not truncated or rewritten (``get`` copies)."""
         dt, shape, begin, end = self._entry(name)
         if self._mmap is None:
             raise ValueError(f"{self.path}: file is closed")
+        self._check_size()
         count = (end - begin) // dt.itemsize
         return np.frombuffer(self._mmap, dtype=dt, count=count, offset=self._data_start + begin).reshape(shape)
 
     def get(self, name, device=None, dtype=None):
-        """A tensor as a gpk_array array on ``device`` (a host-to-device copy for GPUs), optionally cast."""
+        """A tensor as a gpk_array array on ``device``, optionally cast: a copy of the file's bytes (a host copy on
+        the CPU device, a host-to-device copy for GPUs), so the array outlives changes to the file."""
         import gpk_array
 
-        array = gpk_array.asarray(self.numpy(name), device=device)
+        view = self.numpy(name)
+        array = gpk_array.asarray(view, device=device, copy=True)
         return array if dtype is None else gpk_array.astype(array, dtype)
 
 
@@ -237,8 +267,11 @@ def _host_array(x):
 
 def save_file(tensors, path, metadata=None):
     """Write ``{name: array}`` as a safetensors file, laid out as the reference library does."""
-    if metadata is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
-        raise TypeError("metadata must map strings to strings")
+    if not isinstance(tensors, Mapping):
+        raise TypeError(f"save_file: tensors must be a mapping of names to arrays, got {type(tensors).__name__}")
+    if metadata is not None and (not isinstance(metadata, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+        raise TypeError(f"save_file: metadata must map strings to strings, got {metadata!r:.100}")
     arrays = {}
     for name, value in tensors.items():
         if not isinstance(name, str) or name == _METADATA:

@@ -294,3 +294,78 @@ def test_property_round_trip(tmp_path_factory, specs, metadata):
     with SafeTensorsFile(path) as f:
         for name, want in tensors.items():
             assert _same(f.numpy(name), want)
+
+
+# ---- malformed and changing files (reliability) --------------------------------------------------
+
+def test_truncated_file_raises_instead_of_sigbus(tmp_path):
+    """A file truncated under a live mapping: reads raise SafeTensorsError (in a child process, so a SIGBUS,
+    the failure this guards against, fails the test instead of killing the test run)."""
+    import subprocess
+    import sys
+    path = tmp_path / "x.safetensors"
+    save_file({"a": np.arange(1 << 16, dtype=np.float64), "b": np.ones(1 << 16, np.float32)}, path)
+    code = f"""
+import os, numpy as np
+from gpk_array.llm.safetensors import SafeTensorsFile, SafeTensorsError
+f = SafeTensorsFile({str(path)!r})
+os.truncate({str(path)!r}, 4096)
+for read in (lambda: f.numpy("a").sum(), lambda: f.get("b", device="cpu")):
+    try:
+        read()
+        print("no error")
+    except SafeTensorsError as e:
+        print("SafeTensorsError", "truncated" in str(e))
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, GPK_DEVICE="cpu"))
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.split("\n")[:2] == ["SafeTensorsError True", "SafeTensorsError True"], r.stdout
+
+
+def test_get_copies_so_arrays_outlive_file_changes(tmp_path):
+    gpk_array = pytest.importorskip("gpk_array")
+    path = tmp_path / "x.safetensors"
+    save_file({"x": np.arange(4, dtype=np.int32)}, path)
+    with SafeTensorsFile(path) as f:
+        x = f.get("x", device="cpu")
+        view = f.numpy("x")
+        assert not np.shares_memory(np.asarray(x), view)
+
+
+def test_duplicate_key_check_is_linear():
+    """The duplicate check compares each key a bounded number of times (a quadratic scan compared n^2 / 2)."""
+    from gpk_array.llm.safetensors import _no_duplicates
+    compared = [0]
+
+    class Key(str):
+        def __eq__(self, other):
+            compared[0] += 1
+            return str.__eq__(self, other)
+
+        __hash__ = str.__hash__
+
+    n = 3000
+    pairs = [(Key(f"t{i}"), {}) for i in range(n)] + [(Key(f"t{n - 1}"), {})]
+    with pytest.raises(SafeTensorsError, match=f"t{n - 1}"):
+        _no_duplicates(pairs)
+    assert compared[0] < 4 * n, compared[0]
+    assert list(_no_duplicates(pairs[:-1])) == [f"t{i}" for i in range(n)]
+
+
+@pytest.mark.parametrize("shape", [[0, 2**64], [2**62, 0], [2**61, 0], [0] * 65], ids=["2^64", "2^62", "2^61", "65d"])
+def test_impossible_shapes_are_refused_at_open(tmp_path, shape):
+    with pytest.raises(ValueError):  # NumPy cannot make such an array
+        np.frombuffer(b"", dtype="<f4", count=0).reshape(shape)
+    path = _write_raw(tmp_path / "x.safetensors", {"x": {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]}})
+    with pytest.raises(SafeTensorsError, match="dimensions|too large"):
+        SafeTensorsFile(path)
+
+
+def test_save_file_argument_types(tmp_path):
+    with pytest.raises(TypeError, match="tensors"):
+        save_file([np.zeros(2)], tmp_path / "x.safetensors")
+    with pytest.raises(TypeError, match="metadata"):
+        save_file({"x": np.zeros(2)}, tmp_path / "x.safetensors", metadata=["k"])
+    with pytest.raises(TypeError, match="metadata"):
+        save_file({"x": np.zeros(2)}, tmp_path / "x.safetensors", metadata={"k": 1})
