@@ -12,6 +12,7 @@ ACTIVATIONS = {
 
 @dataclasses.dataclass
 class GPT2Config:
+    """GPT-2's hyperparameters, with Hugging Face's names; every field is type-checked on construction."""
     vocab_size: int = 50257
     n_positions: int = 1024      # context length
     n_embd: int = 768
@@ -26,17 +27,25 @@ class GPT2Config:
     eos_token_id: int | None = 50256
 
     def __post_init__(self):
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            want = _FIELD_TYPES[f.name]
+            ok = isinstance(v, want) and not (isinstance(v, bool) and bool not in want)
+            if not ok and not (v is None and type(None) in want):
+                names = " or ".join("null" if t is type(None) else t.__name__ for t in want)
+                raise TypeError(f"GPT-2 config field {f.name} must be {names}, got {v!r:.60}")
+        for name in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.activation_function not in ACTIVATIONS:
             raise ValueError(f"unsupported activation_function {self.activation_function!r}: "
                              f"use one of {sorted(ACTIVATIONS)}")
         if self.n_embd % self.n_head:
             raise ValueError(f"n_embd ({self.n_embd}) must be a multiple of n_head ({self.n_head})")
-        for name in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
 
     @property
     def head_dim(self):
+        """Width of one attention head (n_embd / n_head)."""
         return self.n_embd // self.n_head
 
     @property
@@ -80,6 +89,8 @@ class GPT2Config:
     @classmethod
     def from_dict(cls, d):
         """From a Hugging Face GPT-2 config dict; keys that do not concern inference are ignored."""
+        if not isinstance(d, dict):
+            raise ValueError(f"a GPT-2 config must be a JSON object, got {type(d).__name__}")
         model_type = d.get("model_type", "gpt2")
         if model_type != "gpt2":
             raise ValueError(f"not a GPT-2 config: model_type is {model_type!r}")
@@ -94,7 +105,14 @@ class GPT2Config:
         path = pathlib.Path(path)
         if path.is_dir():
             path = path / "config.json"
-        return cls.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+            raise ValueError(f"{path}: not valid JSON: {e}") from None
+        try:
+            return cls.from_dict(d)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{path}: {e}") from None
 
     def to_dict(self):
         """A Hugging Face-compatible config dict (transformers' GPT2Config reads it)."""
@@ -107,3 +125,12 @@ class GPT2Config:
         if path.is_dir():
             path = path / "config.json"
         path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+
+
+# the accepted Python types of each field (checked in __post_init__: a config.json with "n_layer": "1" is refused)
+_FIELD_TYPES = {
+    "vocab_size": (int,), "n_positions": (int,), "n_embd": (int,), "n_layer": (int,), "n_head": (int,),
+    "n_inner": (int, type(None)), "layer_norm_epsilon": (float, int), "activation_function": (str,),
+    "scale_attn_weights": (bool,), "scale_attn_by_inverse_layer_idx": (bool,),
+    "bos_token_id": (int, type(None)), "eos_token_id": (int, type(None)),
+}

@@ -153,11 +153,7 @@ class GPT2:
         path = pathlib.Path(path)
         config = GPT2Config.from_json(path / "config.json")
         index = path / "model.safetensors.index.json"
-        if index.is_file():
-            import json
-            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        else:
-            shards = ["model.safetensors"]
+        shards = _shards(path, index) if index.is_file() else ["model.safetensors"]
         files = [SafeTensorsFile(path / s) for s in shards]
         try:
             where = {}
@@ -186,6 +182,10 @@ class GPT2:
             short = name.removeprefix("transformer.")
             if not short.endswith(_IGNORED):
                 names[short] = name
+        layers = {int(n.split(".")[1]) for n in names if n.startswith("h.") and n.split(".")[1].isdigit()}
+        if config.n_layer > len(layers):  # before listing n_layer layers' names (a config may claim millions)
+            raise ValueError(f"the config has n_layer={config.n_layer} but the checkpoint holds {len(layers)} "
+                             "transformer layer(s)")
         wanted = hf_param_names(config)
         missing = [n for n in wanted if n not in names]
         if missing:
@@ -294,6 +294,23 @@ class GPT2:
     def num_parameters(self):
         n = self.wte.size + self.wpe.size + self.ln_f_weight.size + self.ln_f_bias.size
         return n + sum(getattr(b, p.replace(".", "_")).size for b in self.blocks for p in _LAYER_PARAMS)
+
+
+def _shards(path, index):
+    """The shard files named by a ``model.safetensors.index.json``: each a file inside the model directory."""
+    import json
+    try:
+        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{index}: not a safetensors index (a JSON object with a 'weight_map'): {e!r}") from None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise ValueError(f"{index}: 'weight_map' must map tensor names to shard file names")
+    root = path.resolve()
+    shards = sorted(set(weight_map.values()))
+    for s in shards:
+        if pathlib.PurePath(s).is_absolute() or root not in (root / s).resolve().parents:
+            raise ValueError(f"{index}: shard {s!r} is outside the model directory {path}")
+    return shards
 
 
 def _is_conv1d(name):

@@ -534,3 +534,55 @@ def test_cache_rows_and_reads(ref):
         KVCache(m.config, 1, 1000, dtype=gp.float32, device="cpu")
     with pytest.raises(ValueError):
         m(prompt[None, :2], cache=two, kv_len=65)
+
+
+# ---- malformed model directories (reliability) ---------------------------------------------------
+
+def _model_dir(tmp_path, config=None, index=None):
+    import json
+    import shutil
+    d = tmp_path / "m"
+    shutil.copytree(TINY, d)
+    if config is not None:
+        cfg = json.loads((d / "config.json").read_text())
+        cfg = config(cfg) if callable(config) else config
+        (d / "config.json").write_text(json.dumps(cfg))
+    if index is not None:
+        (d / "model.safetensors.index.json").write_text(json.dumps(index))
+    return d
+
+
+@pytest.mark.parametrize("config, error, match", [
+    ([1, 2], ValueError, "JSON object"),
+    (lambda c: {**c, "n_head": 0}, ValueError, "n_head must be positive"),
+    (lambda c: {**c, "n_layer": "1"}, TypeError, "n_layer must be int"),
+    (lambda c: {**c, "n_embd": 64.0}, TypeError, "n_embd must be int"),
+    (lambda c: {**c, "n_layer": 10**6}, ValueError, "n_layer=1000000 but the checkpoint holds 2"),
+], ids=["list", "n_head-0", "n_layer-str", "n_embd-float", "n_layer-huge"])
+def test_bad_config_is_refused_by_name(tmp_path, config, error, match):
+    d = _model_dir(tmp_path, config=config)
+    with pytest.raises(error, match=match):
+        GPT2.from_pretrained(d, device="cpu")
+
+
+@pytest.mark.parametrize("index, match", [
+    ({"metadata": {}}, "weight_map"),
+    ({"weight_map": ["model.safetensors"]}, "weight_map"),
+    ({"weight_map": {"wte.weight": "../tiny-copy/model.safetensors"}}, "outside the model directory"),
+    ({"weight_map": {"wte.weight": "/etc/passwd"}}, "outside the model directory"),
+], ids=["no-weight-map", "list", "dotdot", "absolute"])
+def test_bad_index_is_refused(tmp_path, index, match):
+    d = _model_dir(tmp_path, index=index)
+    with pytest.raises(ValueError, match=match):
+        GPT2.from_pretrained(d, device="cpu")
+
+
+def test_good_index_loads_the_same_model(tmp_path):
+    from gpk_array.llm.safetensors import SafeTensorsFile
+    with SafeTensorsFile(TINY / "model.safetensors") as f:
+        names = f.names()
+    d = _model_dir(tmp_path, index={"weight_map": {n: "model.safetensors" for n in names}})
+    a = GPT2.from_pretrained(d, device="cpu")
+    b = GPT2.from_pretrained(TINY, device="cpu")
+    tokens = gp.asarray([[1, 2, 3]], device="cpu")
+    np.testing.assert_array_equal(np.asarray(a(tokens)), np.asarray(b(tokens)))
