@@ -20,6 +20,17 @@ def _per_call(fn, sync, n=2000, warmup=50, repeats=5):
     return best
 
 
+def _unchecked(a, idx):
+    """a[idx] with the CUDA index bounds check off (GPK_INDEX_CHECK=0): the check's cost is this row's difference
+    from the a[idx] row."""
+    from gpk_array._ops import indexing
+    indexing.INDEX_CHECK = False
+    try:
+        return a[idx]
+    finally:
+        indexing.INDEX_CHECK = True
+
+
 def run(device=None):
     import gpk_array as xp
     devs = [xp.Device(device)] if device else xp.__array_namespace_info__().devices()
@@ -50,6 +61,7 @@ def run(device=None):
             ("sum", lambda: xp.sum(a), lambda: base.sum(ra)),
             ("max(axis=0)", lambda: xp.max(a, axis=0), lambda: base.max(ra, axis=0)),
             ("a[idx]", lambda: a[idx], lambda: ra[ridx]),
+            ("a[idx] unchecked", lambda: _unchecked(a, idx), lambda: ra[ridx]),
             ("a[10:20]", lambda: a[10:20], lambda: ra[10:20]),
         ]
         for name, ours, theirs in cases:

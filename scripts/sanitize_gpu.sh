@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# compute-sanitizer over the GPU kernel tests (on the GPU machine):
+#     bash scripts/sanitize_gpu.sh [OUTDIR] [TESTS...]
+# Runs memcheck, racecheck, initcheck and synccheck, each over the test files given (default: our elementwise,
+# reduction, fused-nn and SM90 GEMM kernel tests), and prints one summary line per tool ("ERROR SUMMARY: N errors").
+# Each tool's full log goes to OUTDIR/sanitizer_<tool>.log. GPK_SANITIZE_TIMEOUT (seconds, default 240) bounds each.
+set -uo pipefail
+out=${1:-.}
+shift || true
+tests=("$@")
+[ ${#tests[@]} -gt 0 ] || tests=(tests/kernels/test_elementwise.py tests/kernels/test_reduction.py
+                                 tests/kernels/test_nn_gpu.py tests/kernels/test_cutlass_sm90_gpu.py)
+mkdir -p "$out"
+status=0
+for tool in memcheck racecheck initcheck synccheck; do
+    log="$out/sanitizer_$tool.log"
+    timeout "${GPK_SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        --target-processes all python3 -m pytest -q -p no:cacheprovider -m gpu -x "${tests[@]}" \
+        >"$log" 2>&1
+    rc=$?
+    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
+    echo "$tool: rc=$rc ${summary:-no summary} | $(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$log" | tail -1)"
+    [ $rc -eq 0 ] || status=1
+done
+exit $status
