@@ -43,7 +43,7 @@ def make_model_dir(path, seed=0):
     except ImportError:
         save_checkpoint(path, GPT2Config.gpt2(), random_weights(GPT2Config.gpt2(), seed))
     for src in (os.environ.get("GPK_GPT2_TOKENIZER"), ROOT.parent / "shared" / "data" / "gpt2-tokenizer",
-                ROOT / "shared" / "data" / "gpt2-tokenizer"):
+                ROOT / "shared" / "data" / "gpt2-tokenizer", ROOT / "tests" / "llm" / "data" / "gpt2-tokenizer"):
         if src and (pathlib.Path(src) / "vocab.json").is_file():
             for name in ("vocab.json", "merges.txt"):
                 shutil.copy(pathlib.Path(src) / name, path / name)

@@ -20,7 +20,10 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from gpk_array.llm.tokenizer import Tokenizer  # noqa: E402
 
-DEFAULT_DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gpt2-tokenizer"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+# GPT-2's tokenizer files: ../shared/data where present, else the copy in the repository (vocab.json, merges.txt)
+_SHARED = ROOT.parent / "shared" / "data" / "gpt2-tokenizer"
+DEFAULT_DATA = _SHARED if (_SHARED / "vocab.json").is_file() else ROOT / "tests" / "llm" / "data" / "gpt2-tokenizer"
 
 
 def _stdlib_files():
@@ -77,6 +80,21 @@ def multilingual(limit, seed=0):
     return docs
 
 
+def hf_tokenizer(tokenizers, data_dir):
+    """Hugging Face's GPT-2 tokenizer: the directory's tokenizer.json, else built from vocab.json and merges.txt
+    (ByteLevel BPE with GPT-2's settings; tokenizers writes the same tokenizer.json from it)."""
+    if (data_dir / "tokenizer.json").is_file():
+        return tokenizers.Tokenizer.from_file(str(data_dir / "tokenizer.json"))
+    from tokenizers import AddedToken, decoders, models, pre_tokenizers, processors
+
+    tok = tokenizers.Tokenizer(models.BPE.from_file(str(data_dir / "vocab.json"), str(data_dir / "merges.txt")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken("<|endoftext|>", special=True, normalized=False)])
+    return tok
+
+
 def _mbps(nbytes, seconds):
     return nbytes / seconds / 1e6
 
@@ -118,7 +136,7 @@ def main():
     args = parser.parse_args()
     try:
         import tokenizers
-        hf = tokenizers.Tokenizer.from_file(str(args.data / "tokenizer.json"))
+        hf = hf_tokenizer(tokenizers, args.data)
     except ImportError:
         tokenizers, hf = None, None
     limit = int(args.mb * 1e6)

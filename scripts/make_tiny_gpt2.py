@@ -2,7 +2,10 @@
 
 Run once by a developer (CI has no transformers; the outputs are committed):
     pip install torch==2.13.0 transformers
-    python scripts/make_tiny_gpt2.py [--tokenizer ../shared/data/gpt2-tokenizer] [--out tests/llm/data]
+    python scripts/make_tiny_gpt2.py [--tokenizer DIR] [--out tests/llm/data]
+
+--tokenizer: GPT-2's vocab.json and merges.txt; by default ../shared/data/gpt2-tokenizer where present, else the
+copy in the repository, tests/llm/data/gpt2-tokenizer.
 
 Writes
   tiny-gpt2/          a model directory as on the hub: config.json, model.safetensors (transformers'
@@ -29,6 +32,12 @@ CONFIG = dict(vocab_size=VOCAB, n_positions=256, n_embd=64, n_layer=2, n_head=4,
 PROMPT_LENGTHS = (1, 6, 29, 70)
 BATCH_LENGTHS = (3, 11, 20)
 SEED = 1234
+
+
+def default_tokenizer_dir():
+    """../shared/data/gpt2-tokenizer where it holds GPT-2's files, else the copy in the repository."""
+    shared = ROOT.parent / "shared" / "data" / "gpt2-tokenizer"
+    return shared if (shared / "vocab.json").is_file() else ROOT / "tests" / "llm" / "data" / "gpt2-tokenizer"
 
 
 def tiny_tokenizer(src, dst):
@@ -69,7 +78,7 @@ def greedy(model, prompt, n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tokenizer", default=str(ROOT.parent / "shared" / "data" / "gpt2-tokenizer"))
+    ap.add_argument("--tokenizer", default=str(default_tokenizer_dir()))
     ap.add_argument("--out", default=str(ROOT / "tests" / "llm" / "data"))
     args = ap.parse_args()
     out = pathlib.Path(args.out)

@@ -1,6 +1,7 @@
 """GPT-2 byte-level BPE tokenizer, compatible with Hugging Face ``tokenizers`` on GPT-2 files.
 
-Encoding: split out special tokens, split the rest with GPT-2's pre-tokenization regex, map each
+Encoding: split out special tokens, split the rest with GPT-2's pre-tokenization regex (with the letter,
+digit and whitespace classes of Hugging Face ``tokenizers``, shipped in ``_pretokenizer_classes``), map each
 piece's UTF-8 bytes to printable characters, then apply BPE merges lowest rank first (leftmost on
 ties), caching the ids of every piece seen.
 """
@@ -11,44 +12,58 @@ import pathlib
 import re
 
 import numpy as np
-import regex
+
+from . import _pretokenizer_classes as _classes
 
 # GPT-2's pre-tokenizer: English contractions, letters, digits, other symbols (each optionally led by
 # one space), then whitespace runs, leaving the last space of a run to lead the following word.
 _GPT2_PATTERN = r"'(?:[stmd]|re|ve|ll)| ?{L}+| ?{N}+| ?{O}+|\s+(?!\S)|\s+"
-_PRETOKENIZE = regex.compile(_GPT2_PATTERN.format(L=r"\p{L}", N=r"\p{N}", O=r"[^\s\p{L}\p{N}]"))
-# the same on ASCII text, for the (twice faster) standard `re` module; \s is [ \t\n\r\f\v] there
-_PRETOKENIZE_ASCII = re.compile(_GPT2_PATTERN.format(L="[A-Za-z]", N="[0-9]", O=r"[^\sA-Za-z0-9]"), re.ASCII)
+_ASCII_PATTERN = _GPT2_PATTERN.format(L="[A-Za-z]", N="[0-9]", O=r"[^\sA-Za-z0-9]")
+# ASCII text, with the standard `re` module; \s is [ \t\n\r\f\v] there, as in Hugging Face `tokenizers`
+_PRETOKENIZE_ASCII = re.compile(_ASCII_PATTERN, re.ASCII)
+_PRETOKENIZE_BYTES = re.compile(_ASCII_PATTERN.encode("ascii"))
 
-# Letters and digits new in Unicode 17.0: the `regex` module knows them, the Oniguruma engine of
-# Hugging Face `tokenizers` (Unicode 16.0) does not, so there they are "other symbols". Texts holding
-# any use the (twice slower) pattern below that treats them the same way.
-_UNICODE_17_LN = [
-    (0x088F, 0x088F), (0x0C5C, 0x0C5C), (0x0CDC, 0x0CDC), (0xA7CE, 0xA7CF), (0xA7D2, 0xA7D2),
-    (0xA7D4, 0xA7D4), (0xA7F1, 0xA7F1), (0x10940, 0x10959), (0x10EC5, 0x10EC7), (0x11DB0, 0x11DDB),
-    (0x11DE0, 0x11DE9), (0x16EA0, 0x16EB8), (0x16EBB, 0x16ED3), (0x16FF2, 0x16FF6), (0x187F8, 0x187FF),
-    (0x18D09, 0x18D1E), (0x18D80, 0x18DF2), (0x1E6C0, 0x1E6DE), (0x1E6E0, 0x1E6E2), (0x1E6E4, 0x1E6E5),
-    (0x1E6E7, 0x1E6ED), (0x1E6F0, 0x1E6F4), (0x1E6FE, 0x1E6FF), (0x2B73A, 0x2B73F), (0x2CEA2, 0x2CEAD),
-    (0x323B0, 0x33479),
-]
-_U17 = "".join(f"\\U{a:08X}-\\U{b:08X}" for a, b in _UNICODE_17_LN)
-_PRETOKENIZE_U16 = regex.compile(
-    _GPT2_PATTERN.format(L=rf"[\p{{L}}--[{_U17}]]", N=rf"[\p{{N}}--[{_U17}]]", O=rf"[[^\s\p{{L}}\p{{N}}][{_U17}]]"),
-    regex.VERSION1,
-)
-_IS_U17 = np.zeros(_UNICODE_17_LN[-1][1] + 2, dtype=bool)  # code point -> new in 17.0; last entry False
-for _first, _last in _UNICODE_17_LN:
-    _IS_U17[_first:_last + 1] = True
+
+def _stand_in_table():
+    """code point -> ASCII byte that the pattern treats alike: itself for ASCII, else "a" for letters, "0" for
+    digits, a tab for whitespace, "!" for other symbols (code points past the table's end are other symbols).
+
+    The classes are those of Hugging Face `tokenizers` (Unicode 16.0), generated from it, so the split does not
+    depend on the Unicode version of any regular-expression module here. None of the stand-ins is an apostrophe,
+    a space or a letter of the contractions, the only characters the pattern tells apart within a class.
+    """
+    runs = sorted((first, last, ord(stand_in)) for stand_in, ranges in (
+        ("a", _classes.LETTER), ("0", _classes.DIGIT), ("\t", _classes.SPACE)) for first, last in ranges)
+    values, lengths, end = [], [], 0
+    for first, last, value in runs:
+        values += [ord("!"), value]
+        lengths += [first - end, last + 1 - first]
+        end = last + 1
+    table = np.repeat(np.array(values + [ord("!")], np.uint8), lengths + [1])
+    table[:128] = np.arange(128, dtype=np.uint8)
+    return table
+
+
+_STAND_IN = _stand_in_table()
 
 
 def _pretokenize(text):
     """Split text into pieces as GPT-2 (and Hugging Face ``tokenizers``) does."""
     if text.isascii():
         return _PRETOKENIZE_ASCII.findall(text)
-    code_points = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    if np.take(_IS_U17, code_points, mode="clip").any():
-        return _PRETOKENIZE_U16.findall(text)
-    return _PRETOKENIZE.findall(text)
+    return _pretokenize_stand_ins(text)
+
+
+def _pretokenize_stand_ins(text):
+    """``_pretokenize`` of any text: split its stand-ins (one byte per code point), cut the text alike."""
+    code_points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    stand_ins = _STAND_IN.take(code_points, mode="clip").tobytes()
+    pieces, start = [], 0
+    for piece in _PRETOKENIZE_BYTES.findall(stand_ins):
+        end = start + len(piece)
+        pieces.append(text[start:end])
+        start = end
+    return pieces
 
 
 _CACHE_LIMIT = 1 << 17  # pieces kept in the per-tokenizer cache before it is emptied
@@ -121,7 +136,7 @@ class Tokenizer:
         self._id_bytes_plain = [b"" if i in special_ids else b for i, b in enumerate(self._id_bytes)]
         self._cache = _PieceCache(self._bpe_piece)
         alternatives = sorted(self._special, key=len, reverse=True)  # the longest match wins
-        self._special_split = (regex.compile("(" + "|".join(map(regex.escape, alternatives)) + ")").split
+        self._special_split = (re.compile("(" + "|".join(map(re.escape, alternatives)) + ")").split
                                if alternatives else None)
 
     # ---- constructors -------------------------------------------------------------------------

@@ -1,19 +1,24 @@
-"""GPT-2 tokenizer: exact agreement with Hugging Face ``tokenizers`` on the real GPT-2 vocabulary."""
+"""GPT-2 tokenizer: exact agreement with Hugging Face ``tokenizers`` on the real GPT-2 vocabulary.
+
+The vocabulary and merges are in the repository (data/gpt2-tokenizer); ``tokenizers`` builds its tokenizer from
+them (ByteLevel BPE with GPT-2's settings) and writes the ``tokenizer.json`` that gpk_array's ``from_file`` reads.
+"""
 import json
 import pathlib
 import random
+import subprocess
+import sys
+import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpk_array.llm import _pretokenizer_classes as classes
 from gpk_array.llm import tokenizer as tokmod
 from gpk_array.llm.tokenizer import Tokenizer
 
-DATA = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "data" / "gpt2-tokenizer"
-if not (DATA / "tokenizer.json").is_file():
-    pytest.skip(f"GPT-2 tokenizer files not found at {DATA}", allow_module_level=True)
-
+DATA = pathlib.Path(__file__).resolve().parent / "data" / "gpt2-tokenizer"
 EOT = "<|endoftext|>"
 PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -75,20 +80,40 @@ CORPUS = [
     f"{EOT}{EOT} starts and ends {EOT}",
     f"almost special <|endoftext| and <|endoftext|>> and < |endoftext|> and {EOT[:-1]}",
     f"word{EOT}word {EOT} spaced\n{EOT}\n",
-    # Unicode 17.0 letters/digits, which tokenizers' regex engine does not know
+    # letters/digits of Unicode 17.0 and later, which tokenizers' regex engine (Unicode 16.0) does not know
     "\u088f\u0c5c abc \U00010940\U00010941 def \U000323b0\U000323b1 12\U00011de0",
+    "\u0558's \u208f1's a\ua7dd's \U00010ee0\U00010ee0's 9\U00011de5 x\u0558y",
 ]
 
 
-@pytest.fixture(scope="module")
-def ours():
-    return Tokenizer.from_file(DATA / "tokenizer.json")
+def _hf_gpt2(tokenizers):
+    """GPT-2's tokenizer as Hugging Face ``tokenizers`` builds it from vocab.json and merges.txt."""
+    from tokenizers import AddedToken, decoders, models, pre_tokenizers, processors
+
+    tok = tokenizers.Tokenizer(models.BPE.from_file(str(DATA / "vocab.json"), str(DATA / "merges.txt")))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens([AddedToken(EOT, special=True, normalized=False)])
+    return tok
 
 
 @pytest.fixture(scope="module")
 def hf():
-    tokenizers = pytest.importorskip("tokenizers")
-    return tokenizers.Tokenizer.from_file(str(DATA / "tokenizer.json"))
+    return _hf_gpt2(pytest.importorskip("tokenizers"))
+
+
+@pytest.fixture(scope="module")
+def tokenizer_json(hf, tmp_path_factory):
+    """GPT-2's tokenizer.json, as ``tokenizers`` writes it."""
+    path = tmp_path_factory.mktemp("gpt2-json") / "tokenizer.json"
+    hf.save(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ours():
+    return Tokenizer.from_vocab_merges(DATA / "vocab.json", DATA / "merges.txt")
 
 
 def _corpus():
@@ -99,10 +124,13 @@ def _corpus():
     return CORPUS + mixed
 
 
-def test_known_encodings(ours):
-    assert ours.encode("Hello, world!") == [15496, 11, 995, 0]
-    assert ours.encode(" The quick brown fox jumps over the lazy dog.") == [383, 2068, 7586, 21831, 18045, 625,
-                                                                             262, 16931, 3290, 13]
+def test_known_encodings(ours, hf):
+    """The encodings in data/gpt2-tokenizer/README.md."""
+    for text, ids in [("Hello, world!", [15496, 11, 995, 0]),
+                      (" The quick brown fox jumps over the lazy dog.",
+                       [383, 2068, 7586, 21831, 18045, 625, 262, 16931, 3290, 13])]:
+        assert hf.encode(text).ids == ids
+        assert ours.encode(text) == ids
 
 
 def test_corpus_matches_tokenizers(ours, hf):
@@ -119,19 +147,27 @@ def test_corpus_as_one_text(ours, hf):
     assert ours.encode(text) == hf.encode(text).ids
 
 
-def test_vocab_merges_form_matches_json_form(ours):
-    other = Tokenizer.from_vocab_merges(DATA / "vocab.json", DATA / "merges.txt")
-    assert other.vocab_size == ours.vocab_size == 50257
+def test_json_form_matches_vocab_merges_form(ours, hf, tokenizer_json):
+    """from_file on tokenizer.json builds the same tables as from_vocab_merges, so the tests of ``ours`` hold for it."""
+    other = Tokenizer.from_file(tokenizer_json)
+    assert other._vocab == ours._vocab
+    assert other._ranks == ours._ranks
+    assert other._special == ours._special == {EOT: 50256}
+    assert other.vocab_size == ours.vocab_size == hf.get_vocab_size() == 50257
     assert other.eos_token_id == ours.eos_token_id == 50256
-    for text in CORPUS:
-        assert other.encode(text) == ours.encode(text)
+    texts = _corpus()
+    assert other.encode_batch(texts) == [e.ids for e in hf.encode_batch(texts)]
 
 
-def test_from_dir(tmp_path):
-    assert Tokenizer.from_dir(DATA).encode(f"a{EOT}b") == [64, 50256, 65]
+def test_from_dir(tmp_path, hf, tokenizer_json):
+    text = f"Hello, world!{EOT}b"
+    assert Tokenizer.from_dir(DATA).encode(text) == hf.encode(text).ids  # vocab.json and merges.txt
+    (tmp_path / "tokenizer.json").write_bytes(tokenizer_json.read_bytes())
+    assert Tokenizer.from_dir(tmp_path).encode(text) == hf.encode(text).ids
+    (tmp_path / "tokenizer.json").unlink()
     for name in ("vocab.json", "merges.txt"):
         (tmp_path / name).write_bytes((DATA / name).read_bytes())
-    assert Tokenizer.from_dir(tmp_path).encode("Hello, world!") == [15496, 11, 995, 0]
+    assert Tokenizer.from_dir(tmp_path).encode(text) == hf.encode(text).ids
     (tmp_path / "merges.txt").unlink()
     with pytest.raises(FileNotFoundError, match="no tokenizer.json"):
         Tokenizer.from_dir(tmp_path)
@@ -174,18 +210,47 @@ def test_long_pieces_match_tokenizers(ours, hf):
 
 def test_cache_eviction_keeps_results(monkeypatch, hf):
     monkeypatch.setattr(tokmod, "_CACHE_LIMIT", 4)
-    small = Tokenizer.from_file(DATA / "tokenizer.json")
+    small = Tokenizer.from_vocab_merges(DATA / "vocab.json", DATA / "merges.txt")
     for text in CORPUS:
         assert small.encode(text) == hf.encode(text).ids
     assert len(small._cache) <= 4
 
 
+def _version_sensitive_code_points():
+    """Code points whose class in the shipped (Unicode 16.0) tables differs from Python's ``unicodedata`` or from
+    the installed ``regex`` module (other Unicode versions), and the ends of every shipped range with their
+    neighbours."""
+    shipped = {}
+    for name, ranges in (("L", classes.LETTER), ("N", classes.DIGIT), ("S", classes.SPACE)):
+        for first, last in ranges:
+            shipped.update(dict.fromkeys(range(first, last + 1), name))
+    points = {c for first, last in (*classes.LETTER, *classes.DIGIT, *classes.SPACE)
+              for c in (first - 1, first, last, last + 1)}
+    all_points = [c for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for c in all_points:
+        category = unicodedata.category(chr(c))[0]
+        if shipped.get(c, "O") != (category if category in "LN" else "S" if chr(c).isspace() else "O"):
+            points.add(c)
+    try:
+        import regex
+    except ImportError:
+        return points
+    text = "".join(map(chr, all_points))
+    for name, pattern in (("L", r"\p{L}"), ("N", r"\p{N}")):
+        points.update(ord(m.group()) for m in regex.finditer(pattern, text) if shipped.get(ord(m.group())) != name)
+    return points
+
+
 def test_pretokenizer_classes_match_tokenizers():
-    """Letter / digit / space / other classes of sampled code points, and every Unicode 17 letter."""
+    """Letter / digit / space / other classes of sampled code points, of every code point whose class changes
+    between Unicode versions, and of both ends of every range of the shipped classes.
+
+    scripts/gen_pretokenizer_classes.py --check compares all 1.1 million code points (20 s)."""
     pre_tokenizers = pytest.importorskip("tokenizers.pre_tokenizers")
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    code_points = [c for c in range(0, 0x110000, 97) if not 0xD800 <= c < 0xE000] + list(range(0x100))
-    code_points += [c for first, last in tokmod._UNICODE_17_LN for c in range(first, last + 1)]
+    newer = {0x088F, 0x0C5C, 0x0558, 0x208F, 0xA7DD, 0x10940, 0x10EE0, 0x11DE0, 0x323B0}  # letters, digits after 16.0
+    code_points = sorted({*range(0, 0x110000, 97), *range(0x100), *newer, *_version_sensitive_code_points()})
+    code_points = [c for c in code_points if 0 <= c < 0x110000 and not 0xD800 <= c < 0xE000]
     for start in range(0, len(code_points), 2000):
         # "x" + c joins letters, "1" + c digits, "!" + c other symbols; whitespace joins none
         text = "".join(f"x{c}1{c}!{c}\n" for c in map(chr, code_points[start:start + 2000]))
@@ -197,7 +262,14 @@ def test_pretokenizer_classes_match_tokenizers():
         assert ours == ends
 
 
-def test_malformed_files(tmp_path):
+def test_import_needs_neither_tokenizers_nor_regex():
+    code = ("import sys; import gpk_array.llm.tokenizer; "
+            "print(sorted(m for m in ('tokenizers', 'regex') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_malformed_files(tmp_path, tokenizer_json):
     merges = tmp_path / "merges.txt"
     vocab = tmp_path / "vocab.json"
     vocab.write_text((DATA / "vocab.json").read_text(encoding="utf-8"), encoding="utf-8")
@@ -207,7 +279,7 @@ def test_malformed_files(tmp_path):
     merges.write_text("#version: 0.2\n\u0120 t\nqqq zzz\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"merge 1 \('qqq', 'zzz'\): token 'qqq' is not in the vocabulary"):
         Tokenizer.from_vocab_merges(vocab, merges)
-    spec = json.loads((DATA / "tokenizer.json").read_text(encoding="utf-8"))
+    spec = json.loads(tokenizer_json.read_text(encoding="utf-8"))
     spec["pre_tokenizer"]["add_prefix_space"] = True
     spec["added_tokens"][0]["lstrip"] = True
     path = tmp_path / "tokenizer.json"
@@ -253,8 +325,8 @@ def test_property_special_tokens_match_tokenizers(ours, hf, text):
 
 @PROPERTY
 @given(st.text(st.characters(max_codepoint=0x7F)))
-def test_property_ascii_fast_path_splits_like_unicode_pattern(text):
-    assert tokmod._PRETOKENIZE_ASCII.findall(text) == tokmod._PRETOKENIZE.findall(text)
+def test_property_ascii_fast_path_splits_like_stand_ins(text):
+    assert tokmod._PRETOKENIZE_ASCII.findall(text) == tokmod._pretokenize_stand_ins(text)
 
 
 @PROPERTY
