@@ -64,7 +64,16 @@ QOS_TIERS = ("guaranteed", "burstable", "best_effort")
 _RANK = {"guaranteed": 0, "burstable": 1, "best_effort": 2}
 _DEFAULT_CONTENTION = {"burstable": 0.5, "best_effort": 0.25}
 
+# The scheduler's clock and its sleeps. Every read of the time in this module and every sleep it takes goes through
+# these three globals, and the token buckets read _pacing._monotonic, so that tests can run the scheduler on a
+# simulated clock by rebinding them (tests/sched/conftest.py: fake_clock); nothing else rebinds them. (A blocked
+# best-effort allocation waits on _cond with a timeout, its deadline read from _monotonic; _aio's event poller keeps
+# the real clock, which only sets how often it polls.) A call through a module global costs what
+# ``time.monotonic()`` (a global plus an attribute lookup) did, so the hot path pays nothing for the indirection,
+# and with these bindings the behaviour is that of the direct calls.
 _monotonic = time.monotonic
+_sleep = time.sleep  # blocking pacing waits: pace(), launch()
+_async_sleep = asyncio.sleep  # waits on the event loop: pace_async(), run(), wait_for_memory()
 _CUDA_ERROR_MEMORY_ALLOCATION = 2  # cudaErrorMemoryAllocation (CuPy does not export the constant to Python)
 
 # The current context of this thread / asyncio task: None or (ctx, parent_entry).
@@ -943,7 +952,7 @@ class Context:
                     counted = True
                     with self._lock:
                         self._queued += 1
-                await asyncio.sleep(min(delay, max(0.0, deadline - _monotonic())))
+                await _async_sleep(min(delay, max(0.0, deadline - _monotonic())))
                 delay = min(delay * 2.0, 0.05)
         finally:
             if counted:
@@ -1136,7 +1145,7 @@ class Context:
             with self._lock:
                 self._queued += 1
             try:
-                time.sleep(delay)
+                _sleep(delay)
             finally:
                 with self._lock:
                     self._queued -= 1
@@ -1156,7 +1165,7 @@ class Context:
             with self._lock:
                 self._queued += 1
             try:
-                await asyncio.sleep(delay)
+                await _async_sleep(delay)
             finally:
                 with self._lock:
                     self._queued -= 1

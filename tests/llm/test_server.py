@@ -358,10 +358,10 @@ def test_serve_builds_one_app_for_several_model_directories(monkeypatch):
 
 @pytest.mark.parametrize("interval", [0.0, 0.25])
 def test_stream_interval_gathers_tokens(model, tok, interval, monkeypatch):
-    """After the first event, a stream sends at most one event per interval: the same text, in fewer events when
-    tokens come faster than that (each greedy step of the tiny model takes milliseconds). Without an interval each
-    step's token goes out alone; the engine steps are slowed to 20 ms there, so that a loaded host's event loop
-    (which sends whatever has arrived) keeps up."""
+    """A stream with or without an interval sends the text the model generates (each greedy step of the tiny model
+    takes milliseconds). Without an interval each step's token goes out alone; the engine steps are slowed to 20 ms
+    there, so that a loaded host's event loop (which sends whatever has arrived) keeps up. How the interval gathers
+    tokens is checked on a simulated clock below."""
     if not interval:
         from gpk_array.llm.generate import Engine
         step = Engine.step
@@ -370,14 +370,70 @@ def test_stream_interval_gathers_tokens(model, tok, interval, monkeypatch):
     req = {"model": NAME, "prompt": "Hello, world", "max_tokens": 24, "temperature": 0, "stream": True,
            "ignore_eos": True}
     with ServerThread(app) as url, httpx.Client(base_url=url, timeout=TIMEOUT) as c:
-        t0 = time.perf_counter()
         with c.stream("POST", "/v1/completions", json=req) as r:
             chunks = events(r)
-        elapsed = time.perf_counter() - t0
     text = "".join(ch["choices"][0]["text"] for ch in chunks)
     assert text == tok.decode(generate(model, tok.encode("Hello, world"), max_new_tokens=24))
-    if interval:
-        assert len(chunks) <= 2 + elapsed / interval  # the first event, then at most one per interval
-        assert len(chunks) < 24 or elapsed > 20 * interval
-    else:
+    if not interval:
         assert len(chunks) >= 8  # one event per step, but for what the tokenizer holds back (partial characters)
+
+
+@pytest.mark.parametrize("interval", [0.0, 0.005])
+def test_stream_interval_on_a_simulated_clock(tok, interval, monkeypatch):
+    """Server._events, the pacing of a stream, on a simulated clock: 24 tokens arrive 1 ms apart. With a 5 ms
+    interval, the first goes out at once, and afterwards each event waits until 5 ms after the previous one and
+    carries every token that arrived meanwhile: events at 0, 5, ..., 25 ms with tokens [0], [1-5], ..., [21-23].
+    Without an interval each token goes out alone, with no wait."""
+    import asyncio
+    import types
+
+    from gpk_array.llm import server as server_mod
+
+    tokens = tok.encode("The quick brown fox jumps over the lazy dog, and then it runs far away into the woods")[:24]
+    assert len(tokens) == 24
+    clock = types.SimpleNamespace(now=0.0)
+    waits = []
+    arrivals = [(i * 1e-3, (0, [t], "length" if i == 23 else None, None)) for i, t in enumerate(tokens)]
+    real_sleep = asyncio.sleep
+
+    def deliver(queue):
+        while arrivals and arrivals[0][0] <= clock.now + 1e-12:
+            queue.put_nowait(arrivals.pop(0)[1])
+
+    async def main():
+        job = server_mod.Job([types.SimpleNamespace()], asyncio.get_running_loop())
+
+        async def sim_sleep(seconds):  # the stream's wait: time passes, the tokens of that time arrive
+            waits.append(seconds)
+            clock.now += seconds
+            deliver(job.queue)
+
+        async def producer():  # while the stream waits for a token: the clock moves to the next arrival
+            while arrivals:
+                await real_sleep(0)
+                if arrivals and job.queue.empty():  # (the stream suspends only on an empty queue)
+                    clock.now = max(clock.now, arrivals[0][0])
+                    deliver(job.queue)
+
+        monkeypatch.setattr(server_mod, "_now", lambda: clock.now)
+        monkeypatch.setattr(server_mod, "_sleep", sim_sleep)
+        owner = types.SimpleNamespace(tokenizer=tok, metrics=types.SimpleNamespace(ttft=lambda s: None),
+                                      loop=types.SimpleNamespace(cancel=lambda j: setattr(j, "cancelled", True)))
+        feed = asyncio.ensure_future(producer())
+        out = []
+        async for ev in server_mod.Server._events(owner, job, [], interval):
+            out.append((clock.now, ev[0]))
+        await feed
+        return out
+
+    out = asyncio.run(asyncio.wait_for(main(), 30))
+    assert "".join(text for _, (text, _) in out) == tok.decode(tokens)
+    assert out[-1][1][1] == "length" and all(finish is None for _, (_, finish) in out[:-1])
+    times = [t for t, _ in out]
+    if interval:
+        assert times == pytest.approx([0.0, 0.005, 0.010, 0.015, 0.020, 0.025], abs=1e-9)
+        assert waits == pytest.approx([0.004] * 5, abs=1e-9)  # each event waits out the rest of the interval
+        groups = [[0], [1, 2, 3, 4, 5], [6, 7, 8, 9, 10], [11, 12, 13, 14, 15], [16, 17, 18, 19, 20], [21, 22, 23]]
+        assert [text for _, (text, _) in out] == [tok.decode([tokens[i] for i in g]) for g in groups]
+    else:
+        assert times == pytest.approx([i * 1e-3 for i in range(24)], abs=1e-9) and waits == []

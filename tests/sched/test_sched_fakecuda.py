@@ -5,6 +5,10 @@ a thread-local allocator (``using_allocator``), priorities clamped into the devi
 single-device pool whose limit counts *held* bytes (cached included), whose cached blocks are reused and split,
 and whose ``free_all_blocks`` frees only blocks with no part in use. The device has a fixed amount of memory and
 ``memGetInfo``. The real thing is covered by test_sched_gpu.py on a GPU.
+
+The fake device keeps time with the wall clock, or, for the tests that take the ``clocked`` fixture, with the
+scheduler's simulated clock (conftest's ``fake_clock``): then a stream's work finishes at simulated times, and
+waiting for it (``synchronize``) advances that clock instead of sleeping.
 """
 
 import asyncio
@@ -60,6 +64,8 @@ class FakeCupy:
         self.tls = threading.local()
         self.capturing = set()  # stream pointers capturing a CUDA graph (streamIsCapturing)
         self.events = {}
+        self.now = time.monotonic  # the device's clock; use_clock() puts it on a simulated one
+        self.wait_until = self._sleep_until
         fake = self
 
         class Stream:
@@ -86,7 +92,7 @@ class FakeCupy:
                 fake._stack().pop()
 
             def synchronize(self):
-                time.sleep(max(0.0, self.busy_until - time.monotonic()))
+                fake.wait_until(self.busy_until)
 
             def wait_event(self, event):
                 self.waited = getattr(self, "waited", []) + [event]
@@ -103,14 +109,14 @@ class FakeCupy:
 
             def record(self, stream=None):
                 stream = stream or fake.get_current_stream()
-                self.t = max(time.monotonic(), stream.busy_until)
+                self.t = max(fake.now(), stream.busy_until)
 
             @property
             def done(self):
-                return self.t is not None and time.monotonic() >= self.t
+                return self.t is not None and fake.now() >= self.t
 
             def synchronize(self):
-                time.sleep(max(0.0, self.t - time.monotonic()))
+                fake.wait_until(self.t)
 
         class Memory:
             def __init__(self, n):
@@ -243,6 +249,15 @@ class FakeCupy:
         )
         self.ndarray = type("ndarray", (), {})
 
+    @staticmethod
+    def _sleep_until(t):
+        time.sleep(max(0.0, t - time.monotonic()))
+
+    def use_clock(self, clock):
+        """Keep the device's time on ``clock`` (a conftest FakeClock): waiting for work advances it."""
+        self.now = clock.monotonic
+        self.wait_until = clock.advance_to
+
     def _dev(self):
         return getattr(self.tls, "dev", 0)
 
@@ -272,6 +287,13 @@ def fake(monkeypatch):
     yield cp
     sched.shutdown()
     gc.collect()
+
+
+@pytest.fixture
+def clocked(fake, fake_clock):
+    """The fake device and the scheduler on one simulated clock; returns the clock."""
+    fake.use_clock(fake_clock)
+    return fake_clock
 
 
 def malloc(cp, n):
@@ -556,18 +578,31 @@ def test_async_tasks_keep_their_stream_across_awaits(fake):
     assert a.stats()["steps"] == 60 and b.stats()["steps"] == 30
 
 
-def test_bandwidth_paces_by_device_time(fake):
+def test_bandwidth_paces_by_device_time(fake, clocked):
+    """A best-effort context capped at 25 %, queueing 2 ms kernels for a simulated second: it is charged the
+    kernels' device time (events around each step), at most 0.25 x the time so far + its burst after every step,
+    and within one step of that at the end (its waits are no longer than the cap needs)."""
+    clock = clocked
     sched.initialize(0, burst_s=0.005)
     be = sched.create_context("be", 64 * MiB, qos="best_effort", bandwidth=0.25)
-    t0 = time.monotonic()
+    bucket = be._bucket
+    since = clock.now
+    n, over = 0, []
     with be:
-        while time.monotonic() - t0 < 0.3:
-            be.stream.busy_until = max(time.monotonic(), be.stream.busy_until) + 0.002  # a 2 ms kernel
+        while clock.now - since < 1.0:
+            be.stream.busy_until = max(clock.now, be.stream.busy_until) + 0.002  # a 2 ms kernel
             be.pace()
-    wall = time.monotonic() - t0
-    charged = be._bucket.charged_s
-    assert 0 < charged <= 0.25 * wall + 0.005 + 3 * 0.002 + 0.005, (charged, wall)
-    assert be.stats()["throttled_s"] > 0.05
+            n += 1
+            over.append(bucket.charged_s - (bucket.burst + 0.25 * (clock.now - since)))
+        assert max(over) <= 1e-9  # the cap, after every step
+        assert -0.002 - 1e-9 <= over[-1]  # not a stall
+        assert len(be._pending) <= sched.get_scheduler().max_inflight  # steps in flight, not charged yet
+        be.wait_idle()  # the device finishes what is queued (the simulated clock moves to its end)
+        be._harvest()
+    assert bucket.charged_s == pytest.approx((n - 1) * 0.002, abs=1e-9)  # the first step opens the measurement
+    st = be.stats()
+    assert st["throttled_s"] == pytest.approx(sum(clock.sleeps), abs=1e-9) and st["throttled_s"] > 0.7
+    assert st["steps"] == n and st["queued"] == 0
 
 
 def test_launch_records_events_and_counts(fake):
@@ -578,21 +613,28 @@ def test_launch_records_events_and_counts(fake):
     assert be._busy_event is not None and len(be._pending) == 1
 
 
-def test_higher_tier_activity_paces_best_effort(fake):
-    sched.initialize(0, contention_share={"best_effort": 0.2})
+def test_higher_tier_activity_paces_best_effort(fake, clocked):
+    clock = clocked
+    sched.initialize(0, contention_share={"best_effort": 0.2})  # activity_window_s: 5 ms
     g = sched.create_context("g", 64 * MiB)
     be = sched.create_context("be", 64 * MiB, qos="best_effort")
     assert be._rate() == 1.0
     with g:
         malloc(fake, 1024)  # allocation marks activity
         assert be._rate() == 0.2
-        g.stream.busy_until = time.monotonic() + 1.0
+        clock.advance(0.004)
+        assert be._rate() == 0.2  # within the activity window
+        g.stream.busy_until = clock.now + 1.0
         g.pace()  # in-flight work recorded as an event
-    time.sleep(0.01)
+    clock.advance(0.01)  # past the activity window
     assert be._rate() == 0.2  # g's event has not completed
-    g.stream.busy_until = 0
-    g._busy_event = None
-    assert be._rate() == 1.0
+    clock.advance(1.0)
+    assert be._rate() == 1.0  # it has: g is idle
+    with g:
+        malloc(fake, 1024)
+        assert be._rate() == 0.2
+    clock.advance(0.006)
+    assert be._rate() == 1.0  # activity counts only within the window
 
 
 def test_threads_sharing_one_context_never_exceed_its_budget(fake):
@@ -644,7 +686,7 @@ def green(fake, monkeypatch):
     return made, destroyed
 
 
-def test_paced_context_runs_confined_while_a_higher_tier_is_busy(fake, green):
+def test_paced_context_runs_confined_while_a_higher_tier_is_busy(fake, green, clocked):
     made, destroyed = green
     sched.initialize(0, contention_sms=24, activity_window_s=0.002, confine_hold_s=0.002)
     g = sched.create_context("g", 64 * MiB)
@@ -664,7 +706,7 @@ def test_paced_context_runs_confined_while_a_higher_tier_is_busy(fake, green):
         # the others plan for the SMs outside its green context (whose CTAs would otherwise wait for those)
         assert g._sm_target() == _cuda.sm_count(0) - 24
         assert be.stats()["confined_sms"] == 24 and be.stats()["confined_steps"] == 1
-        time.sleep(0.01)  # the guaranteed context went quiet
+        clocked.advance(0.01)  # the guaranteed context went quiet
         be.pace()
         assert be.stream is own and fake.get_current_stream() is own
         assert g._sm_target() == 0 and be._sm_target() == 0
@@ -680,7 +722,7 @@ def test_paced_context_runs_confined_while_a_higher_tier_is_busy(fake, green):
     assert g2._sm_target() == 0  # nothing confined any more
 
 
-def test_confinement_outlasts_the_pacing_window(fake, green):
+def test_confinement_outlasts_the_pacing_window(fake, green, clocked):
     """A paced context stays confined for confine_hold_s after the higher tier's last activity (work it queued on
     every SM would otherwise delay that tier's next steps), while its pacing returns to full rate after the shorter
     activity window; after the hold it goes back to its own stream."""
@@ -695,10 +737,13 @@ def test_confinement_outlasts_the_pacing_window(fake, green):
             pass
         be.pace()
         assert be.stream is made[0][0] and be._rate() < 1.0
-        time.sleep(0.02)  # past the pacing window, within the hold
+        clocked.advance(0.02)  # past the pacing window, within the hold
         be.pace()
         assert be.stream is made[0][0] and be._rate() == 1.0
-        time.sleep(0.15)  # past the hold
+        clocked.advance(0.079)  # 99 ms after the guaranteed context's activity: within the hold
+        be.pace()
+        assert be.stream is made[0][0]
+        clocked.advance(0.002)  # 101 ms: past the hold (the best-effort context's own steps do not extend it)
         be.pace()
         assert be.stream is own
     sched.shutdown()
@@ -710,7 +755,7 @@ def test_confinement_outlasts_the_pacing_window(fake, green):
     assert sched.get_scheduler().confine_hold_s == 0.01
 
 
-def test_planning_around_confined_sms_expires_and_skips_destroyed_contexts(fake, green):
+def test_planning_around_confined_sms_expires_and_skips_destroyed_contexts(fake, green, clocked):
     """The others plan around a confined context's SMs only while it steps (within confine_hold_s of its last
     step), a context destroyed while its pacing waited takes no new green stream and leaves no entry behind, and
     the target never drops below one SM."""
@@ -723,7 +768,9 @@ def test_planning_around_confined_sms_expires_and_skips_destroyed_contexts(fake,
         pass
     be.pace()
     assert be.stream is made[0][0] and g._sm_target() == 132 - 16
-    time.sleep(0.08)  # the best-effort context stopped stepping (still on its confined stream)
+    clocked.advance(0.049)
+    assert g._sm_target() == 132 - 16  # within the hold of its last step
+    clocked.advance(0.031)  # the best-effort context stopped stepping (still on its confined stream)
     assert be.stream is made[0][0] and g._sm_target() == 0
     with g:
         pass
@@ -735,7 +782,7 @@ def test_planning_around_confined_sms_expires_and_skips_destroyed_contexts(fake,
         be._place()
     assert len(made) == 1 and not sched.get_scheduler()._confined_by
     s = sched.get_scheduler()
-    s._confined_sms, s._confined_until = 200, time.monotonic() + 10  # a partition as large as the device
+    s._confined_sms, s._confined_until = 200, clocked.now + 10  # a partition as large as the device
     assert g._sm_target() == 1
 
 
@@ -765,7 +812,7 @@ def test_graph_captures_plan_around_the_confinement_sms(fake, green):
     assert sched.get_scheduler()._paced_cuda == 0  # the per-GEMM capture query stops with the last one
 
 
-def test_graph_captured_after_the_hold_expired_still_plans_around_the_confinement(fake, green):
+def test_graph_captured_after_the_hold_expired_still_plans_around_the_confinement(fake, green, clocked):
     """A best-effort context confined, then quiet past confine_hold_s (still on its confined stream): outside a
     capture the guaranteed context plans for the whole device again, a capture for the SMs outside."""
     made, _ = green
@@ -777,7 +824,7 @@ def test_graph_captured_after_the_hold_expired_still_plans_around_the_confinemen
         pass
     be.pace()
     assert be.stream is made[0][0] and g._sm_target() == 132 - 16
-    time.sleep(0.08)
+    clocked.advance(0.08)
     assert g._sm_target() == 0
     fake.capturing.add(fake.get_current_stream().ptr)
     try:
@@ -786,7 +833,7 @@ def test_graph_captured_after_the_hold_expired_still_plans_around_the_confinemen
         fake.capturing.clear()
 
 
-def test_no_green_context_no_capture_planning(fake, monkeypatch):
+def test_no_green_context_no_capture_planning(fake, clocked, monkeypatch):
     """Where no green context can be made (the paced context's _confined is False), nothing is ever confined:
     captures plan for the whole device."""
     def refuse(*a, **k):

@@ -274,11 +274,9 @@ def test_two_contexts_gemm_loops_concurrently_with_gather(gpu, cp):
         return float(host[0, 0])
 
     async def main():
-        t0 = time.perf_counter()
-        out = await asyncio.gather(worker(g, 512, 50), worker(be, 2048, 20))
-        return out, time.perf_counter() - t0
+        return await asyncio.gather(worker(g, 512, 50), worker(be, 2048, 20))
 
-    (r_g, r_be), _ = sched.run(asyncio.wait_for(main(), TIMEOUT))
+    r_g, r_be = sched.run(asyncio.wait_for(main(), TIMEOUT))
     assert r_g == pytest.approx(512 * 1e-4, rel=1e-3)
     assert r_be == pytest.approx(2048 * 1e-4, rel=1e-3)
     assert g.stats()["steps"] == 50 and be.stats()["steps"] == 20
@@ -299,27 +297,41 @@ def test_to_host_is_awaitable_and_exact(gpu, cp):
     assert np.array_equal(full, ref) and np.array_equal(strided, ref[:, ::3])
 
 
-def test_best_effort_bandwidth_caps_device_time(gpu, cp):
-    be = sched.create_context("be", 1024 * MiB, qos="best_effort", bandwidth=0.25)
+def test_best_effort_bandwidth_caps_device_time(fake_clock, gpu, cp):
+    """A best-effort context capped at 25 %: its steps are charged their device time (CUDA events around each step),
+    and its waits hold it to 0.25 x the time + its burst. The bucket and the waits run on the simulated clock
+    (conftest's fake_clock: a wait advances it at once), so time passes only in the waits, and the check is exact:
+    charged at most burst + 0.25 x (simulated time) after every step, and at least that once the steps in flight
+    are charged (no wait is longer than the cap needs)."""
+    clock = fake_clock
+    be = sched.create_context("be", 1024 * MiB, qos="best_effort", bandwidth=0.25)  # after fake_clock: its bucket
+    bucket = be._bucket                                                              # starts on the simulated clock
+    since = clock.now
+    over = []
     with be:
-        a = cp.ones((2048, 2048), dtype=cp.float16)
-        t0 = time.perf_counter()
-        while time.perf_counter() - t0 < 1.0:
+        a = cp.ones((4096, 4096), dtype=cp.float16)
+        for _ in range(100):  # about 1 ms of device time a step on an H200
             for _ in range(4):
                 a = a @ a * 0.0
             be.pace()
+            over.append(bucket.charged_s - (bucket.burst + 0.25 * (clock.now - since)))
         be.wait_idle()
-        wall = time.perf_counter() - t0
-    charged = be._bucket.charged_s
-    assert charged > 0
-    assert charged <= 0.25 * wall + 0.05, (charged, wall)
-    assert be.stats()["throttled_s"] > 0
+        be._harvest()  # charge the steps still in flight
+    elapsed = clock.now - since
+    assert bucket.charged_s > 2 * bucket.burst  # device time was charged, well past the burst
+    assert max(over) <= 1e-9, max(over)  # the cap, after every step
+    assert bucket.charged_s >= bucket.burst + 0.25 * elapsed - 1e-9  # not a stall
+    st = be.stats()
+    assert st["throttled_s"] == pytest.approx(sum(clock.sleeps), abs=1e-9)
+    assert st["throttled_s"] == pytest.approx(elapsed, abs=1e-9)  # the simulated time passed only in the waits
+    assert st["steps"] == 100 and st["queued"] == 0
 
 
-def test_paced_context_is_confined_to_a_green_context_while_a_higher_tier_is_busy(cp):
+def test_paced_context_is_confined_to_a_green_context_while_a_higher_tier_is_busy(cp, fake_clock):
     """A best-effort context's steps move to a stream of a green context (its SMs only) while a guaranteed context
     is busy, in stream order with what came before, and back once it is quiet; every kind of kernel (CuPy's, cuBLAS
-    via CuPy, gpk_array's own and its cuBLASLt GEMM) gives the same values there."""
+    via CuPy, gpk_array's own and its cuBLASLt GEMM) gives the same values there. The scheduler's windows run on the
+    simulated clock (conftest's fake_clock), so "busy" and "quiet" do not depend on how long the GPU work took."""
     import gpk_array as gp
     from gpk_array.sched import _cuda
 
@@ -360,7 +372,7 @@ def test_paced_context_is_confined_to_a_green_context_while_a_higher_tier_is_bus
             np.testing.assert_allclose(np.asarray(e.to_device("cpu")),
                                        np.exp(np.linspace(-3, 3, 1 << 20, dtype=np.float32)), rtol=2e-6)
             g.wait_idle()
-            time.sleep(0.2)  # the guaranteed context is quiet
+            fake_clock.advance(0.2)  # the guaranteed context is quiet
             be.pace()
             assert be.stream is own and cp.cuda.get_current_stream() == own
         sched.destroy_context(be)

@@ -112,7 +112,9 @@ def test_bad_cache_registration(cpu_sched):
 
 
 def test_concurrent_threads_no_deadlock(cpu_sched, alloc):
-    """Threads allocating, freeing, evicting, waiting and destroying at once all finish."""
+    """Threads allocating, freeing, evicting, waiting and destroying at once all finish: each worker runs rounds
+    until told to stop; one context is destroyed once every worker has run 50 rounds (so while all of them run),
+    and the others then run 50 more."""
     sched.shutdown()
     sched.initialize("cpu", total_vram_budget=200_000, wait_timeout=0.05)
     ctxs = [
@@ -121,14 +123,16 @@ def test_concurrent_threads_no_deadlock(cpu_sched, alloc):
         sched.create_context("be1", 150_000, qos="best_effort", bandwidth=0.5),
         sched.create_context("be2", 150_000, qos="best_effort"),
     ]
-    stop = time.monotonic() + 0.5
+    stop = threading.Event()
+    rounds = [0] * len(ctxs)
+    ended = {}
     errors = []
 
-    def worker(ctx, seed):
-        rng = np.random.default_rng(seed)
+    def worker(i, ctx):
+        rng = np.random.default_rng(i)
         keep = []
         try:
-            while time.monotonic() < stop:
+            while not stop.is_set():
                 with ctx:
                     try:
                         keep.append(alloc(int(rng.integers(1, 20_000))))
@@ -143,20 +147,34 @@ def test_concurrent_threads_no_deadlock(cpu_sched, alloc):
                         except IndexError:  # an eviction from another thread emptied it
                             pass
                     ctx.pace()
+                rounds[i] += 1
+            ended[ctx.name] = "stopped"
         except ContextDestroyedError:
-            pass
+            ended[ctx.name] = "destroyed"
         except Exception as e:  # pragma: no cover
             errors.append(e)
 
-    threads = [threading.Thread(target=worker, args=(c, i)) for i, c in enumerate(ctxs)]
+    def wait_rounds(want, which):
+        deadline = time.monotonic() + 60  # only bounds the wait: a deadlock fails below, not here
+        while any(rounds[i] < want[i] for i in which) and time.monotonic() < deadline and not errors:
+            time.sleep(0.001)
+
+    threads = [threading.Thread(target=worker, args=(i, c), daemon=True) for i, c in enumerate(ctxs)]
     for t in threads:
         t.start()
-    time.sleep(0.25)
-    sched.destroy_context("be2")  # destroyed under load
-    for t in threads:
-        t.join(timeout=10)
+    try:
+        wait_rounds([50] * 4, range(4))
+        assert min(rounds) >= 50, ("stuck before the destroy", rounds, errors)
+        sched.destroy_context("be2")  # destroyed under load
+        wait_rounds([r + 50 for r in rounds], range(3))
+        assert min(rounds[:3]) >= 50 + 50, ("stuck after the destroy", rounds, errors)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=10)
     assert not any(t.is_alive() for t in threads), "deadlock"
     assert not errors, errors
+    assert ended == {"g": "stopped", "b": "stopped", "be1": "stopped", "be2": "destroyed"}
     for c in ctxs[:3]:
         assert c.used_bytes() <= c.max_vram
     sched.shutdown()
