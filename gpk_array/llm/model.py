@@ -29,6 +29,13 @@ _LAYER_PARAMS = ("ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.
 _IGNORED = (".attn.bias", ".attn.masked_bias", "lm_head.weight")  # causal-mask buffers; the tied head
 
 
+class CheckpointError(KeyError, ValueError):
+    """A checkpoint lacks tensors of the model (a KeyError, and a ValueError: the input is wrong)."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""
+
+
 def hf_param_names(config):
     """The Hugging Face names of a GPT-2 checkpoint's parameters (without the ``transformer.`` prefix)."""
     names = ["wte.weight", "wpe.weight"]
@@ -189,7 +196,7 @@ class GPT2:
         wanted = hf_param_names(config)
         missing = [n for n in wanted if n not in names]
         if missing:
-            raise KeyError(f"checkpoint lacks {len(missing)} GPT-2 tensor(s), e.g. {missing[:3]}")
+            raise CheckpointError(f"checkpoint lacks {len(missing)} GPT-2 tensor(s), e.g. {missing[:3]}")
         params = {}
         try:
             for short in wanted:

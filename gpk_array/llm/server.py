@@ -15,7 +15,9 @@ import bisect
 import collections
 import contextlib
 import json
+import logging
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -702,6 +704,23 @@ def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_que
     return app
 
 
+def bind_socket(host="127.0.0.1", port=0):
+    """A TCP socket bound to ``(host, port)`` (port 0: a free one), for uvicorn to listen on; OSError when the
+    address is taken (EADDRINUSE) or not this machine's."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _url(host, port):
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 class ServerThread:
     """uvicorn serving an app from a background thread, on a socket bound here (port 0: a free port).
 
@@ -711,11 +730,9 @@ class ServerThread:
 
     def __init__(self, app, host="127.0.0.1", port=0, log_level="warning"):
         import uvicorn
-        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
+        self.sock = bind_socket(host, port)
         self.port = self.sock.getsockname()[1]
-        self.url = f"http://{host}:{self.port}"
+        self.url = _url(host, self.port)
         self.server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=2))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
@@ -736,11 +753,14 @@ class ServerThread:
 
 def serve(model_dir, *, host="127.0.0.1", port=8000, device=None, dtype=None, max_batch=8, max_queue=256,
           max_len=None, model_name=None, cuda_graphs=None, log_level="info", context_vram=None,
-          stream_interval=None):
+          stream_interval=None, sock=None):
     """Load one model directory (or a list of them, served side by side) and serve until interrupted.
 
     model_name: a name or a list of names (default: each directory's name). context_vram: bytes (or "4GiB") of a
-    guaranteed gpk_array.sched context per model, which then holds its KV cache and runs its decode steps."""
+    guaranteed gpk_array.sched context per model, which then holds its KV cache and runs its decode steps.
+    sock: a socket from ``bind_socket`` to listen on (then closed here); by default one is bound to (host, port)
+    before the models load, so that a taken port fails at once (OSError). What is served (models, device, dtype,
+    slots, URL) is logged on stderr at startup (logger ``gpk_array.llm.server``)."""
     import pathlib
 
     import uvicorn
@@ -752,24 +772,63 @@ def serve(model_dir, *, host="127.0.0.1", port=8000, device=None, dtype=None, ma
     names += [None] * (len(dirs) - len(names))
     if len(names) != len(dirs):
         raise ValueError(f"{len(names)} model names for {len(dirs)} model directories")
-    specs = []
-    for d, name in zip(dirs, names):
-        model = GPT2.from_pretrained(d, device=device, dtype=dtype)
-        try:
-            tokenizer = Tokenizer.from_dir(d)
-        except FileNotFoundError:
-            tokenizer = None
-        name = name or pathlib.Path(d).resolve().name
-        context = None
-        if context_vram is not None:
-            from .. import sched
+    if sock is None:
+        sock = bind_socket(host, port)
+    log = _startup_log()
+    try:
+        specs = []
+        for d, name in zip(dirs, names):
+            model = GPT2.from_pretrained(d, device=device, dtype=dtype)
             try:
-                sched.get_scheduler(str(model.device))
-            except RuntimeError:  # not initialized for this device yet
-                sched.initialize(str(model.device))
-            context = sched.create_context(f"serve-{name}", context_vram, qos="guaranteed", device=str(model.device))
-        specs.append((model, tokenizer, name, context))
-    (model, tokenizer, name, context), more = specs[0], specs[1:]
-    app = create_app(model, tokenizer, model_name=name, max_batch=max_batch, max_queue=max_queue, max_len=max_len,
-                     cuda_graphs=cuda_graphs, context=context, more=more, stream_interval=stream_interval)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+                tokenizer = Tokenizer.from_dir(d)
+            except FileNotFoundError:
+                tokenizer = None
+                log.warning("%s has no tokenizer files (tokenizer.json, or vocab.json and merges.txt): its API "
+                            "takes token ids only, and no chat", d)
+            name = name or pathlib.Path(d).resolve().name
+            context = None
+            if context_vram is not None:
+                from .. import sched
+                try:
+                    sched.get_scheduler(str(model.device))
+                except RuntimeError:  # not initialized for this device yet
+                    sched.initialize(str(model.device))
+                context = sched.create_context(f"serve-{name}", context_vram, qos="guaranteed",
+                                               device=str(model.device))
+            specs.append((model, tokenizer, name, context))
+        (model, tokenizer, name, context), more = specs[0], specs[1:]
+        app = create_app(model, tokenizer, model_name=name, max_batch=max_batch, max_queue=max_queue,
+                         max_len=max_len, cuda_graphs=cuda_graphs, context=context, more=more,
+                         stream_interval=stream_interval)
+        bound = sock.getsockname()[1]
+        for (m, t, n, ctx), d in zip(specs, dirs):
+            c = m.config
+            log.info("model %r from %s: GPT-2, %d layers, %.1fM parameters, %d-token context%s%s", n, d,
+                     c.n_layer, c.num_parameters / 1e6, c.n_positions, "" if t else ", no tokenizer",
+                     f", in sched context {ctx.name!r}" if ctx is not None else "")
+        engine = app.state.server.engine
+        log.info("device %s, dtype %s, %d slots of %d tokens (sequences decoded together), queue %d", model.device,
+                 model.dtype.name, max_batch, engine.max_len, max_queue)
+        log.info("serving %s on %s/v1 (POST /v1/completions, /v1/chat/completions; GET /v1/models, /health, "
+                 "/metrics; CTRL+C quits)", ", ".join(repr(sp[2]) for sp in specs), _url(host, bound))
+        config = uvicorn.Config(app, host=host, port=bound, log_level=log_level, timeout_graceful_shutdown=5)
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def _startup_log():
+    """The logger of serve(), printing on stderr as uvicorn does (``INFO:     ...``) unless logging was set up."""
+    log = logging.getLogger(__name__)
+    if not log.hasHandlers():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_UvicornStyle())
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log
+
+
+class _UvicornStyle(logging.Formatter):
+    def format(self, record):
+        return f"{record.levelname + ':':<9} {record.getMessage()}"

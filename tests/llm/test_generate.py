@@ -260,3 +260,25 @@ def test_step_launched_ahead_is_dropped_when_the_set_changes(ref):
     while engine.active:
         engine.step()
     assert a.tokens == want0 and c.tokens == want1
+
+
+def test_module_docstring_example_runs(tmp_path, monkeypatch, capsys):
+    """The example in gpk_array.llm's docstring runs as written (on the default device) and prints 8 token ids."""
+    import ast
+    import textwrap
+
+    import gpk_array.llm
+    doc = gpk_array.llm.__doc__
+    assert "::\n" in doc
+    block = []
+    for line in doc.split("::\n", 1)[1].splitlines():
+        if line.strip() and not line.startswith("    "):
+            break
+        block.append(line)
+    code = textwrap.dedent("\n".join(block)).strip()
+    assert code.startswith("import gpk_array") and "print(" in code
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "gpk_array.llm docstring", "exec"), {})
+    ids = ast.literal_eval(capsys.readouterr().out.strip())
+    assert len(ids) == 8 and all(isinstance(i, int) and 0 <= i < 50257 for i in ids)
+    assert (tmp_path / "tiny-gpt2" / "config.json").is_file()

@@ -342,12 +342,16 @@ def test_serve_builds_one_app_for_several_model_directories(monkeypatch):
 
     from gpk_array import sched
     seen = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(app=app, **kw))
-    from gpk_array.llm.server import serve
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: seen.update(
+        app=self.config.app, port=self.config.port, bound=sockets[0].getsockname()[1]))
+    from gpk_array.llm.server import bind_socket, serve
     try:
-        serve([TINY, TINY], model_name=["x", "y"], device="cpu", port=1234, context_vram="64MiB")
+        sock = bind_socket("127.0.0.1", 0)
+        port = sock.getsockname()[1]
+        serve([TINY, TINY], model_name=["x", "y"], device="cpu", port=port, context_vram="64MiB", sock=sock)
         servers = seen["app"].state.servers
-        assert list(servers) == ["x", "y"] and seen["port"] == 1234
+        assert list(servers) == ["x", "y"] and seen["port"] == seen["bound"] == port
+        assert sock.fileno() == -1  # serve closed the socket it was given
         assert [sv.loop.context.name for sv in servers.values()] == ["serve-x", "serve-y"]
         assert {c.name: c.qos for c in sched.list_contexts()} == {"serve-x": "guaranteed", "serve-y": "guaranteed"}
         with pytest.raises(ValueError, match="names"):
