@@ -125,10 +125,13 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
 
 
 def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    """NumPy's ``asanyarray``: the same as ``asarray`` here (gpk_array has one array class; ``like`` is ignored)."""
     return asarray(a, dtype, order, device=device, copy=copy)
 
 
 def ascontiguousarray(a, dtype=None, *, like=None):
+    """A C-contiguous array of ``a`` (a copy only where needed); a 0-d input becomes shape (1,), as NumPy's
+    ``ascontiguousarray``."""
     x = asarray(a, dtype)
     if x._data.ndim == 0:
         return new(x._data.reshape(1), x._device)
@@ -136,6 +139,7 @@ def ascontiguousarray(a, dtype=None, *, like=None):
 
 
 def asfortranarray(a, dtype=None, *, like=None):
+    """A Fortran-ordered (column-major) array of ``a`` (a copy only where needed), NumPy's ``asfortranarray``."""
     x = asarray(a, dtype)
     return new(x._device.xp.asfortranarray(x._data), x._device)
 
