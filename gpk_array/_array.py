@@ -27,6 +27,8 @@ class Array:
 
     @staticmethod
     def _new(data, device):
+        """Wrap a backing array (``numpy.ndarray`` for the CPU device, ``cupy.ndarray`` for a CUDA one) as an Array
+        on ``device``, without a copy; reports the allocation to the scheduler's hook when one is installed."""
         if device is CPU and data.__class__ is not _ndarray:
             data = np.asarray(data)
         obj = object.__new__(Array)

@@ -19,6 +19,10 @@ def _time(fn, sync, reps=5):
 
 
 def info(args):
+    """``gpk info``: print gpk_array's version, the devices and the default one, then time a float32 GEMM of size
+    ``args.n`` on ``args.device`` (or the default device) with its error against float64, and fit scikit-learn's
+    LinearDiscriminantAnalysis on gpk_array arrays there (skipped without scikit-learn). Returns the exit status,
+    0."""
     os.environ.setdefault("SCIPY_ARRAY_API", "1")
     import numpy as np
 
@@ -65,6 +69,8 @@ def info(args):
 
 
 def main(argv=None):
+    """The ``gpk`` command line: parse ``argv`` (default ``sys.argv[1:]``) and run the subcommand (``info``, and
+    ``generate``/``serve`` from gpk_array.llm.cli); returns its exit status."""
     ap = argparse.ArgumentParser(prog="gpk", description="gpk_array: the array API on NVIDIA GPUs")
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("info", help="devices found, a GEMM and a scikit-learn fit, with timings")

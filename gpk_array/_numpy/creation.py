@@ -480,6 +480,7 @@ def diag(v, k=0):
 
 @oom_guard
 def diagflat(v, k=0):
+    """A 2-D array with the flattened input on diagonal ``k`` (NumPy's ``diagflat``)."""
     x = asarray(v)
     return new(x._device.xp.diagflat(x._data, k), x._device)
 

@@ -199,20 +199,24 @@ class poly1d:
 
     @property
     def c(self):
+        """The coefficients, highest power first (also ``coef``, ``coefficients``, ``coeffs``)."""
         return self.coeffs
 
     coef = coefficients = c
 
     @property
     def order(self):
+        """The degree of the polynomial."""
         return self.coeffs.shape[0] - 1
 
     @property
     def o(self):
+        """The degree of the polynomial (``order``)."""
         return self.order
 
     @property
     def roots(self):
+        """The roots of the polynomial (also ``r``), from the companion matrix's eigenvalues."""
         return roots(self.coeffs)
 
     r = roots
@@ -291,9 +295,11 @@ class poly1d:
         return iter(self.coeffs)
 
     def deriv(self, m=1):
+        """The ``m``-th derivative, a ``poly1d``."""
         return polyder(self, m)
 
     def integ(self, m=1, k=0):
+        """The ``m``-th antiderivative with integration constant(s) ``k``, a ``poly1d``."""
         return polyint(self, m, k)
 
 

@@ -38,6 +38,7 @@ class ufunc:
 
     @property
     def nargs(self):
+        """The number of arguments: ``nin + nout``."""
         return self.nin + self.nout
 
     def __repr__(self):

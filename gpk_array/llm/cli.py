@@ -17,6 +17,9 @@ def _device_dtype(args):
 
 
 def cmd_generate(args):
+    """``gpk generate``: load the model directory ``args.model`` on the chosen device and dtype, then stream a
+    continuation of ``args.prompt`` to stdout (capped at the context length). Returns the exit status (2 when the
+    prompt fills the context)."""
     from .generate import generate_stream
     from .model import GPT2
     from .tokenizer import Tokenizer
@@ -42,6 +45,8 @@ def cmd_generate(args):
 
 
 def cmd_serve(args):
+    """``gpk serve``: load every ``--model`` directory and serve them with the OpenAI-compatible server
+    (``gpk_array.llm.server.serve``) until interrupted."""
     from .server import serve
     device, dtype = _device_dtype(args)
     serve(args.model, host=args.host, port=args.port, device=device, dtype=dtype, max_batch=args.max_batch,
@@ -93,6 +98,8 @@ def register(subparsers):
 
 
 def main(argv=None):
+    """``python -m gpk_array.llm.cli``: the ``generate`` and ``serve`` commands on their own; returns the exit
+    status."""
     parser = argparse.ArgumentParser(prog="gpk", description="GPT-2 generation and serving with gpk_array")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)

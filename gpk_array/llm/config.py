@@ -37,10 +37,12 @@ class GPT2Config:
 
     @property
     def head_dim(self):
+        """Width of one attention head: ``n_embd // n_head``."""
         return self.n_embd // self.n_head
 
     @property
     def inner_dim(self):
+        """Width of the MLP's hidden layer: ``n_inner``, or ``4 * n_embd`` when it is None."""
         return self.n_inner or 4 * self.n_embd
 
     @property
@@ -103,6 +105,8 @@ class GPT2Config:
         return d
 
     def save(self, path):
+        """Write the config as Hugging Face's ``config.json`` (``to_dict``) to ``path``, or into the directory
+        ``path``."""
         path = pathlib.Path(path)
         if path.is_dir():
             path = path / "config.json"
