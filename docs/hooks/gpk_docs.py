@@ -8,8 +8,10 @@ Markers a page may hold (each on a line of its own):
 - ``<!-- gpk:members SECTION -->``: a mkdocstrings block for the names of ``gpk_array.__all__`` that one standard
   section defines (SECTION: a module of ``gpk_array._ops``, such as ``creation``), so the reference pages follow
   the code.
-- ``<!-- gpk:numpy-members -->``: the same for NumPy's functions and classes (``gpk_array._numpy``), and
-  ``<!-- gpk:ufuncs -->`` a table of NumPy's ufunc objects.
+- ``<!-- gpk:module NAME -->``: a mkdocstrings block for the functions and classes a public module (``NAME``,
+  such as ``gpk_array.fft``) lists and gpk_array defines.
+- ``<!-- gpk:numpy-members -->``: the same for NumPy's functions and classes (``gpk_array._numpy``),
+  ``<!-- gpk:ufuncs -->`` a table of NumPy's ufunc objects, ``<!-- gpk:testing -->`` one of gpk_array.testing.
 
 Run as a script, ``python docs/hooks/gpk_docs.py [--out FILE]`` prints (or writes) the benchmark page's generated
 part, to look at it without building the site.
@@ -230,10 +232,10 @@ def benchmark_markdown(plots=None):
 
 
 # --- reference pages ---------------------------------------------------------------------------------------
-def _members_block(names, title=None):
+def _members_block(names, module="gpk_array"):
     if not names:
         return "(none)\n"
-    lines = ["::: gpk_array", "    options:", "      members:"]
+    lines = [f"::: {module}", "    options:", "      members:"]
     lines += [f"        - {n}" for n in names]
     return "\n".join(lines) + "\n"
 
@@ -266,6 +268,38 @@ def numpy_members():
                 and mod.startswith("gpk_array")):
             out.append(n)
     return sorted(dict.fromkeys(out))
+
+
+def module_members(modname):
+    """The public functions and classes of a gpk_array module (its ``__all__``, else its public names) that
+    gpk_array defines, minus names that are also submodules (``gpk_array.llm.generate``)."""
+    import importlib
+    import types
+    mod = importlib.import_module(modname)
+    names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
+    out = []
+    for n in names:
+        v = getattr(mod, n, None)
+        if not isinstance(v, (types.FunctionType, type)) or not (getattr(v, "__module__", "") or "").startswith(
+                "gpk_array"):
+            continue
+        if importlib.util.find_spec(f"{modname}.{n}") is not None if hasattr(mod, "__path__") else False:
+            continue
+        out.append(n)
+    return out
+
+
+def testing_table():
+    import gpk_array.testing as t
+    lines = ["| name | what |", "|---|---|"]
+    for n in t.__all__:
+        v = getattr(t, n)
+        if callable(v) and not isinstance(v, type):
+            lines.append(f"| `{n}` | `numpy.testing.{n}` with every gpk_array Array argument (any device) copied "
+                         "to the host first |")
+        else:
+            lines.append(f"| `{n}` | `numpy.testing.{n}` |")
+    return "\n".join(lines) + "\n"
 
 
 def ufunc_table():
@@ -305,6 +339,7 @@ def on_files(files, config, **kwargs):
 
 
 _MEMBERS = re.compile(r"^<!-- gpk:members (\w+) -->$", re.M)
+_MODULE = re.compile(r"^<!-- gpk:module ([\w.]+) -->$", re.M)
 
 
 def on_page_markdown(markdown, page, config, files, **kwargs):
@@ -314,6 +349,9 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
         markdown = markdown.replace("<!-- gpk:numpy-members -->", _members_block(numpy_members()))
     if "<!-- gpk:ufuncs -->" in markdown:
         markdown = markdown.replace("<!-- gpk:ufuncs -->", ufunc_table())
+    if "<!-- gpk:testing -->" in markdown:
+        markdown = markdown.replace("<!-- gpk:testing -->", testing_table())
+    markdown = _MODULE.sub(lambda m: _members_block(module_members(m.group(1)), m.group(1)), markdown)
     return _MEMBERS.sub(lambda m: _members_block(section_members(m.group(1))), markdown)
 
 

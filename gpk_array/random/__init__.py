@@ -336,7 +336,7 @@ def permutation(x, *, device=None):
 def _global(name):
     def fn(*args, device=None, **kwargs):
         return getattr(_rand, name)(*args, device=device, **kwargs)
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"NumPy's legacy ``numpy.random.{name}`` on the global state, returned on ``device``."
     return fn
 
