@@ -45,3 +45,16 @@ def test_environment_page_lists_every_variable():
     page = (DOCS / "environment.md").read_text(encoding="utf-8")
     missing = sorted(n for n in names if f"`{n}`" not in page)
     assert missing == []
+
+
+def test_site_builds_strict(tmp_path):
+    """``mkdocs build --strict`` (every warning an error: broken links and anchors included), where the docs
+    extra is installed (``pip install -e ".[docs]"``)."""
+    for mod in ("mkdocs", "material", "mkdocstrings_handlers.python"):
+        pytest.importorskip(mod)
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "GPK_DEVICE": "cpu"}
+    r = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-5000:]
+    assert "WARNING" not in r.stderr
+    assert (tmp_path / "site" / "benchmarks" / "index.html").is_file()

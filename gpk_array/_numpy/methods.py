@@ -172,7 +172,8 @@ def _tofile(self, fid, sep="", format="%s"):
 
 
 def _sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=None):
-    """Sort in place."""
+    """Sort in place along ``axis`` (NumPy's ``x.sort``; stable by default here; ``descending`` as the standard's
+    ``sort``)."""
     r = _so.sort(self, axis, kind, order, descending=descending, stable=stable)
     self._data[...] = r._data
 
