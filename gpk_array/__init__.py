@@ -51,3 +51,68 @@ from ._numpy import install as _install_numpy_methods  # noqa: E402
 
 _install_operators()
 _install_numpy_methods(Array)
+
+
+# The public names, one list (``from gpk_array import *``; tests/test_docstrings.py checks that it equals the
+# names a fresh ``import gpk_array`` binds, each importable).
+__all__ = [
+    # the Array API standard (2025.12): constants, dtypes, functions, the linalg and fft extensions
+    "Device", "abs", "acos", "acosh", "add", "all", "any", "arange", "argmax", "argmin", "argsort", "asarray",
+    "asin", "asinh", "astype", "atan", "atan2", "atanh", "bitwise_and", "bitwise_invert", "bitwise_left_shift",
+    "bitwise_or", "bitwise_right_shift", "bitwise_xor", "bool", "broadcast_arrays", "broadcast_shapes",
+    "broadcast_to", "can_cast", "ceil", "clip", "complex128", "complex64", "concat", "conj", "copysign", "cos",
+    "cosh", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff", "divide", "e", "empty", "empty_like",
+    "equal", "exp", "expand_dims", "expm1", "eye", "fft", "finfo", "flip", "float32", "float64", "floor",
+    "floor_divide", "from_dlpack", "full", "full_like", "greater", "greater_equal", "hypot", "iinfo", "imag", "inf",
+    "int16", "int32", "int64", "int8", "isdtype", "isfinite", "isin", "isinf", "isnan", "less", "less_equal",
+    "linalg", "linspace", "log", "log10", "log1p", "log2", "logaddexp", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "matmul", "matrix_transpose", "max", "maximum", "mean", "meshgrid", "min", "minimum", "moveaxis",
+    "multiply", "nan", "negative", "newaxis", "nextafter", "nonzero", "not_equal", "ones", "ones_like",
+    "permute_dims", "pi", "positive", "pow", "prod", "real", "reciprocal", "remainder", "repeat", "reshape",
+    "result_type", "roll", "round", "searchsorted", "sign", "signbit", "sin", "sinh", "sort", "sqrt", "square",
+    "squeeze", "stack", "std", "subtract", "sum", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile",
+    "tril", "triu", "trunc", "uint16", "uint32", "uint64", "uint8", "unique_all", "unique_counts", "unique_inverse",
+    "unique_values", "unstack", "var", "vecdot", "where", "zeros", "zeros_like",
+    # gpk_array's own: the Array and error classes, devices, dtypes beyond the standard, fused ops, switches,
+    # the scheduler
+    "Array", "DeviceError", "GpkArrayError", "OutOfMemoryError", "add_layer_norm", "add_layer_norm_linear",
+    "bfloat16", "bias_add_inplace", "default_device", "float16", "float32_matmul_precision", "gelu",
+    "get_float32_matmul_precision", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
+    "scaled_dot_product_attention", "sched", "set_array_api_version", "set_default_device",
+    "set_float32_matmul_precision", "softmax",
+    # NumPy's names beside the standard's (gpk_array._numpy): functions, ufuncs, dtype names, submodules
+    "False_", "NAN", "NINF", "NZERO", "PINF", "PZERO", "ScalarType", "True_", "absolute", "allclose", "amax",
+    "amin", "angle", "append", "apply_along_axis", "apply_over_axes", "arccos", "arccosh", "arcsin", "arcsinh",
+    "arctan", "arctan2", "arctanh", "argpartition", "argwhere", "around", "array", "array2string", "array_equal",
+    "array_equiv", "array_repr", "array_split", "array_str", "asanyarray", "ascontiguousarray", "asfortranarray",
+    "atleast_1d", "atleast_2d", "atleast_3d", "average", "base_repr", "binary_repr", "bincount", "bitwise_count",
+    "bitwise_not", "block", "bool_", "byte", "bytes_", "c_", "cbrt", "cdouble", "character", "choose",
+    "clongdouble", "column_stack", "common_type", "complex_", "complexfloating", "compress", "concatenate",
+    "conjugate", "convolve", "copy", "copyto", "corrcoef", "correlate", "cov", "cross", "csingle", "cumprod",
+    "cumsum", "datetime64", "deg2rad", "degrees", "delete", "diag", "diag_indices", "diag_indices_from", "diagflat",
+    "diagonal", "digitize", "divmod", "dot", "double", "dsplit", "dstack", "dtype", "ediff1d", "einsum",
+    "einsum_path", "emath", "errstate", "euler_gamma", "exceptions", "exp2", "extract", "fabs", "fill_diagonal",
+    "fix", "flatnonzero", "flexible", "fliplr", "flipud", "float_", "float_power", "floating", "fmax", "fmin",
+    "fmod", "format_float_positional", "format_float_scientific", "frexp", "frombuffer", "fromfile", "fromfunction",
+    "fromiter", "frompyfunc", "fromstring", "gcd", "generic", "genfromtxt", "geomspace", "get_printoptions",
+    "geterr", "gradient", "half", "heaviside", "histogram", "histogram2d", "histogram_bin_edges", "histogramdd",
+    "hsplit", "hstack", "i0", "identity", "index_exp", "indices", "inexact", "info", "inner", "insert", "int_",
+    "intc", "integer", "interp", "intersect1d", "intp", "invert", "isclose", "iscomplex", "iscomplexobj",
+    "isneginf", "isposinf", "isreal", "isrealobj", "isscalar", "issubdtype", "iterable", "ix_", "kron", "lcm",
+    "ldexp", "left_shift", "lexsort", "lib", "little_endian", "load", "loadtxt", "logaddexp2", "logspace", "long",
+    "longdouble", "longlong", "matvec", "may_share_memory", "median", "mgrid", "min_scalar_type", "mintypecode",
+    "mod", "modf", "msort", "nan_to_num", "nanargmax", "nanargmin", "nancumprod", "nancumsum", "nanmax", "nanmean",
+    "nanmedian", "nanmin", "nanpercentile", "nanprod", "nanquantile", "nanstd", "nansum", "nanvar", "ndarray",
+    "ndenumerate", "ndim", "ndindex", "nditer", "number", "object_", "ogrid", "outer", "packbits", "pad",
+    "partition", "percentile", "piecewise", "place", "poly", "poly1d", "polyadd", "polyder", "polyfit", "polyint",
+    "polymul", "polysub", "polyval", "power", "printoptions", "promote_types", "ptp", "put", "put_along_axis",
+    "putmask", "quantile", "r_", "rad2deg", "radians", "random", "ravel", "ravel_multi_index", "real_if_close",
+    "resize", "right_shift", "rint", "rollaxis", "roots", "rot90", "row_stack", "s_", "save", "savetxt", "savez",
+    "savez_compressed", "sctypeDict", "select", "set_printoptions", "setdiff1d", "seterr", "setxor1d", "shape",
+    "shares_memory", "short", "show_config", "show_runtime", "signedinteger", "sinc", "single", "size",
+    "sort_complex", "spacing", "split", "str_", "swapaxes", "testing", "timedelta64", "trace", "transpose",
+    "trapezoid", "tri", "tril_indices", "tril_indices_from", "trim_zeros", "triu_indices", "triu_indices_from",
+    "true_divide", "typecodes", "typename", "ubyte", "ufunc", "uint", "uintc", "uintp", "ulong", "ulonglong",
+    "union1d", "unique", "unpackbits", "unravel_index", "unsignedinteger", "unwrap", "ushort", "vander", "vdot",
+    "vecmat", "vectorize", "void", "vsplit", "vstack",
+]

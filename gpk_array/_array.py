@@ -27,6 +27,8 @@ class Array:
 
     @staticmethod
     def _new(data, device):
+        """Wrap a backing array (``numpy.ndarray`` for the CPU device, ``cupy.ndarray`` for a CUDA one) as an Array
+        on ``device``, without a copy; reports the allocation to the scheduler's hook when one is installed."""
         if device is CPU and data.__class__ is not _ndarray:
             data = np.asarray(data)
         obj = object.__new__(Array)
@@ -39,26 +41,36 @@ class Array:
     # --- attributes -------------------------------------------------------------------------------
     @property
     def dtype(self):
+        """The data type of the elements (standard: array attribute ``dtype``), one of gpk_array's dtype objects
+        (``gpk_array.float32``, ..., ``gpk_array.bfloat16``)."""
         return self._data.dtype
 
     @property
     def device(self):
+        """The ``Device`` the array's memory is on (standard: array attribute ``device``)."""
         return self._device
 
     @property
     def ndim(self):
+        """The number of dimensions (standard: array attribute ``ndim``)."""
         return self._data.ndim
 
     @property
     def shape(self):
+        """The shape, a tuple of ints (standard: array attribute ``shape``; no dimension is ever unknown).
+        NumPy's settable ``shape`` replaces it at import (``gpk_array._numpy.install``)."""
         return self._data.shape
 
     @property
     def size(self):
+        """The number of elements, the product of the shape (standard: array attribute ``size``)."""
         return self._data.size
 
     @property
     def T(self):
+        """The transpose of a 2-dimensional array (standard: array attribute ``T``), other ranks raising
+        ``ValueError``. ``gpk_array._numpy.install`` replaces it at import with NumPy's ``T``, which reverses
+        every axis for any number of dimensions (the standard only says other ranks *should* raise)."""
         if self._data.ndim != 2:
             raise ValueError(f"x.T requires a 2-dimensional array, got {self._data.ndim} dimension(s); "
                              "use permute_dims or matrix_transpose")
@@ -66,6 +78,8 @@ class Array:
 
     @property
     def mT(self):
+        """The last two axes swapped, a stack of transposed matrices (standard: array attribute ``mT``); needs
+        at least 2 dimensions."""
         if self._data.ndim < 2:
             raise ValueError(f"x.mT requires at least 2 dimensions, got {self._data.ndim}")
         return Array._new(self._data.swapaxes(-1, -2), self._device)
@@ -78,6 +92,10 @@ class Array:
         return gpk_array
 
     def to_device(self, device, /, *, stream=None):
+        """A copy of the array on ``device`` (a ``Device`` or a string such as ``"cpu"``, ``"cuda:0"``), or the
+        array itself when it is already there (standard: array method ``to_device``). ``stream``: a CuPy stream
+        to copy from a CUDA device to the CPU on (other values, integer handles included, are accepted and the
+        copy runs on the current stream)."""
         from ._ops.creation import _transfer
         return _transfer(self, as_device(device), copy=None, stream=stream)
 

@@ -40,6 +40,7 @@ class Device:
 
     @property
     def is_cuda(self):
+        """Whether this is a CUDA device (``kind == "cuda"``)."""
         return self.kind == "cuda"
 
     def synchronize(self):

@@ -131,10 +131,13 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
 
 
 def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    """NumPy's ``asanyarray``: the same as ``asarray`` here (gpk_array has one array class; ``like`` is ignored)."""
     return asarray(a, dtype, order, device=device, copy=copy)
 
 
 def ascontiguousarray(a, dtype=None, *, like=None):
+    """A C-contiguous array of ``a`` (a copy only where needed); a 0-d input becomes shape (1,), as NumPy's
+    ``ascontiguousarray``."""
     x = asarray(a, dtype)
     if x._data.ndim == 0:
         return new(x._data.reshape(1), x._device)
@@ -142,6 +145,7 @@ def ascontiguousarray(a, dtype=None, *, like=None):
 
 
 def asfortranarray(a, dtype=None, *, like=None):
+    """A Fortran-ordered (column-major) array of ``a`` (a copy only where needed), NumPy's ``asfortranarray``."""
     x = asarray(a, dtype)
     return new(x._device.xp.asfortranarray(x._data), x._device)
 
@@ -482,6 +486,7 @@ def diag(v, k=0):
 
 @oom_guard
 def diagflat(v, k=0):
+    """A 2-D array with the flattened input on diagonal ``k`` (NumPy's ``diagflat``)."""
     x = asarray(v)
     return new(x._device.xp.diagflat(x._data, k), x._device)
 

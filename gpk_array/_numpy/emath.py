@@ -25,7 +25,7 @@ def _unary(fname, bad):
     def fn(x):
         dev, d = _complex_where(x, bad)
         return new(getattr(dev.xp, fname)(d), dev)
-    fn.__name__ = fname
+    fn.__name__ = fn.__qualname__ = fname
     fn.__doc__ = f"NumPy's ``emath.{fname}``: complex results outside the real domain."
     return oom_guard(fn)
 

@@ -225,12 +225,15 @@ def _dev(device):
 
 
 def diag_indices(n, ndim=2, *, device=None):
+    """Indices of the main diagonal of an ``ndim``-dimensional array of side ``n``: a tuple of ``ndim`` equal arrays
+    ``arange(n)`` (NumPy's ``diag_indices``; ``device=`` as in the standard)."""
     dev = _dev(device)
     i = dev.xp.arange(n)
     return tuple(new(i, dev) for _ in range(ndim))
 
 
 def diag_indices_from(arr):
+    """``diag_indices`` for ``arr``, whose dimensions must all have the same length."""
     x = to_array(arr)
     if x.ndim < 2 or len(set(x.shape)) != 1:
         raise ValueError("all dimensions of the input must be of equal length")
@@ -239,16 +242,21 @@ def diag_indices_from(arr):
 
 
 def tril_indices(n, k=0, m=None, *, device=None):
+    """Row and column indices of the lower triangle (on and below diagonal ``k``) of an (n, m) array, int64 (NumPy's
+    ``tril_indices``; ``device=`` as in the standard)."""
     dev = _dev(device)
     return tuple(new(i.astype(_dt.I64, copy=False), dev) for i in dev.xp.tril_indices(n, k, m))
 
 
 def triu_indices(n, k=0, m=None, *, device=None):
+    """Row and column indices of the upper triangle (on and above diagonal ``k``) of an (n, m) array, int64 (NumPy's
+    ``triu_indices``; ``device=`` as in the standard)."""
     dev = _dev(device)
     return tuple(new(i.astype(_dt.I64, copy=False), dev) for i in dev.xp.triu_indices(n, k, m))
 
 
 def tril_indices_from(arr, k=0):
+    """``tril_indices`` for the shape of the 2-D array ``arr``, on its device."""
     x = to_array(arr)
     if x.ndim != 2:
         raise ValueError("input array must be 2-d")
@@ -256,6 +264,7 @@ def tril_indices_from(arr, k=0):
 
 
 def triu_indices_from(arr, k=0):
+    """``triu_indices`` for the shape of the 2-D array ``arr``, on its device."""
     x = to_array(arr)
     if x.ndim != 2:
         raise ValueError("input array must be 2-d")

@@ -163,6 +163,7 @@ class nditer:
 
     @property
     def finished(self):
+        """Whether the iteration is past the last element (or, with ``external_loop``, the last chunk)."""
         n = len(self._chunks) if self._loop else self.itersize
         return self._pos >= n
 
@@ -176,10 +177,12 @@ class nditer:
 
     @property
     def iterindex(self):
+        """The position of the current element (or chunk) in iteration order, counting from 0."""
         return self._pos
 
     @property
     def multi_index(self):
+        """The index tuple of the current element (needs the ``multi_index`` flag)."""
         if "multi_index" not in self._flags:
             raise ValueError("Iterator is not tracking a multi-index")
         if self.finished:
@@ -188,6 +191,7 @@ class nditer:
 
     @property
     def index(self):
+        """The flat index of the current element in C order (flag ``c_index``) or Fortran order (``f_index``)."""
         if "c_index" in self._flags:
             order = range(self.ndim)
         elif "f_index" in self._flags:
@@ -219,6 +223,8 @@ class nditer:
 
     @property
     def value(self):
+        """The current element as a 0-d Array (a 1-D chunk with ``external_loop``), or a tuple of them for several
+        operands; views, so writing to a writable operand's value writes through."""
         if self.finished:
             raise StopIteration
         if self._single:
@@ -253,6 +259,8 @@ class nditer:
         self.close()
 
     def close(self):
+        """Nothing to do: the values are views that write through at once (NumPy's buffered copies need this call;
+        kept for code that makes it)."""
         pass
 
     def __repr__(self):

@@ -68,35 +68,41 @@ def isscalar(element):
 
 
 def shape(a):
+    """The shape of ``a`` as a tuple (an Array's, or NumPy's ``shape`` of anything else)."""
     if a.__class__ is Array:
         return a._data.shape
     return _np.shape(a)
 
 
 def ndim(a):
+    """The number of dimensions of ``a`` (an Array's, or NumPy's ``ndim`` of anything else)."""
     if a.__class__ is Array:
         return a._data.ndim
     return _np.ndim(a)
 
 
 def size(a, axis=None):
+    """The number of elements of ``a``, or its length along ``axis`` (NumPy's ``size``)."""
     if a.__class__ is Array:
         return a._data.size if axis is None else a._data.shape[axis]
     return _np.size(a, axis)
 
 
 def iscomplexobj(x):
+    """Whether ``x`` has a complex dtype (a Python bool; the values are not looked at)."""
     if x.__class__ is Array:
         return x._data.dtype.kind == "c"
     return _np.iscomplexobj(x)
 
 
 def isrealobj(x):
+    """Whether ``x`` does not have a complex dtype (a Python bool; ``not iscomplexobj(x)``)."""
     return not iscomplexobj(x)
 
 
 @oom_guard
 def iscomplex(x):
+    """Element-wise: whether the imaginary part is nonzero (all False for a real dtype)."""
     a = to_array(x)
     xp = a._device.xp
     if a._data.dtype.kind != "c":
@@ -106,6 +112,7 @@ def iscomplex(x):
 
 @oom_guard
 def isreal(x):
+    """Element-wise: whether the imaginary part is zero (all True for a real dtype)."""
     a = to_array(x)
     xp = a._device.xp
     if a._data.dtype.kind != "c":
@@ -115,6 +122,7 @@ def isreal(x):
 
 @oom_guard
 def isneginf(x, out=None):
+    """Element-wise: whether the value is negative infinity (all False for non-float dtypes)."""
     a = to_array(x)
     d = a._data
     xp = a._device.xp
@@ -124,6 +132,7 @@ def isneginf(x, out=None):
 
 @oom_guard
 def isposinf(x, out=None):
+    """Element-wise: whether the value is positive infinity (all False for non-float dtypes)."""
     a = to_array(x)
     d = a._data
     xp = a._device.xp
@@ -224,12 +233,14 @@ def fix(x, out=None):
 
 
 def may_share_memory(a, b, max_work=None):
+    """Whether two Arrays on the same device may share memory (the backend's bounds check; False for anything else)."""
     if a.__class__ is not Array or b.__class__ is not Array or a._device is not b._device:
         return False
     return bool(a._device.xp.may_share_memory(a._data, b._data))
 
 
 def shares_memory(a, b, max_work=None):
+    """Whether two Arrays on the same device share memory (the backend's exact check; False for anything else)."""
     if a.__class__ is not Array or b.__class__ is not Array or a._device is not b._device:
         return False
     return bool(a._device.xp.shares_memory(a._data, b._data))

@@ -51,18 +51,23 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
 
 
 def _flatten(self, order="C"):
+    """A one-dimensional copy (NumPy's ``x.flatten(order="C")``; ``order`` "C", "F", "A" or "K")."""
     return new(self._data.flatten(order), self._device)
 
 
 def _ravel(self, order="C"):
+    """The array as one dimension (NumPy's ``x.ravel(order="C")``): a view where the layout allows, else a copy."""
     return _viewof(_sh.ravel(self, order), self)
 
 
 def _copy(self, order="C"):
+    """A copy on the same device (NumPy's ``x.copy(order="C")``)."""
     return new(self._data.copy(order=order), self._device)
 
 
 def _fill(self, value):
+    """Set every element to ``value`` in place (NumPy's ``x.fill``); a 0-d Array on another device is read as
+    a scalar."""
     if value.__class__ is Array:
         if value._device is not self._device:
             value = value._scalar("scalar")
@@ -151,36 +156,46 @@ def _item(self, *args):
 
 
 def _tolist(self):
+    """The elements as nested Python lists of Python scalars (NumPy's ``x.tolist()``; copies GPU data to the
+    host)."""
     return host(self).tolist()
 
 
 def _tobytes(self, order="C"):
+    """The raw bytes of the elements in ``order`` (NumPy's ``x.tobytes``; copies GPU data to the host)."""
     return host(self).tobytes(order)
 
 
 def _tofile(self, fid, sep="", format="%s"):
+    """Write the elements to a file (NumPy's ``x.tofile(fid, sep="", format="%s")``, through a host copy)."""
     host(self).tofile(fid, sep, format)
 
 
 def _sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=None):
-    """Sort in place."""
+    """Sort in place along ``axis`` (NumPy's ``x.sort``; stable by default here; ``descending`` as the standard's
+    ``sort``)."""
     r = _so.sort(self, axis, kind, order, descending=descending, stable=stable)
     self._data[...] = r._data
 
 
 def _argsort(self, axis=-1, kind=None, order=None, *, descending=False, stable=None):
+    """Indices that sort along ``axis`` (NumPy's ``x.argsort``; the standard's ``descending``/``stable``)."""
     return _so.argsort(self, axis, kind, order, descending=descending, stable=stable)
 
 
 def _partition(self, kth, axis=-1, kind="introselect", order=None):
+    """Partition in place around the ``kth`` element(s) along ``axis`` (NumPy's ``x.partition``)."""
     self._data[...] = _so.partition(self, kth, axis)._data
 
 
 def _argpartition(self, kth, axis=-1, kind="introselect", order=None):
+    """Indices that partition along ``axis`` around ``kth`` (NumPy's ``x.argpartition``)."""
     return _so.argpartition(self, kth, axis)
 
 
 def _transpose(self, *axes):
+    """Axes permuted (NumPy's ``x.transpose(*axes)``): reversed without arguments, else in the order given
+    (``x.transpose(1, 0, 2)`` or ``x.transpose((1, 0, 2))``); a view."""
     if not axes or (len(axes) == 1 and axes[0] is None):
         return _viewof(new(self._data.transpose(), self._device), self)
     if len(axes) == 1 and axes[0].__class__ in (tuple, list):
@@ -189,22 +204,28 @@ def _transpose(self, *axes):
 
 
 def _nonzero(self):
+    """A tuple of index arrays of the nonzero elements, one per dimension (NumPy's ``x.nonzero()``)."""
     return _nonzero_fn(self)
 
 
 def _compress(self, condition, axis=None, out=None):
+    """The slices along ``axis`` where ``condition`` is true (NumPy's ``x.compress``)."""
     return _ix.compress(condition, self, axis, out)
 
 
 def _conj(self):
+    """The complex conjugate, element-wise (NumPy's ``x.conj()`` / ``x.conjugate()``)."""
     return _conjugate(self)
 
 
 def _T(self):
+    """NumPy's ``x.T``: every axis reversed, for any number of dimensions (a vector is returned unchanged in
+    shape); a view."""
     return _viewof(new(self._data.T, self._device), self)
 
 
 def _get_real(self):
+    """The real part (NumPy's ``x.real``; settable)."""
     return new(self._data.real, self._device)
 
 
@@ -217,6 +238,8 @@ def _set_real(self, value):
 
 
 def _get_imag(self):
+    """The imaginary part (NumPy's ``x.imag``: zeros of the same dtype for a real array; settable for complex
+    arrays)."""
     d = self._data
     if d.dtype.kind == "c":
         return new(d.imag, self._device)
@@ -230,6 +253,8 @@ def _set_imag(self, value):
 
 
 def _get_shape(self):
+    """The shape, a tuple of ints. Settable as NumPy's (``x.shape = (3, 2)`` reshapes in place where a view can;
+    ``AttributeError`` otherwise)."""
     return self._data.shape
 
 
@@ -297,6 +322,7 @@ class flatiter:
 
 
 def _flat(self):
+    """NumPy's ``x.flat``: a one-dimensional iterator over the elements in C order, indexable and assignable."""
     return flatiter(self)
 
 
@@ -323,82 +349,107 @@ def _rdivmod(self, other):
 
 
 def _strides(self):
+    """Bytes to step in each dimension (NumPy's ``x.strides``, of the backing array)."""
     return self._data.strides
 
 
 def _nbytes(self):
+    """The number of bytes the elements take (``size * itemsize``)."""
     return self._data.nbytes
 
 
 def _itemsize(self):
+    """The number of bytes of one element."""
     return self._data.itemsize
 
 
 def _flags(self):
+    """The backing array's memory-layout flags (``C_CONTIGUOUS``, ``F_CONTIGUOUS``, ``OWNDATA``, ...)."""
     return self._data.flags
 
 
 def _cumsum(self, axis=None, dtype=None, out=None):
+    """Cumulative sum along ``axis`` (NumPy's ``x.cumsum``; over the flattened array when ``axis`` is None)."""
     return _rd.cumsum(self, axis, dtype, out)
 
 
 def _cumprod(self, axis=None, dtype=None, out=None):
+    """Cumulative product along ``axis`` (NumPy's ``x.cumprod``; over the flattened array when ``axis`` is
+    None)."""
     return _rd.cumprod(self, axis, dtype, out)
 
 
 def _ptp(self, axis=None, out=None, keepdims=False):
+    """Peak to peak, ``max - min`` along ``axis`` (NumPy's ``ptp``)."""
     return _rd.ptp(self, axis, out, keepdims)
 
 
 def _dot(self, b, out=None):
+    """NumPy's ``dot(x, b)``: inner product of vectors, matrix product of 2-D arrays, sum product over the last
+    axis of ``x`` and the second-to-last of ``b`` otherwise."""
     return _lf.dot(self, b, out)
 
 
 def _trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    """Sum along a diagonal (NumPy's ``x.trace``)."""
     return _lf.trace(self, offset, axis1, axis2, dtype, out)
 
 
 def _diagonal(self, offset=0, axis1=0, axis2=1):
+    """The diagonal at ``offset`` between ``axis1`` and ``axis2`` (NumPy's ``x.diagonal``)."""
     return _lf.diagonal(self, offset, axis1, axis2)
 
 
 def _choose(self, choices, out=None, mode="raise"):
+    """NumPy's ``choose``: elements picked from ``choices`` by this integer array (``mode`` raise, wrap or clip)."""
     return _ix.choose(self, choices, out, mode)
 
 
 def _put(self, indices, values, mode="raise"):
+    """Set the flat positions ``indices`` to ``values`` in place (NumPy's ``x.put``; ``mode`` raise, wrap or
+    clip)."""
     _ix.put(self, indices, values, mode)
 
 
 def _take(self, indices, axis=None, out=None, mode="raise"):
+    """Elements at ``indices`` along ``axis`` (NumPy's ``x.take``; the flattened array when ``axis`` is None)."""
     return _ix.take(self, indices, axis, out, mode)
 
 
 def _searchsorted(self, v, side="left", sorter=None):
+    """Insertion points of ``v`` in this sorted 1-D array (NumPy's ``x.searchsorted``)."""
     return _so.searchsorted(self, v, side, sorter)
 
 
 def _clip(self, min=None, max=None, out=None, **kwargs):
+    """Values limited to ``[min, max]`` (NumPy's ``x.clip``)."""
     return _ix.clip(self, min, max, out, **kwargs)
 
 
 def _round(self, decimals=0, out=None):
+    """Rounded to ``decimals`` decimals (NumPy's ``x.round``; halves to even)."""
     return _lg.round(self, decimals, out)
 
 
 def _repeat(self, repeats, axis=None):
+    """Each element repeated ``repeats`` times along ``axis`` (NumPy's ``x.repeat``; flattened when ``axis`` is
+    None)."""
     return _sh.repeat(self, repeats, axis)
 
 
 def _squeeze(self, axis=None):
+    """Axes of length one removed (NumPy's ``x.squeeze``; all of them when ``axis`` is None)."""
     return _sh.squeeze(self, axis)
 
 
 def _swapaxes(self, axis1, axis2):
+    """A view with ``axis1`` and ``axis2`` interchanged (NumPy's ``x.swapaxes``)."""
     return _sh.swapaxes(self, axis1, axis2)
 
 
 def _dump(self, file):
+    """Pickle the array to ``file`` (a path or a binary file object), NumPy's ``x.dump``; ``pickle.load`` gives it
+    back on its device."""
     import pickle
     if isinstance(file, str):
         with open(file, "wb") as f:

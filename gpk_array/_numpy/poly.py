@@ -149,18 +149,23 @@ def _align(a1, a2):
 
 
 def polyadd(a1, a2):
+    """Sum of two polynomials (coefficient arrays, highest power first, or ``poly1d``; a ``poly1d`` result if either
+    is one)."""
     dev, x, y = _align(a1, a2)
     r = new(x + y, dev)
     return poly1d(r) if isinstance(a1, poly1d) or isinstance(a2, poly1d) else r
 
 
 def polysub(a1, a2):
+    """Difference ``a1 - a2`` of two polynomials (coefficient arrays, highest power first, or ``poly1d``)."""
     dev, x, y = _align(a1, a2)
     r = new(x - y, dev)
     return poly1d(r) if isinstance(a1, poly1d) or isinstance(a2, poly1d) else r
 
 
 def polymul(a1, a2):
+    """Product of two polynomials (coefficient arrays, highest power first, or ``poly1d``): the convolution of the
+    coefficients."""
     dev = dev_of(a1.coeffs if isinstance(a1, poly1d) else a1, a2.coeffs if isinstance(a2, poly1d) else a2)
     r = new(_conv(dev.xp, _coeffs(a1, dev)._data, _coeffs(a2, dev)._data), dev)
     return poly1d(r) if isinstance(a1, poly1d) or isinstance(a2, poly1d) else r
@@ -194,20 +199,24 @@ class poly1d:
 
     @property
     def c(self):
+        """The coefficients, highest power first (also ``coef``, ``coefficients``, ``coeffs``)."""
         return self.coeffs
 
     coef = coefficients = c
 
     @property
     def order(self):
+        """The degree of the polynomial."""
         return self.coeffs.shape[0] - 1
 
     @property
     def o(self):
+        """The degree of the polynomial (``order``)."""
         return self.order
 
     @property
     def roots(self):
+        """The roots of the polynomial (also ``r``), from the companion matrix's eigenvalues."""
         return roots(self.coeffs)
 
     r = roots
@@ -286,9 +295,11 @@ class poly1d:
         return iter(self.coeffs)
 
     def deriv(self, m=1):
+        """The ``m``-th derivative, a ``poly1d``."""
         return polyder(self, m)
 
     def integ(self, m=1, k=0):
+        """The ``m``-th antiderivative with integration constant(s) ``k``, a ``poly1d``."""
         return polyint(self, m, k)
 
 

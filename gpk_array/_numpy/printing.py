@@ -21,6 +21,7 @@ def _h(a):
 
 
 def array2string(a, *args, **kwargs):
+    """NumPy's ``array2string`` of the array's values (GPU data is copied to the host to print)."""
     return _np.array2string(_h(a), *args, **kwargs)
 
 
@@ -30,6 +31,7 @@ def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
 
 
 def array_str(a, max_line_width=None, precision=None, suppress_small=None):
+    """NumPy's ``str`` of the array's values, whatever the device (``array_str``)."""
     return _np.array_str(_h(a), max_line_width, precision, suppress_small)
 
 

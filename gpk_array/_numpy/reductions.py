@@ -289,11 +289,13 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 @oom_guard
 def nancumsum(a, axis=None, dtype=None, out=None):
+    """Cumulative sum treating NaN as zero; axis=None works on the flattened array (NumPy's ``nancumsum``)."""
     return _cum("nancumsum", a, axis, dtype, out)
 
 
 @oom_guard
 def nancumprod(a, axis=None, dtype=None, out=None):
+    """Cumulative product treating NaN as one; axis=None works on the flattened array (NumPy's ``nancumprod``)."""
     return _cum("nancumprod", a, axis, dtype, out)
 
 
@@ -308,38 +310,46 @@ def _nan(fname, a, axis, out, keepdims, **kw):
 
 @oom_guard
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+    """Sum ignoring NaNs (NaN counts as zero), NumPy's ``nansum``; the accumulator dtype as ``sum``'s. Returns a 0-d
+    array for a full reduction."""
     x = to_array(a)
     return _nan("nansum", x, axis, out, keepdims, dtype=acc_dtype(x._data.dtype, dtype))
 
 
 @oom_guard
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """Product ignoring NaNs (NaN counts as one), NumPy's ``nanprod``."""
     x = to_array(a)
     return _nan("nanprod", x, axis, out, keepdims, dtype=acc_dtype(x._data.dtype, dtype))
 
 
 @oom_guard
 def nanmax(a, axis=None, out=None, keepdims=False):
+    """Maximum ignoring NaNs, NumPy's ``nanmax`` (NaN where a slice holds only NaNs, as NumPy, which warns)."""
     return _nan("nanmax", a, axis, out, keepdims)
 
 
 @oom_guard
 def nanmin(a, axis=None, out=None, keepdims=False):
+    """Minimum ignoring NaNs, NumPy's ``nanmin`` (NaN where a slice holds only NaNs)."""
     return _nan("nanmin", a, axis, out, keepdims)
 
 
 @oom_guard
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """Mean of the non-NaN values, NumPy's ``nanmean``."""
     return _nan("nanmean", a, axis, out, keepdims, dtype=None if dtype is None else _dt.to_dtype(dtype))
 
 
 @oom_guard
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """Standard deviation of the non-NaN values with ``ddof`` degrees of freedom subtracted, NumPy's ``nanstd``."""
     return _nan("nanstd", a, axis, out, keepdims, dtype=None if dtype is None else _dt.to_dtype(dtype), ddof=ddof)
 
 
 @oom_guard
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """Variance of the non-NaN values with ``ddof`` degrees of freedom subtracted, NumPy's ``nanvar``."""
     return _nan("nanvar", a, axis, out, keepdims, dtype=None if dtype is None else _dt.to_dtype(dtype), ddof=ddof)
 
 
@@ -358,11 +368,15 @@ def _nanarg(fname, a, axis, out, keepdims):
 
 @oom_guard
 def nanargmax(a, axis=None, out=None, *, keepdims=False):
+    """Index of the maximum ignoring NaNs, NumPy's ``nanargmax`` (a slice of only NaNs raises ``ValueError``, as
+    NumPy)."""
     return _nanarg("nanargmax", a, axis, out, keepdims)
 
 
 @oom_guard
 def nanargmin(a, axis=None, out=None, *, keepdims=False):
+    """Index of the minimum ignoring NaNs, NumPy's ``nanargmin`` (a slice of only NaNs raises ``ValueError``, as
+    NumPy)."""
     return _nanarg("nanargmin", a, axis, out, keepdims)
 
 

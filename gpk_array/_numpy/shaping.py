@@ -77,16 +77,22 @@ def _arrays(seq):
 
 
 def atleast_1d(*arys):
+    """Each input as an array of at least one dimension (a 0-d one becomes shape (1,)); one array for one input, a
+    tuple for several (NumPy's ``atleast_1d``)."""
     r = tuple(_atleast(to_array(a, dev_of(a)), 1) for a in arys)
     return r[0] if len(r) == 1 else r
 
 
 def atleast_2d(*arys):
+    """Each input as an array of at least two dimensions (new axes in front); one array for one input, a tuple for
+    several (NumPy's ``atleast_2d``)."""
     r = tuple(_atleast(to_array(a, dev_of(a)), 2) for a in arys)
     return r[0] if len(r) == 1 else r
 
 
 def atleast_3d(*arys):
+    """Each input as an array of at least three dimensions (NumPy's rule: (N,) becomes (1, N, 1), (M, N) becomes (M,
+    N, 1)); one array for one input, a tuple for several."""
     r = tuple(_atleast(to_array(a, dev_of(a)), 3) for a in arys)
     return r[0] if len(r) == 1 else r
 
@@ -196,6 +202,8 @@ def array_split(ary, indices_or_sections, axis=0):
 
 
 def hsplit(ary, indices_or_sections):
+    """Split along axis 1 (axis 0 for 1-D arrays) into a list of arrays, NumPy's ``hsplit``: ``indices_or_sections``
+    is a number of equal parts or a list of split points."""
     x = to_array(ary)
     if x.ndim == 0:
         raise ValueError("hsplit only works on arrays of 1 or more dimensions")
@@ -203,6 +211,7 @@ def hsplit(ary, indices_or_sections):
 
 
 def vsplit(ary, indices_or_sections):
+    """Split along axis 0 into a list of arrays, NumPy's ``vsplit`` (arrays of 2 or more dimensions)."""
     x = to_array(ary)
     if x.ndim < 2:
         raise ValueError("vsplit only works on arrays of 2 or more dimensions")
@@ -210,6 +219,7 @@ def vsplit(ary, indices_or_sections):
 
 
 def dsplit(ary, indices_or_sections):
+    """Split along axis 2 into a list of arrays, NumPy's ``dsplit`` (arrays of 3 or more dimensions)."""
     x = to_array(ary)
     if x.ndim < 3:
         raise ValueError("dsplit only works on arrays of 3 or more dimensions")
@@ -258,11 +268,13 @@ def transpose(a, axes=None):
 
 
 def swapaxes(a, axis1, axis2):
+    """A view of ``a`` with ``axis1`` and ``axis2`` interchanged (NumPy's ``swapaxes``)."""
     x = to_array(a)
     return new(x._data.swapaxes(normalize_axis(axis1, x.ndim), normalize_axis(axis2, x.ndim)), x._device)
 
 
 def rollaxis(a, axis, start=0):
+    """``axis`` moved to position ``start`` (NumPy's ``rollaxis``; ``moveaxis`` is the clearer spelling)."""
     x = to_array(a)
     return new(x._device.xp.rollaxis(x._data, axis, start), x._device)
 
@@ -281,6 +293,7 @@ def flip(m, /, axis=None):
 
 
 def fliplr(m):
+    """Columns in reverse order: ``m[:, ::-1]`` (NumPy's ``fliplr``; 2 or more dimensions)."""
     x = to_array(m)
     if x.ndim < 2:
         raise ValueError("fliplr needs an array of at least 2 dimensions")
@@ -288,6 +301,7 @@ def fliplr(m):
 
 
 def flipud(m):
+    """Rows in reverse order: ``m[::-1]`` (NumPy's ``flipud``; 1 or more dimensions)."""
     x = to_array(m)
     if x.ndim < 1:
         raise ValueError("flipud needs an array of at least 1 dimension")

@@ -66,6 +66,7 @@ def argsort(a, /, axis=-1, kind=None, order=None, *, descending=False, stable=No
 
 @oom_guard
 def msort(a):
+    """A copy sorted along the first axis: ``sort(a, axis=0)`` (NumPy's removed ``msort``)."""
     return sort(a, axis=0)
 
 
@@ -179,17 +180,20 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
 
 @oom_guard
 def union1d(ar1, ar2):
+    """The sorted unique values found in either input (flattened), NumPy's ``union1d``."""
     dev, a, b = _two(ar1, ar2)
     return new(dev.xp.union1d(a, b), dev)
 
 
 @oom_guard
 def setdiff1d(ar1, ar2, assume_unique=False):
+    """The sorted unique values of ``ar1`` that are not in ``ar2``, NumPy's ``setdiff1d``."""
     dev, a, b = _two(ar1, ar2)
     return new(dev.xp.setdiff1d(a, b, assume_unique=assume_unique), dev)
 
 
 @oom_guard
 def setxor1d(ar1, ar2, assume_unique=False):
+    """The sorted unique values found in exactly one of the inputs, NumPy's ``setxor1d``."""
     dev, a, b = _two(ar1, ar2)
     return new(dev.xp.setxor1d(a, b, assume_unique=assume_unique), dev)

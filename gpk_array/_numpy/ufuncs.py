@@ -38,6 +38,7 @@ class ufunc:
 
     @property
     def nargs(self):
+        """The number of arguments: ``nin + nout``."""
         return self.nin + self.nout
 
     def __repr__(self):
@@ -361,8 +362,24 @@ def _scan_max(xp, v):
     return r
 
 
+def _ufunc_doc(u):
+    """The docstring of one ufunc object: its call form, then what the function it wraps says."""
+    args = ", ".join(f"x{i + 1}" for i in range(u.nin)) if u.nin > 1 else "x"
+    outs = "out=None" if u.nout == 1 else "out=(None, None)"
+    head = (f"NumPy's ufunc ``{u.__name__}({args}, /, {outs}, *, where=True, dtype=None)`` on gpk_array Arrays "
+            f"({u.nin} input{'s' if u.nin > 1 else ''}, {u.nout} output{'s' if u.nout > 1 else ''}), computed on "
+            "the operands' device.")
+    if u.nin == 2 and u.nout == 1:
+        head += " Methods: ``reduce``, ``accumulate``, ``reduceat``, ``outer``, ``at``."
+    inner = getattr(u._fn, "__doc__", None)
+    if inner:
+        return head + "\n\n" + inner.strip()
+    return head + f"\n\nComputed by the backend's ``{u._bname}`` (NumPy's on the CPU device, CuPy's on CUDA)."
+
+
 class _Unary(ufunc):
     __slots__ = ()
+    __doc__ = property(_ufunc_doc)
 
     def __call__(self, x, /, out=None, **kwargs):
         if kwargs or out.__class__ is tuple:
@@ -372,6 +389,7 @@ class _Unary(ufunc):
 
 class _Binary(ufunc):
     __slots__ = ()
+    __doc__ = property(_ufunc_doc)
 
     def __call__(self, x1, x2, /, out=None, **kwargs):
         if kwargs or out.__class__ is tuple:
@@ -438,6 +456,7 @@ def _two_out(bname, nin):
 
 class _TwoOut(ufunc):
     __slots__ = ()
+    __doc__ = property(_ufunc_doc)
 
     def __call__(self, *args, out=None, **kwargs):
         if len(args) == self.nin + 2:

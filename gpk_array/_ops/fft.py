@@ -32,6 +32,31 @@ def _result(r, x, real_out):
     out_dt = (_dt.D("float32") if single else _dt.F64) if real_out else (_dt.C64 if single else _dt.C128)
     return new(r.astype(out_dt, copy=False), x._device)
 
+_WHAT = {
+    "fft": "The one-dimensional discrete Fourier transform of ``x`` along ``axis``",
+    "ifft": "The one-dimensional inverse discrete Fourier transform of ``x`` along ``axis``",
+    "rfft": "The one-dimensional discrete Fourier transform of the real ``x`` along ``axis`` (the ``n // 2 + 1``"
+            " non-negative frequencies)",
+    "irfft": "The inverse of ``rfft``: a real result of length ``n`` (default ``2 * (m - 1)``) along ``axis``",
+    "hfft": "The discrete Fourier transform of a signal with Hermitian symmetry (a real result) along ``axis``",
+    "ihfft": "The inverse of ``hfft`` along ``axis`` (a real input, the non-negative frequencies)",
+    "fftn": "The n-dimensional discrete Fourier transform over ``axes`` (sizes ``s``)",
+    "ifftn": "The n-dimensional inverse discrete Fourier transform over ``axes`` (sizes ``s``)",
+    "rfftn": "The n-dimensional discrete Fourier transform of a real input over ``axes``, the last one halved",
+    "irfftn": "The inverse of ``rfftn``: a real result over ``axes`` (sizes ``s``)",
+    "fftfreq": "The sample frequencies of an ``fft`` of length ``n`` and sample spacing ``d``",
+    "rfftfreq": "The non-negative sample frequencies of an ``rfft`` of length ``n`` and sample spacing ``d``",
+}
+
+
+def _doc(name):
+    what = _WHAT[name]
+    if name.endswith("freq"):
+        return (f"{what}, float64 unless ``dtype`` says otherwise, on ``device`` (standard: Fourier transform "
+                f"functions, ``fft.{name}``).")
+    return (f"{what}; ``norm`` is \"backward\", \"ortho\" or \"forward\". Single-precision input gives a "
+            f"single-precision result (standard: Fourier transform functions, ``fft.{name}``).")
+
 
 def _one(name, real_in, real_out):
     @oom_guard
@@ -44,8 +69,9 @@ def _one(name, real_in, real_out):
             raise ValueError(f"{name}: n must be positive, got {n}")
         r = getattr(x._device.xp.fft, name)(_input(x), n=n, axis=axis, norm=_norm(norm))
         return _result(r, x, real_out)
-    fn.__name__ = name
-    fn.__doc__ = f"(standard: fft.{name})"
+    fn.__name__ = fn.__qualname__ = name
+    fn.__wrapped__.__qualname__ = name  # oom_guard's inner function: what introspection unwraps to
+    fn.__doc__ = _doc(name)
     return fn
 
 
@@ -67,8 +93,9 @@ def _many(name, real_out):
         else:
             r = getattr(xfft, name)(data, s=s, axes=axes, norm=_norm(norm))
         return _result(r, x, real_out)
-    fn.__name__ = name
-    fn.__doc__ = f"(standard: fft.{name})"
+    fn.__name__ = fn.__qualname__ = name
+    fn.__wrapped__.__qualname__ = name  # oom_guard's inner function: what introspection unwraps to
+    fn.__doc__ = _doc(name)
     return fn
 
 
@@ -105,8 +132,9 @@ def _freq(name):
         dev = as_device(device)
         dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
         return new(getattr(dev.xp.fft, name)(n, d=d).astype(dt, copy=False), dev)
-    fn.__name__ = name
-    fn.__doc__ = f"(standard: fft.{name})"
+    fn.__name__ = fn.__qualname__ = name
+    fn.__wrapped__.__qualname__ = name  # oom_guard's inner function: what introspection unwraps to
+    fn.__doc__ = _doc(name)
     return fn
 
 
@@ -116,14 +144,16 @@ rfftfreq = _freq("rfftfreq")
 
 @oom_guard
 def fftshift(x, /, axes=None):
-    """(standard: fft.fftshift)"""
+    """The zero-frequency term moved to the middle of ``axes`` (all axes when None) (standard: Fourier transform
+    functions, ``fft.fftshift``)."""
     x = as_array(x)
     return new(x._device.xp.fft.fftshift(x._data, axes=normalize_axes(axes, x.ndim)), x._device)
 
 
 @oom_guard
 def ifftshift(x, /, axes=None):
-    """(standard: fft.ifftshift)"""
+    """The inverse of ``fftshift`` over ``axes`` (all axes when None) (standard: Fourier transform functions,
+    ``fft.ifftshift``)."""
     x = as_array(x)
     return new(x._device.xp.fft.ifftshift(x._data, axes=normalize_axes(axes, x.ndim)), x._device)
 

@@ -41,19 +41,23 @@ def unique_all(x, /):
 
 @oom_guard
 def unique_counts(x, /):
-    """(standard: set_functions.unique_counts)"""
+    """The unique values of ``x`` (flattened, sorted) and how often each occurs, a ``(values, counts)`` named
+    tuple (standard: set functions, ``unique_counts``)."""
     return UniqueCountsResult(*_unique(x, False, False, True))
 
 
 @oom_guard
 def unique_inverse(x, /):
-    """(standard: set_functions.unique_inverse)"""
+    """The unique values of ``x`` (flattened, sorted) and, for each element of ``x``, the index of its value
+    among them (shape of ``x``), a ``(values, inverse_indices)`` named tuple (standard: set functions,
+    ``unique_inverse``)."""
     return UniqueInverseResult(*_unique(x, False, True, False))
 
 
 @oom_guard
 def unique_values(x, /):
-    """(standard: set_functions.unique_values)"""
+    """The unique values of ``x``, flattened and sorted (standard: set functions, ``unique_values``). NaNs are
+    distinct from each other, as the standard specifies."""
     return _unique(x, False, False, False)[0]
 
 

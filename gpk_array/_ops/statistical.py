@@ -164,8 +164,11 @@ def _cumulative(name, bname, initial):
             shape[axis] = 1
             data = xp.concatenate([xp.full(shape, initial, dtype=dt), data.astype(dt, copy=False)], axis=axis)
         return new(getattr(xp, bname)(data, axis=axis, dtype=dt), x._device)
-    fn.__name__ = name
-    fn.__doc__ = f"(standard: statistical_functions.{name})"
+    fn.__name__ = fn.__qualname__ = name
+    fn.__wrapped__.__qualname__ = name  # oom_guard's inner function: what introspection unwraps to
+    fn.__doc__ = (f"Cumulative {'sum' if bname == 'cumsum' else 'product'} along ``axis`` (needed for more than "
+                  f"one dimension); ``include_initial`` puts {initial} first (standard: statistical functions, "
+                  f"``{name}``).")
     return fn
 
 

@@ -37,15 +37,18 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
 
 
 def broadcast_to(array, shape, subok=False):
+    """``gpk_array.broadcast_to(array, shape)`` (a read-only view); an int ``shape`` means one dimension."""
     from .. import broadcast_to as _b
     return _b(array, tuple(shape) if not isinstance(shape, int) else (shape,))
 
 
 def broadcast_arrays(*args, subok=False):
+    """``gpk_array.broadcast_arrays(*args)``: the arrays broadcast against each other."""
     from .. import broadcast_arrays as _b
     return _b(*args)
 
 
 def broadcast_shapes(*args):
+    """``gpk_array.broadcast_shapes(*shapes)``: the shape that the given shapes broadcast to."""
     from .. import broadcast_shapes as _b
     return _b(*args)

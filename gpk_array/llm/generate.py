@@ -37,6 +37,7 @@ class SamplingParams:
 
     @property
     def greedy(self):
+        """Whether these parameters pick the most likely token (temperature 0 or top_k 1)."""
         return self.temperature == 0 or self.top_k == 1
 
 
@@ -100,6 +101,7 @@ class Sequence:
 
     @property
     def done(self):
+        """Whether the sequence has finished (``finish_reason`` is ``"stop"`` or ``"length"``)."""
         return self.finish_reason is not None
 
     @property
@@ -153,10 +155,12 @@ class Engine:
 
     @property
     def active(self):
+        """The sequences holding a KV-cache slot, in slot order."""
         return [s for s in self.slots if s is not None]
 
     @property
     def free(self):
+        """The number of free KV-cache slots."""
         return sum(s is None for s in self.slots)
 
     def check(self, seq):
@@ -374,6 +378,9 @@ class CudaGraphs:
         self.graphs = {}
 
     def run(self, key, fn):
+        """Run the step ``fn`` as the CUDA graph stored under ``key``: on the first call for a key, ``fn`` runs once
+        eagerly (warm-up) and once under capture on this object's stream and private pool; every call replays the
+        graph on the current stream."""
         cp = self._cp
         graph = self.graphs.get(key)
         if graph is None:
@@ -494,6 +501,8 @@ class TextStream:
         self.sent = 0  # characters of decode(pending) already returned
 
     def push(self, ids):
+        """Add token ids; returns the text they complete (possibly empty while a character's bytes are still split
+        across tokens)."""
         self.pending += ids
         text = self.tokenizer.decode(self.pending)
         if text.endswith("\ufffd") and len(self.pending) < self.limit:
@@ -505,6 +514,7 @@ class TextStream:
         return piece
 
     def flush(self):
+        """The text not yet returned (including an unfinished tail), and a reset of the stream."""
         piece = self.tokenizer.decode(self.pending)[self.sent:] if self.pending else ""
         self.pending, self.sent = [], 0
         return piece

@@ -60,9 +60,11 @@ class KVCache:
         self.layers = [gp.zeros(shape, dtype=dtype, device=device) for _ in range(config.n_layer)]
 
     def k(self, i):
+        """The keys of layer ``i``: a (batch, n_head, max_len, head_dim) view."""
         return self.layers[i][0]
 
     def v(self, i):
+        """The values of layer ``i``: a (batch, n_head, max_len, head_dim) view."""
         return self.layers[i][1]
 
     def write(self, i, kv, rows, slots):
@@ -82,6 +84,7 @@ class KVCache:
 
     @property
     def nbytes(self):
+        """Bytes the cache occupies, all layers."""
         return sum(a.size * a.dtype.itemsize for a in self.layers)
 
 
@@ -227,6 +230,8 @@ class GPT2:
         return {n: np.ascontiguousarray(gp.asarray(a).to_device("cpu")) for n, a in out.items()}
 
     def save_pretrained(self, path):
+        """Write the model as a Hugging Face directory at ``path``: ``config.json`` and ``model.safetensors`` (the
+        Hugging Face names and layout, ``to_hf_weights``)."""
         save_checkpoint(path, self.config, self.to_hf_weights())
 
     # --- running ---------------------------------------------------------------------------------------
@@ -299,6 +304,7 @@ class GPT2:
 
     @property
     def num_parameters(self):
+        """The number of parameters (the LM head is tied to the token embeddings, so counted once)."""
         n = self.wte.size + self.wpe.size + self.ln_f_weight.size + self.ln_f_bias.size
         return n + sum(getattr(b, p.replace(".", "_")).size for b in self.blocks for p in _LAYER_PARAMS)
 

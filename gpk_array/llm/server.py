@@ -40,6 +40,7 @@ class APIError(Exception):
         self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
 
     def response(self):
+        """This error as a Starlette JSON response with its HTTP status."""
         body = {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
         return JSONResponse(body, status_code=self.status)
 
@@ -59,10 +60,12 @@ class Metrics:
         self.ttft_sum = 0.0
 
     def request(self, endpoint, status):
+        """Count one answered request of ``endpoint`` with HTTP ``status``."""
         with self.lock:
             self.requests[endpoint, status] += 1
 
     def ttft(self, seconds):
+        """Record one time to first token, in seconds, in the histogram."""
         with self.lock:
             self.ttft_counts[bisect.bisect_left(TTFT_BUCKETS, seconds)] += 1
             self.ttft_sum += seconds
@@ -93,6 +96,7 @@ class Metrics:
         return fams
 
     def render(self, loop):
+        """The Prometheus text of these metrics for one engine loop (no model label)."""
         return render_metrics([(None, self, loop)])
 
 
@@ -146,9 +150,11 @@ class EngineLoop:
         self.thread = threading.Thread(target=self._run, name="gpk-llm-engine", daemon=True)
 
     def start(self):
+        """Start the engine thread."""
         self.thread.start()
 
     def stop(self, timeout=10.0):
+        """Ask the engine thread to stop and wait up to ``timeout`` seconds for it."""
         with self.cond:
             self.stopping = True
             self.cond.notify()
@@ -480,6 +486,9 @@ class Server:
 
     # --- endpoints -------------------------------------------------------------------------------------
     async def completions(self, request):
+        """``POST /v1/completions``: OpenAI's completions API (``prompt`` a string, a list of strings, token ids or
+        lists of token ids; ``stream`` for server-sent events). A prompt without ``max_tokens`` gets 16 new
+        tokens."""
         body = await self._body(request)
         seqs, stops = self._options(body, self._prompts(body), 16)
         stream = _field(body, "stream", bool, False)
@@ -498,6 +507,8 @@ class Server:
         return JSONResponse({**head, "choices": choices, "usage": self._usage(job)})
 
     async def chat_completions(self, request):
+        """``POST /v1/chat/completions``: OpenAI's chat API, the messages rendered as ``"Role: content"`` lines
+        followed by ``"Assistant:"`` (GPT-2 has no chat template); ``stream`` for server-sent events."""
         body = await self._body(request)
         seqs, stops = self._options(body, [self._chat_prompt(body)], None)
         stream = _field(body, "stream", bool, False)
@@ -527,6 +538,7 @@ class Server:
              "finish_reason": finish[0]}], "usage": self._usage(job)})
 
     async def health(self, request):
+        """``GET /health``: status, model name, active and waiting sequences, KV-cache slots."""
         return JSONResponse({"status": "ok", "model": self.model_name, "active": len(self.engine.active),
                              "waiting": len(self.loop.waiting), "slots": self.engine.max_batch})
 

@@ -144,12 +144,15 @@ class RandomState:
         self._device = device
 
     def seed(self, seed=None):
+        """Reseed the generator (NumPy's ``RandomState.seed``; an Array seed is read on the host)."""
         self._gen.seed(_param(seed))
 
     def get_state(self, legacy=True):
+        """The Mersenne Twister state, as NumPy's ``RandomState.get_state`` returns it."""
         return self._gen.get_state(legacy=legacy)
 
     def set_state(self, state):
+        """Restore a state from ``get_state`` (NumPy's ``RandomState.set_state``)."""
         self._gen.set_state(state)
 
     def rand(self, *shape, device=None):
@@ -161,9 +164,11 @@ class RandomState:
         return _out(self._gen.randn(*shape), _dev(device, self._device))
 
     def tomaxint(self, size=None, device=None):
+        """Random integers in [0, 2**63 - 1), NumPy's legacy ``tomaxint``, on ``device``."""
         return _out(self._gen.randint(0, _np.iinfo(_np.int64).max, size=_size(size)), _dev(device, self._device))
 
     def bytes(self, length):
+        """``length`` random bytes (a Python ``bytes``, NumPy's numbers)."""
         return self._gen.bytes(length)
 
     def choice(self, a, size=None, replace=True, p=None, *, device=None):
@@ -206,12 +211,15 @@ class Generator:
 
     @property
     def bit_generator(self):
+        """The NumPy bit generator underneath (``PCG64`` for ``default_rng``)."""
         return self._gen.bit_generator
 
     def spawn(self, n_children):
+        """``n_children`` independent child generators on the same device (NumPy's ``Generator.spawn``)."""
         return [Generator(g, device=self._device) for g in self._gen.spawn(n_children)]
 
     def bytes(self, length):
+        """``length`` random bytes (a Python ``bytes``, NumPy's numbers)."""
         return self._gen.bytes(length)
 
     def choice(self, a, size=None, replace=True, p=None, axis=0, shuffle=True, *, device=None):
@@ -286,10 +294,12 @@ def seed(seed=None):
 
 
 def get_state(legacy=True):
+    """The global legacy generator's state (as ``numpy.random.get_state``)."""
     return _rand.get_state(legacy)
 
 
 def set_state(state):
+    """Restore the global legacy generator's state (as ``numpy.random.set_state``)."""
     _rand.set_state(state)
 
 
@@ -304,6 +314,7 @@ def randn(*shape, device=None):
 
 
 def bytes(length):
+    """``length`` random bytes from the global legacy generator (as ``numpy.random.bytes``)."""
     return _rand.bytes(length)
 
 
@@ -325,7 +336,7 @@ def permutation(x, *, device=None):
 def _global(name):
     def fn(*args, device=None, **kwargs):
         return getattr(_rand, name)(*args, device=device, **kwargs)
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"NumPy's legacy ``numpy.random.{name}`` on the global state, returned on ``device``."
     return fn
 
@@ -358,6 +369,7 @@ class FastGenerator:
 
     @property
     def device(self):
+        """The device the draws are made on and returned on."""
         return self._device
 
     def _wrap(self, r):
@@ -379,12 +391,15 @@ class FastGenerator:
         return _Null()
 
     def random(self, size=None, dtype=_np.float64):
+        """Uniform floats in [0, 1) of ``size`` (a 0-d Array when None) and ``dtype``, drawn on the device."""
         with self._ctx():
             if self._cupy:
                 return self._wrap(self._gen.random_sample(size=size, dtype=dtype))
             return self._wrap(self._gen.random(size=size, dtype=dtype))
 
     def integers(self, low, high=None, size=None, dtype=_np.int64, endpoint=False):
+        """Integers in [low, high) (``endpoint=True``: [low, high]; one bound: [0, low)) of ``size`` and ``dtype``,
+        drawn on the device."""
         with self._ctx():
             if self._cupy:
                 if high is None:
@@ -395,50 +410,63 @@ class FastGenerator:
             return self._wrap(self._gen.integers(low, high, size=size, dtype=dtype, endpoint=endpoint))
 
     def standard_normal(self, size=None, dtype=_np.float64):
+        """Standard normal samples of ``size`` and ``dtype``, drawn on the device."""
         with self._ctx():
             return self._wrap(self._gen.standard_normal(size=size, dtype=dtype))
 
     def normal(self, loc=0.0, scale=1.0, size=None, dtype=_np.float64):
+        """Normal samples with mean ``loc`` and standard deviation ``scale`` (scalars or Arrays on the generator's
+        device)."""
         with self._ctx():
             if self._cupy:
                 return self._wrap(self._gen.normal(self._p(loc), self._p(scale), size=size, dtype=dtype))
             return self._wrap(self._gen.normal(loc, scale, size=size).astype(dtype, copy=False))
 
     def uniform(self, low=0.0, high=1.0, size=None, dtype=_np.float64):
+        """Uniform samples in [low, high) of ``size`` and ``dtype``, drawn on the device."""
         with self._ctx():
             if self._cupy:
                 return self._wrap(self._gen.uniform(self._p(low), self._p(high), size=size, dtype=dtype))
             return self._wrap(self._gen.uniform(low, high, size=size).astype(dtype, copy=False))
 
     def exponential(self, scale=1.0, size=None):
+        """Exponential samples with the given ``scale``, drawn on the device."""
         with self._ctx():
             return self._wrap(self._gen.exponential(self._p(scale), size=size))
 
     def poisson(self, lam=1.0, size=None):
+        """Poisson samples with rate ``lam``, drawn on the device."""
         with self._ctx():
             return self._wrap(self._gen.poisson(self._p(lam), size=size))
 
     def gamma(self, shape, scale=1.0, size=None):
+        """Gamma samples with ``shape`` and ``scale``, drawn on the device."""
         with self._ctx():
             return self._wrap(self._gen.gamma(self._p(shape), self._p(scale), size=size))
 
     def beta(self, a, b, size=None):
+        """Beta samples with parameters ``a`` and ``b``, drawn on the device."""
         with self._ctx():
             return self._wrap(self._gen.beta(self._p(a), self._p(b), size=size))
 
     def binomial(self, n, p, size=None):
+        """Binomial samples of ``n`` trials with success probability ``p``, drawn on the device."""
         with self._ctx():
             return self._wrap(self._gen.binomial(self._p(n), self._p(p), size=size))
 
     def choice(self, a, size=None, replace=True, p=None):
+        """A random sample of ``a``'s elements (or of ``range(a)``), with or without replacement, optionally
+        weighted by ``p``."""
         with self._ctx():
             return self._wrap(self._gen.choice(self._p(a), size=size, replace=replace, p=self._p(p)))
 
     def permutation(self, x):
+        """A permuted copy of ``x`` (or a permutation of ``range(x)`` for an int)."""
         with self._ctx():
             return self._wrap(self._gen.permutation(self._p(x)))
 
     def shuffle(self, x):
+        """Shuffle the Array ``x`` (on the generator's device) in place along its first axis."""
         if x.__class__ is not Array or x._device is not self._device:
             raise TypeError("FastGenerator.shuffle takes an Array on the generator's device")
         with self._ctx():

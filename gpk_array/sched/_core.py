@@ -528,6 +528,8 @@ class Partition:
                 f"compute_share={self.compute_share} contexts={sorted(self.contexts)}>")
 
     def stats(self):
+        """A dict of this partition's numbers: name, device, memory, compute_share, the names of its contexts,
+        ``committed`` (the sum of their budgets) and ``held`` (bytes they hold now)."""
         with _lock:
             held = sum(self._sched._held(c) for c in self.contexts.values())
             return {
@@ -672,6 +674,7 @@ class Context:
 
     @property
     def destroyed(self):
+        """Whether the context has been destroyed (using it then raises ``ContextDestroyedError``)."""
         return self._destroyed
 
     @property
@@ -907,13 +910,18 @@ class Context:
         return entry is not None
 
     def unregister_cache(self, name):
+        """Forget the cache registered as ``name`` (it is no longer evicted); whether one was registered."""
         with _lock:
             return self._caches.pop(name, None) is not None
 
     def used_bytes(self):
+        """Bytes of this context's allocations in use now (CUDA: its pool's used bytes; CPU: the NumPy buffers
+        charged to it)."""
         return self._pool.used_bytes() if self._cuda else self._cpu_used
 
     def held_bytes(self):
+        """Bytes this context holds on the device (CUDA: its pool's total, in use plus cached; CPU: the same as
+        ``used_bytes``)."""
         return self._pool.total_bytes() if self._cuda else self._cpu_used
 
     async def wait_for_memory(self, nbytes, timeout=None):
@@ -1286,6 +1294,9 @@ class Context:
     # stats ---------------------------------------------------------------------------------------------------
 
     def stats(self):
+        """A dict of this context's numbers: budget, used, held, peak bytes, evictions, refusals, launches, steps,
+        queued, throttled seconds, sessions, confinement counters, QoS tier, device, partition, priority,
+        bandwidth (the per-context entries of ``sched.stats()``)."""
         with self._lock:
             counters = {
                 "evictions": self._evictions,
@@ -1521,6 +1532,7 @@ def create_partition(name, memory, compute_share=1.0, device=None):
 
 
 def get_partition(name):
+    """The live partition named ``name`` (``KeyError`` if there is none)."""
     with _lock:
         try:
             return _partitions[name]
@@ -1529,6 +1541,7 @@ def get_partition(name):
 
 
 def list_partitions():
+    """The live partitions, in creation order."""
     with _lock:
         return list(_partitions.values())
 
@@ -1600,6 +1613,7 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
 
 
 def get_context(name):
+    """The live context named ``name`` (``KeyError`` if there is none)."""
     with _lock:
         try:
             return _contexts[name]
