@@ -91,15 +91,16 @@ def test_diff_with_n_past_the_axis_is_empty_and_returns(device, n):
 
 
 def test_huge_requests_raise_out_of_memory_error():
-    """Results too large for memory (the CPU device: 8 * 2^33 bytes and more) raise gpk_array.OutOfMemoryError."""
-    big = xp.broadcast_to(xp.asarray(1.5, device="cpu"), (2**33,))
-    bigc = xp.broadcast_to(xp.asarray(1.5 + 1j, device="cpu"), (2**32,))
+    """Results too large for memory (the CPU device: 256 GiB each) raise gpk_array.OutOfMemoryError."""
+    big = xp.broadcast_to(xp.asarray(1.5, device="cpu"), (2**35,))
+    bigc = xp.broadcast_to(xp.asarray(1.5 + 1j, device="cpu"), (2**34,))
     calls = {
         "floor_divide": lambda: xp.floor_divide(big, 2.0), "remainder": lambda: xp.remainder(big, 2.0),
         "//": lambda: big // 2.0, "%": lambda: big % 2.0, "complex expm1": lambda: xp.expm1(bigc),
-        "random.random": lambda: xp.random.random((2**34,)), "random.normal": lambda: xp.random.normal(size=2**34),
-        "random.permutation": lambda: xp.random.permutation(2**34),
-        "default_rng.random": lambda: xp.random.default_rng(0).random(2**34),
+        "random.random": lambda: xp.random.random((2**35,), device="cpu"),
+        "random.normal": lambda: xp.random.normal(size=2**35, device="cpu"),
+        "random.permutation": lambda: xp.random.permutation(2**35, device="cpu"),
+        "default_rng.random": lambda: xp.random.default_rng(0, device="cpu").random(2**35),
     }
     for name, call in calls.items():
         with pytest.raises(xp.OutOfMemoryError):
@@ -132,3 +133,13 @@ def test_integer_array_index_out_of_bounds_raises(device, how):
     neg = xp.asarray([-n - 1], device=device)
     with pytest.raises(IndexError):
         x[neg]
+
+
+def test_functions_without_a_complex_loop_raise_type_error(device):
+    """atan2 of a complex operand: NumPy's TypeError on both devices (CuPy's compiler failed on a Python complex)."""
+    with pytest.raises(TypeError):
+        np.arctan2(True, 1j)
+    x = xp.asarray([True, False], device=device)
+    for call in (lambda: xp.atan2(x, 1j), lambda: xp.atan2(xp.asarray(1.0, device=device), 1j)):
+        with pytest.raises(TypeError):
+            call()

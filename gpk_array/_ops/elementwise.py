@@ -85,6 +85,14 @@ def array_operands(x1, x2):
     return binary_operands(x1, x2)
 
 
+def _no_loop(e, name, *operands):
+    """CuPy compiles an elementwise kernel for the operands' types, and an operand type its function has no loop
+    for (atan2 of a complex Python scalar) fails in the CUDA compiler: raise NumPy's TypeError for it instead."""
+    if type(e).__name__ == "CompileException":
+        types = ", ".join(str(getattr(o, "dtype", type(o).__name__)) for o in operands)
+        raise TypeError(f"{name} does not support operands of types ({types})") from None
+
+
 def _unary(name, bname=None, doc="", complex_fix=False):
     bname = bname or name
 
@@ -107,6 +115,9 @@ def _unary(name, bname=None, doc="", complex_fix=False):
             return out
         except MemoryError as e:
             raise_oom(e)
+        except Exception as e:
+            _no_loop(e, name, x._data)
+            raise
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Element-wise {name} (standard: elementwise_functions.{name})."
     return fn
@@ -137,6 +148,9 @@ def _binary(name, bname=None, doc=""):
             return out
         except MemoryError as e:
             raise_oom(e)
+        except Exception as e:
+            _no_loop(e, name, a, b)
+            raise
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"Element-wise {name} (standard: elementwise_functions.{name})."
 
