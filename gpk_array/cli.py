@@ -59,6 +59,7 @@ def _number(kind, low=None, high=None, low_open=False, what=None):
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
         return v
     parse.__name__ = kind.__name__
+    parse.__doc__ = f"An argparse type: the text as {kind.__name__}, which must be {what}."
     return parse
 
 
@@ -172,6 +173,7 @@ def register(subparsers):
 
 
 def build_parser():
+    """The ``gpk`` argument parser: the global options and every subcommand (info, generate, serve, ...)."""
     ap = _Parser(prog="gpk", description="gpk_array: the Python array API on NVIDIA GPUs and the CPU, and GPT-2 "
                                          "generation and serving on it.", formatter_class=HelpFormatter)
     ap.add_argument("--version", action="version", version=f"gpk_array {package_version()}")
@@ -229,6 +231,7 @@ _LAYOUT = "config.json, model.safetensors, and tokenizer.json or vocab.json + me
 
 
 def has_tokenizer(path):
+    """Whether a model directory holds tokenizer files (tokenizer.json, or vocab.json and merges.txt)."""
     path = pathlib.Path(path)
     return (path / "tokenizer.json").is_file() or ((path / "vocab.json").is_file() and
                                                     (path / "merges.txt").is_file())
@@ -284,6 +287,7 @@ def _time(fn, sync, reps=5):
 
 
 def info(args):
+    """``gpk info``: the devices found, a GEMM on the chosen device, and a scikit-learn fit where it is installed."""
     os.environ.setdefault("SCIPY_ARRAY_API", "1")
     import numpy as np
 
@@ -330,6 +334,7 @@ def info(args):
 
 
 def cmd_generate(args):
+    """``gpk generate``: load the model directory and stream a continuation of the prompt to stdout."""
     require("generate")
     check_model_dir(args.model)
     device, dtype = _device_dtype(args)
@@ -358,6 +363,7 @@ def cmd_generate(args):
 
 
 def cmd_serve(args):
+    """``gpk serve``: load every ``--model`` directory and serve them over the OpenAI-compatible HTTP API."""
     require("serve")
     names = args.model_name or []
     if len(names) > len(args.model):

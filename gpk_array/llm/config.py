@@ -50,6 +50,7 @@ class GPT2Config:
 
     @property
     def inner_dim(self):
+        """Width of the MLP's hidden layer (n_inner, or 4 * n_embd when unset)."""
         return self.n_inner or 4 * self.n_embd
 
     @property
@@ -121,6 +122,7 @@ class GPT2Config:
         return d
 
     def save(self, path):
+        """Write the config as Hugging Face's ``config.json`` (into ``path`` when it is a directory)."""
         path = pathlib.Path(path)
         if path.is_dir():
             path = path / "config.json"
