@@ -70,6 +70,18 @@ probability = _number(float, 0.0, 1.0, low_open=True, what="in (0, 1]")
 port_number = _number(int, 0, 65535, what="in [0, 65535] (0: any free port)")
 
 
+def byte_count(text):
+    """A size such as 4MiB, 512KiB or 1000000, as a number of bytes (at least 1)."""
+    from .sched._core import parse_bytes
+    try:
+        n = parse_bytes(text, "--max-body-bytes")
+    except (TypeError, ValueError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if n <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 bytes, got {text!r}")
+    return int(n)
+
+
 def byte_size(text):
     """A size such as 4GiB or 512MiB (kept as given; gpk_array.sched parses it)."""
     from .sched._core import parse_bytes
@@ -170,6 +182,8 @@ def register(subparsers):
     s.add_argument("--stream-interval-ms", type=nonnegative_float, default=None,
                    help="least time between two events of a stream after its first; tokens arriving in between "
                         "go out together (default: 5; 0: every step's tokens at once)")
+    s.add_argument("--max-body-bytes", type=byte_count, default=None,
+                   help="largest request body read, e.g. 4MiB; a larger one gets HTTP 413 (default: 4MiB)")
 
 
 def build_parser():
@@ -381,7 +395,8 @@ def cmd_serve(args):
     serve(args.model, host=args.host, port=args.port, device=device, dtype=dtype, max_batch=args.max_batch,
           max_queue=args.max_queue, max_len=args.max_len, model_name=args.model_name,
           cuda_graphs=False if args.no_cuda_graphs else None, context_vram=args.context_vram,
-          stream_interval=None if args.stream_interval_ms is None else args.stream_interval_ms / 1e3, sock=sock)
+          stream_interval=None if args.stream_interval_ms is None else args.stream_interval_ms / 1e3, sock=sock,
+          max_body_bytes=args.max_body_bytes)
     return 0
 
 

@@ -19,37 +19,72 @@ import numpy as np
 import gpk_array as gp
 
 
+# Temperatures below this decode greedily: dividing logits by a tiny temperature overflows (1e-310: every logit
+# becomes +-inf and the softmax NaN), and well before that the distribution is one-hot but for exact ties.
+MIN_TEMPERATURE = 1e-5
+
+
 @dataclasses.dataclass
 class SamplingParams:
-    """temperature 0 means greedy; top_k None/0 and top_p None/1.0 keep every token."""
+    """temperature 0 (or below MIN_TEMPERATURE) means greedy; top_k None/0 and top_p None/1.0 keep every token;
+    seed: None (fresh entropy), a non-negative integer or a sequence of them (numpy.random.default_rng's)."""
     temperature: float = 0.0
     top_k: int | None = None
     top_p: float | None = None
     seed: int | None = None
 
     def __post_init__(self):
-        if not self.temperature >= 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if self.top_k is not None and self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
-        if self.top_p is not None and not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if not (isinstance(self.temperature, (int, float, np.number)) and 0 <= self.temperature < float("inf")):
+            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
+        if self.top_k is not None and not (_is_int(self.top_k) and self.top_k >= 0):
+            raise ValueError(f"top_k must be an integer >= 0, got {self.top_k!r}")
+        if self.top_p is not None and not (isinstance(self.top_p, (int, float, np.number)) and 0 < self.top_p <= 1):
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        seed = self.seed
+        if seed is None or isinstance(seed, (np.random.SeedSequence, np.random.BitGenerator, np.random.Generator)):
+            return
+        parts = seed if isinstance(seed, (list, tuple)) and seed else [seed]
+        if not all(_is_int(x) and x >= 0 for x in parts):
+            raise ValueError(f"seed must be None, an integer >= 0 or a non-empty sequence of them, got {seed!r}")
 
     @property
     def greedy(self):
-        """Whether these parameters pick the most likely token (temperature 0 or top_k 1)."""
-        return self.temperature == 0 or self.top_k == 1
+        """Whether these parameters pick the most likely token (temperature below MIN_TEMPERATURE, or top_k 1)."""
+        return self.temperature < MIN_TEMPERATURE or self.top_k == 1
+
+
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _clean_logits(logits):
+    """float64 logits in which NaN counts as -inf and, if any logit is +inf, only the +inf ones remain (at 0);
+    ValueError when no logit is above -inf (no token can be chosen)."""
+    z = np.array(logits, dtype=np.float64).reshape(-1)
+    if not np.isfinite(z).all():
+        z[np.isnan(z)] = -np.inf
+        top = np.isposinf(z)
+        if top.any():
+            z = np.where(top, 0.0, -np.inf)
+        if not (z > -np.inf).any():
+            raise ValueError("no finite logit to choose a token from (every logit is NaN or -inf)")
+    return z
 
 
 def sample(logits, params, rng):
-    """A token id from one row of logits (NumPy, (V,)) under ``params``, drawing with ``rng``."""
+    """A token id from one row of logits (NumPy, (V,)) under ``params``, drawing with ``rng``.
+
+    NaN logits never win (they count as -inf); +inf logits share all of the probability; ValueError when no logit
+    is above -inf. The softmax subtracts the largest logit before dividing by the temperature, in float64."""
+    z = _clean_logits(logits)
     if params.greedy:
-        return int(np.argmax(logits))
-    z = np.asarray(logits, dtype=np.float64) / params.temperature
+        return int(np.argmax(z))
+    with np.errstate(over="ignore"):  # <= 0, with 0 at the largest: what overflows is -inf, a probability of 0
+        z = (z - z.max()) / params.temperature
     if params.top_k and params.top_k < z.size:
         kth = np.partition(z, -params.top_k)[-params.top_k]
         z = np.where(z >= kth, z, -np.inf)
-    p = np.exp(z - z.max())
+    p = np.exp(z)
     p /= p.sum()
     if params.top_p is not None and params.top_p < 1:
         order = np.argsort(-p, kind="stable")
@@ -63,7 +98,9 @@ def sample(logits, params, rng):
 
 class Sequence:
     """One prompt being continued: its generated ``tokens``, and ``finish_reason`` once done
-    ("stop": a stop token came (it is not kept), "length": max_new_tokens reached, "cancelled")."""
+    ("stop": a stop token came (it is not kept), "length": max_new_tokens reached, "cancelled", "error": choosing
+    its next token raised, the exception in ``exception`` and its text in ``error``; the other sequences of the
+    batch go on)."""
 
     def __init__(self, prompt, *, max_new_tokens=64, params=None, stop_tokens=(), tag=None):
         if isinstance(prompt, np.ndarray) and prompt.dtype.kind in "iu":  # one C conversion, not one per token
@@ -84,6 +121,8 @@ class Sequence:
         self.finish_reason = None
         self.slot = None
         self.tag = tag  # anything the caller wants to find again
+        self.error = None  # "ExceptionType: message" when finish_reason is "error"
+        self.exception = None
 
     @property
     def rng(self):
@@ -108,6 +147,12 @@ class Sequence:
     def next_position(self):
         """Position (and cache slot) of the last token, the one fed to the next decode step."""
         return len(self.prompt) + len(self.tokens) - 1
+
+    def fail(self, exc):
+        """Finish with "error" because of the exception exc (raised while working on this sequence alone)."""
+        if self.finish_reason is None:
+            self.finish_reason = "error"
+            self.error, self.exception = f"{type(exc).__name__}: {exc}", exc
 
     def _push(self, token):
         if token in self.stop_tokens:
@@ -284,9 +329,14 @@ class Engine:
         return min(self.max_len, -(-(top + 1) // self.kv_block) * self.kv_block)
 
     def _push_tokens(self, seqs, tokens):
-        """Append each sequence's chosen token, then free the slots of those that finished."""
+        """Append each sequence's chosen token (None: it failed), then free the slots of those that finished."""
         for s, t in zip(seqs, tokens):
-            s._push(int(t))
+            if t is None:
+                continue
+            try:
+                s._push(int(t))
+            except Exception as e:  # one sequence's failure is its own
+                s.fail(e)
         for s in seqs:
             if s.done:
                 self.release(s)
@@ -322,7 +372,13 @@ class Engine:
             picked = logits if rows == list(range(logits.shape[0])) else gp.take(logits, gp.asarray(
                 np.array(rows), device=self.device), axis=0)
             host = _host(gp.astype(picked, gp.float32))
-            tokens = [sample(row, s.params, s.rng) for s, row in zip(seqs, host)]
+            tokens = []
+            for s, row in zip(seqs, host):
+                try:
+                    tokens.append(sample(row, s.params, s.rng))
+                except Exception as e:  # this sequence's parameters or logits: it alone finishes, with "error"
+                    s.fail(e)
+                    tokens.append(None)
         self._push_tokens(seqs, tokens)
 
     def _prefill_graph(self, seq):
@@ -444,12 +500,19 @@ def generate(model, prompts, *, max_new_tokens=64, temperature=0.0, top_k=None, 
     pending = collections.deque(seqs)
     while pending or engine.active:
         if pending and engine.free:
-            engine.add([pending.popleft() for _ in range(min(engine.free, len(pending)))])
-        engine.step()
+            _raise_failure(engine.add([pending.popleft() for _ in range(min(engine.free, len(pending)))]))
+        _raise_failure(engine.step())
     out = [s.tokens for s in seqs]
     if texts:
         out = [tokenizer.decode(t) for t in out]
     return out[0] if single else out
+
+
+def _raise_failure(seqs):
+    """Raise the exception of the first sequence that failed (an Engine finishes only that one, with "error")."""
+    for s in seqs:
+        if s.exception is not None:
+            raise s.exception
 
 
 def generate_stream(model, prompt, *, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None, seed=None,
@@ -469,7 +532,7 @@ def generate_stream(model, prompt, *, max_new_tokens=64, temperature=0.0, top_k=
     engine.check(seq)
     sent = 0
     try:
-        engine.add([seq])
+        _raise_failure(engine.add([seq]))
         while True:
             for t in seq.tokens[sent:]:
                 if text is None:
@@ -481,7 +544,7 @@ def generate_stream(model, prompt, *, max_new_tokens=64, temperature=0.0, top_k=
             sent = len(seq.tokens)
             if seq.done:
                 break
-            engine.step()
+            _raise_failure(engine.step())
         if text is not None:
             rest = text.flush()
             if rest:

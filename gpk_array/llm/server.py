@@ -13,9 +13,11 @@ last chunk, so slow readers get fewer, longer chunks instead of a growing backlo
 import asyncio
 import bisect
 import collections
+import concurrent.futures
 import contextlib
 import json
 import logging
+import math
 import socket
 import sys
 import threading
@@ -24,12 +26,19 @@ import uuid
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .generate import Engine, SamplingParams, Sequence, TextStream
 
 TTFT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+# The largest request body read (larger: 413). 64 prompts of a full GPT-2 context fit with room to spare.
+DEFAULT_MAX_BODY_BYTES = 4 << 20
+TOKENIZE_THREADS = 2  # worker threads that tokenize prompts, off the event loop
+MAX_SEED = 2 ** 63 - 1
+
+log = logging.getLogger(__name__)
 
 
 class APIError(Exception):
@@ -39,10 +48,24 @@ class APIError(Exception):
         super().__init__(message)
         self.status, self.message, self.type, self.param, self.code = status, message, type, param, code
 
+    def body(self):
+        """The OpenAI error object, ``{"error": {...}}``."""
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
     def response(self):
-        """This error as a Starlette JSON response with its HTTP status."""
-        body = {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
-        return JSONResponse(body, status_code=self.status)
+        """This error as a JSON response with its HTTP status (ASCII JSON: a lone surrogate that a message quotes
+        from the request is escaped, not an encoding error)."""
+        return Response(json.dumps(self.body()).encode("ascii"), status_code=self.status,
+                        media_type="application/json")
+
+
+def _internal_error(exc):
+    return APIError(500, f"internal error: {type(exc).__name__}: {_short(str(exc), 300)}", type="server_error")
+
+
+def _short(text, limit=60):
+    """text, cut to ``limit`` characters with "..." (values quoted back in error messages)."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 # --- metrics -------------------------------------------------------------------------------------------
@@ -183,6 +206,9 @@ class EngineLoop:
             self._steps()
 
     def _steps(self):
+        """Admit, step, deliver, until stopped. An error of one sequence (its sampling, its prefill alone) finishes
+        that sequence only; an error of a whole batched step, which no one sequence can be blamed for, finishes the
+        sequences of that step; the thread itself never stops on an error."""
         engine = self.engine
         while True:
             with self.cond:
@@ -195,24 +221,47 @@ class EngineLoop:
                     seq = self.waiting.popleft()
                     if not (seq.tag.cancelled or seq.cancelled):
                         admit.append(seq)
-            for seq in engine.active:
-                if seq.tag.cancelled or seq.cancelled:
-                    engine.release(seq, "cancelled")
             changed = {}
             try:
+                for seq in engine.active:
+                    if seq.tag.cancelled or seq.cancelled:
+                        engine.release(seq, "cancelled")
                 if admit:
-                    for s in engine.add(admit):
+                    for s in self._admit(admit):
                         changed[id(s)] = s
                     with self.metrics.lock:
                         self.metrics.prompt_tokens += sum(len(s.prompt) for s in admit)
                 for s in engine.step():
                     changed[id(s)] = s
-            except Exception as e:  # keep serving: fail the sequences involved, free their slots
+            except Exception as e:  # keep serving: fail the sequences of the step, free their slots
+                log.error("a decode step of %d sequences failed", len(engine.active), exc_info=e)
                 for s in admit + engine.active:
-                    engine.release(s, "error")
+                    if s.finish_reason is None:
+                        s.fail(e)
+                    engine.release(s)
                     changed[id(s)] = s
-                    s.error = f"{type(e).__name__}: {e}"
-            self._deliver(changed.values())
+            try:
+                self._deliver(changed.values())
+            except Exception as e:  # never let the thread die: every later request would hang
+                log.error("delivering tokens failed", exc_info=e)
+
+    def _admit(self, seqs):
+        """Prefill seqs (engine.add); when the batched prefill raises, each sequence alone, so that only the ones
+        whose own prefill raises fail (a prefill writes only its sequence's cache rows)."""
+        engine = self.engine
+        try:
+            return engine.add(seqs)
+        except Exception as e:
+            for s in seqs:  # the ones given a slot before the error hold it without a token
+                engine.release(s)
+            if len(seqs) == 1:
+                log.warning("prefill failed: %s: %s", type(e).__name__, e)
+                seqs[0].fail(e)
+                return seqs
+        out = []
+        for s in seqs:
+            out += self._admit([s])
+        return out
 
     def _deliver(self, seqs):
         """Send each sequence's new tokens (and its end) to its job's event loop, one call per loop."""
@@ -223,7 +272,8 @@ class EngineLoop:
             s.sent += len(new)
             count += len(new)
             if new or s.finish_reason is not None:
-                by_loop[s.tag.loop].append((s.tag, (s.index, new, s.finish_reason, getattr(s, "error", None))))
+                error = getattr(s, "error", None) if s.finish_reason == "error" else None
+                by_loop[s.tag.loop].append((s.tag, (s.index, new, s.finish_reason, error)))
         with self.metrics.lock:
             self.metrics.generated_tokens += count
         for loop, items in by_loop.items():
@@ -247,7 +297,8 @@ def _json_type(v):
 
 
 def _field(body, name, kind, default=None, *, low=None, high=None, low_open=False, required=False):
-    """body[name] checked to be of JSON type kind (int, float, bool, str) and within [low, high]."""
+    """body[name] checked to be of JSON type kind (int, float, bool, str) and within [low, high] (a number:
+    finite, and a float fits in a float)."""
     v = body.get(name)
     if v is None:
         if required:
@@ -259,11 +310,87 @@ def _field(body, name, kind, default=None, *, low=None, high=None, low_open=Fals
     if not ok:
         want = {int: "an integer", float: "a number", bool: "a boolean", str: "a string"}[kind]
         raise APIError(400, f"'{name}' must be {want}, got {_json_type(v)}", param=name, code="invalid_type")
+    if kind is float:
+        try:
+            v = float(v)
+        except OverflowError:  # an integer beyond float's range
+            v = math.inf if v > 0 else -math.inf
+        if not math.isfinite(v):
+            raise APIError(400, f"'{name}' must be a finite number", param=name, code="invalid_value")
     if (low is not None and (v <= low if low_open else v < low)) or (high is not None and v > high):
         lo = "-inf" if low is None else low
         rng = f"{'(' if low_open else '['}{lo}, {'inf' if high is None else high}]"
-        raise APIError(400, f"'{name}' must be in {rng}, got {v}", param=name, code="invalid_value")
-    return kind(v)
+        raise APIError(400, f"'{name}' must be in {rng}, got {_short(repr(v))}", param=name, code="invalid_value")
+    return v
+
+
+def _check_text(text, param):
+    """APIError 400 if text is not Unicode text (it holds a lone surrogate, which JSON's \\ud800 escapes allow)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise APIError(400, f"'{param}' holds a lone surrogate (U+{ord(text[e.start]):04X} at character "
+                                f"{e.start}), which is not text", param=param, code="invalid_value") from None
+
+
+class _NotJSON(ValueError):
+    pass
+
+
+def _no_constant(name):
+    raise _NotJSON(f"{name} is not a JSON value (JSON has no NaN or Infinity)")
+
+
+def _finite_float(text):
+    v = float(text)
+    if not math.isfinite(v):
+        raise _NotJSON(f"the number {_short(text, 30)} is out of range")
+    return v
+
+
+def parse_json(raw):
+    """The JSON object of a request body (bytes), as OpenAI takes it; APIError 400 for anything else: not UTF-8,
+    not JSON, NaN / Infinity / numbers beyond a float, integers of more digits than Python converts, nesting
+    deeper than the parser recurses, a value other than an object."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise APIError(400, f"the request body is not UTF-8 (byte {e.start}: {e.reason})",
+                       code="invalid_json") from None
+    try:
+        body = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise APIError(400, "the JSON body of your request is nested too deeply", code="invalid_json") from None
+    except _NotJSON as e:
+        raise APIError(400, f"the JSON body of your request is not valid: {e}", code="invalid_json") from None
+    except ValueError as e:  # JSONDecodeError; an integer of more digits than int() takes
+        raise APIError(400, f"we could not parse the JSON body of your request ({_short(str(e), 200)})",
+                       code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise APIError(400, f"the request body must be a JSON object, got {_json_type(body)}", code="invalid_json")
+    return body
+
+
+async def read_json(request, max_bytes):
+    """The JSON object of a request's body, read up to ``max_bytes`` bytes (beyond: APIError 413, as soon as the
+    Content-Length says so or the bytes read pass the limit)."""
+    def too_large():
+        return APIError(413, f"the request body is larger than the {max_bytes} bytes this server takes",
+                        code="request_too_large")
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and (len(length) > 18 or int(length) > max_bytes):
+        raise too_large()
+    chunks, size = [], 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise too_large()
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise APIError(400, "the client disconnected before sending the whole body") from None
+    return parse_json(b"".join(chunks))
 
 
 STREAM_INTERVAL_S = 0.005
@@ -278,12 +405,18 @@ class Server:
     """The request handlers, bound to one model, tokenizer and engine thread."""
 
     def __init__(self, model, tokenizer, *, model_name, max_batch=8, max_queue=256, max_len=None, cuda_graphs=None,
-                 context=None, stream_interval=STREAM_INTERVAL_S):
+                 context=None, stream_interval=STREAM_INTERVAL_S, max_body_bytes=DEFAULT_MAX_BODY_BYTES):
         """context: a gpk_array.sched context holding this model's KV cache and running its decode steps.
         stream_interval: seconds a stream waits after an event before the next one, gathering the tokens that
-        arrive meanwhile into one event (the first event is never delayed)."""
+        arrive meanwhile into one event (the first event is never delayed). max_body_bytes: the largest request
+        body read (larger: 413)."""
         self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
         self.stream_interval = float(stream_interval)
+        self.max_body_bytes = int(max_body_bytes)
+        self.tokenize_pool = None  # the executor prompts are tokenized in (create_app's lifespan sets one)
+        # a text of n characters has at least n / max_token_bytes tokens (a token is at most that many bytes, a
+        # character at least one): longer texts than the context allows are refused before they are tokenized
+        self.max_token_bytes = getattr(tokenizer, "max_token_bytes", None)
         self.names = [model_name]  # every model the app serves (for the 404 message)
         self.metrics = Metrics()
         with context if context is not None else contextlib.nullcontext():
@@ -294,21 +427,19 @@ class Server:
 
     # --- parsing ---------------------------------------------------------------------------------------
     async def _body(self, request):
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise APIError(400, "we could not parse the JSON body of your request") from None
-        if not isinstance(body, dict):
-            raise APIError(400, f"the request body must be a JSON object, got {_json_type(body)}")
+        """The request's JSON body (at most max_bytes bytes), checked to name this model."""
+        return self._check_model(await read_json(request, self.max_body_bytes))
+
+    def _check_model(self, body):
         model = _field(body, "model", str, required=True)
         if model != self.model_name:
             has = ", ".join(f"'{n}'" for n in self.names)
-            raise APIError(404, f"the model '{model}' does not exist; this server has {has}",
+            raise APIError(404, f"the model '{_short(model)}' does not exist; this server has {has}",
                            param="model", code="model_not_found")
         return body
 
-    def _options(self, body, prompts, default_max):
-        """Sequences for the prompts (lists of ids) and the stop strings, from the sampling fields of body."""
+    def _sampling(self, body):
+        """The sampling fields of body, each checked (type, range, finiteness): a dict for _sequences."""
         for name in ("n", "best_of"):
             if _field(body, name, int, 1, low=1) != 1:
                 raise APIError(400, f"only '{name}' = 1 is supported", param=name)
@@ -320,12 +451,12 @@ class Server:
                 raise APIError(400, f"'{name}' is not supported (only 0)", param=name)
         ctx = self.engine.max_len
         limit = ("max_completion_tokens" if body.get("max_completion_tokens") is not None else "max_tokens")
-        max_tokens = _field(body, limit, int, None, low=1, high=ctx)
-        temperature = _field(body, "temperature", float, 1.0, low=0.0, high=2.0)
-        top_p = _field(body, "top_p", float, 1.0, low=0.0, high=1.0, low_open=True)
-        top_k = _field(body, "top_k", int, 0, low=0)
-        seed = _field(body, "seed", int, None)
-        ignore_eos = _field(body, "ignore_eos", bool, False)
+        opts = {"limit": limit, "max_tokens": _field(body, limit, int, None, low=1, high=ctx),
+                "temperature": _field(body, "temperature", float, 1.0, low=0.0, high=2.0),
+                "top_p": _field(body, "top_p", float, 1.0, low=0.0, high=1.0, low_open=True),
+                "top_k": _field(body, "top_k", int, 0, low=0),
+                "seed": _field(body, "seed", int, None, low=0, high=MAX_SEED),
+                "ignore_eos": _field(body, "ignore_eos", bool, False)}
         stop = body.get("stop")
         if stop is None:
             stop = []
@@ -334,59 +465,93 @@ class Server:
         elif not (isinstance(stop, list) and len(stop) <= 4 and all(isinstance(s, str) for s in stop)):
             raise APIError(400, "'stop' must be a string or a list of up to 4 strings", param="stop",
                            code="invalid_type")
-        stop = [s for s in stop if s]
+        for s in stop:
+            _check_text(s, "stop")
+        opts["stop"] = [s for s in stop if s]
+        return opts
+
+    def _sequences(self, prompts, opts, default_max):
+        """Sequences for the prompts (lists of ids) under the checked sampling options."""
+        ctx, limit, max_tokens = self.engine.max_len, opts["limit"], opts["max_tokens"]
         seqs = []
         for i, ids in enumerate(prompts):
-            if len(ids) >= ctx:
-                raise APIError(400, f"this model's maximum context length is {ctx} tokens, but the prompt has "
-                                    f"{len(ids)}", param="prompt" if default_max else "messages",
-                               code="context_length_exceeded")
+            self._check_prompt_length(len(ids), "prompt" if default_max else "messages")
             n = max_tokens if max_tokens is not None else min(default_max or ctx, ctx - len(ids))
             if len(ids) + n > ctx:
                 raise APIError(400, f"this model's maximum context length is {ctx} tokens; you requested "
                                     f"{len(ids) + n} ({len(ids)} in the prompt, {n} for the completion)",
                                param=limit, code="context_length_exceeded")
-            params = SamplingParams(temperature, top_k or None, top_p, None if seed is None else seed + i)
-            stops = () if ignore_eos or self.eos is None else (self.eos,)
+            seed = opts["seed"]
+            try:
+                params = SamplingParams(opts["temperature"], opts["top_k"] or None, opts["top_p"],
+                                        None if seed is None else seed + i)
+            except ValueError as e:  # the checks above should have caught it
+                raise APIError(400, str(e)) from None
+            stops = () if opts["ignore_eos"] or self.eos is None else (self.eos,)
             seqs.append(Sequence(ids, max_new_tokens=n, params=params, stop_tokens=stops))
-        return seqs, stop
+        return seqs
 
-    def _prompts(self, body):
-        """Token ids of each prompt of a completions request: text, list of texts, ids, or list of ids."""
+    def _check_prompt_length(self, tokens, param):
+        ctx = self.engine.max_len
+        if tokens >= ctx:
+            raise APIError(400, f"this model's maximum context length is {ctx} tokens, but the prompt has {tokens}",
+                           param=param, code="context_length_exceeded")
+
+    def _check_text_length(self, chars, param):
+        """Refuse a text of ``chars`` characters that has more tokens than the context, before tokenizing it."""
+        ctx, most = self.engine.max_len, self.max_token_bytes
+        if most and chars > (ctx - 1) * most:
+            raise APIError(400, f"this model's maximum context length is {ctx} tokens, but the prompt has more "
+                                f"({chars} characters; no token is longer than {most})", param=param,
+                           code="context_length_exceeded")
+
+    def _prompt_items(self, body):
+        """The prompts of a completions request, checked but not tokenized: texts and lists of token ids."""
         p = body.get("prompt")
         vocab = self.model.config.vocab_size
         if p is None:
             raise APIError(400, "you must provide 'prompt'", param="prompt", code="missing_required_parameter")
-        if isinstance(p, str):
-            p = [p]
-        elif isinstance(p, list) and p and all(isinstance(t, int) and not isinstance(t, bool) for t in p):
-            p = [p]
+        if isinstance(p, str) or (isinstance(p, list) and p and isinstance(p[0], int) and not isinstance(p[0], bool)):
+            p = [p]  # one prompt (a list of ids when it starts with one: its items are checked below)
         if not (isinstance(p, list) and p and len(p) <= 64):
             raise APIError(400, "'prompt' must be a string, a list of strings, a list of token ids or a list of "
                                 "lists of token ids (1 to 64 prompts)", param="prompt", code="invalid_type")
-        out = []
         for item in p:
             if isinstance(item, str):
                 if self.tokenizer is None:
                     raise APIError(400, "this server has no tokenizer: send token ids", param="prompt")
-                ids = self.tokenizer.encode(item)
-            elif isinstance(item, list) and all(isinstance(t, int) and not isinstance(t, bool) for t in item):
-                ids = item
-                if any(not 0 <= t < vocab for t in ids):
+                self._check_text_length(len(item), "prompt")
+                _check_text(item, "prompt")
+            elif isinstance(item, list):
+                self._check_prompt_length(len(item), "prompt")
+                if not all(isinstance(t, int) and not isinstance(t, bool) for t in item):
+                    raise APIError(400, "'prompt' items must be strings or lists of token ids", param="prompt",
+                                   code="invalid_type")
+                if any(not 0 <= t < vocab for t in item):
                     raise APIError(400, f"token ids must be in [0, {vocab})", param="prompt", code="invalid_value")
             else:
                 raise APIError(400, f"'prompt' items must be strings or lists of token ids, got {_json_type(item)}",
                                param="prompt", code="invalid_type")
-            out.append(ids or [self.eos if self.eos is not None else 0])  # an empty prompt starts a document
+        return p
+
+    def _encode_prompts(self, items):
+        """Token ids of each prompt (texts tokenized, in a worker thread; the first too long for the context stops
+        the work)."""
+        empty = [self.eos if self.eos is not None else 0]  # an empty prompt starts a document
+        out = []
+        for item in items:
+            ids = (self.tokenizer.encode(item) if isinstance(item, str) else item) or empty
+            self._check_prompt_length(len(ids), "prompt")
+            out.append(ids)
         return out
 
-    def _chat_prompt(self, body):
-        """Token ids of the chat template applied to the messages: "Role: content" lines, then "Assistant:"."""
+    def _chat_text(self, body):
+        """The chat template applied to the messages: "Role: content" lines, then "Assistant:"."""
         messages = body.get("messages")
         if not (isinstance(messages, list) and messages):
             raise APIError(400, "'messages' must be a non-empty array", param="messages",
                            code="missing_required_parameter" if messages is None else "invalid_type")
-        lines = []
+        lines, chars = [], 0
         for i, m in enumerate(messages):
             if not isinstance(m, dict) or not isinstance(m.get("role"), str):
                 raise APIError(400, f"messages[{i}] must be an object with a string 'role'", param=f"messages[{i}]",
@@ -401,10 +566,20 @@ class Server:
             if not isinstance(content, str):
                 raise APIError(400, f"messages[{i}].content must be a string or a list of text parts",
                                param=f"messages[{i}].content", code="invalid_type")
+            chars += len(m["role"]) + len(content) + 3
+            self._check_text_length(chars, "messages")  # as it grows: the work here stays within the bound
+            _check_text(m["role"], f"messages[{i}].role")
+            _check_text(content, f"messages[{i}].content")
             lines.append(f"{m['role'].capitalize()}: {content}\n")
         if self.tokenizer is None:
             raise APIError(400, "this server has no tokenizer, so it cannot serve chat", param="messages")
-        return self.tokenizer.encode("".join(lines) + "Assistant:")
+        text = "".join(lines) + "Assistant:"
+        self._check_text_length(len(text), "messages")
+        return text
+
+    async def _off_loop(self, fn, *args):
+        """fn(*args) in the tokenizing worker threads, so that the event loop keeps answering meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self.tokenize_pool, fn, *args)
 
     # --- running jobs ----------------------------------------------------------------------------------
     def _start(self, seqs):
@@ -439,7 +614,7 @@ class Server:
             for index, tokens, finish, error in items:
                 if done[index]:
                     continue
-                if error is not None:
+                if error is not None or finish == "error":
                     raise APIError(500, f"generation failed: {error}", type="server_error")
                 if first and tokens:
                     self.metrics.ttft(time.perf_counter() - job.created)
@@ -485,14 +660,20 @@ class Server:
         return texts, finish
 
     # --- endpoints -------------------------------------------------------------------------------------
-    async def completions(self, request):
+    async def completions(self, request, body=None):
         """``POST /v1/completions``: OpenAI's completions API (``prompt`` a string, a list of strings, token ids or
         lists of token ids; ``stream`` for server-sent events). A prompt without ``max_tokens`` gets 16 new
-        tokens."""
-        body = await self._body(request)
-        seqs, stops = self._options(body, self._prompts(body), 16)
+        tokens. body: the request's JSON body, when already read."""
+        body = await self._body(request) if body is None else self._check_model(body)
+        opts = self._sampling(body)
         stream = _field(body, "stream", bool, False)
         usage_in_stream = _stream_usage(body)
+        items = self._prompt_items(body)
+        if any(isinstance(item, str) for item in items):
+            prompts = await self._off_loop(self._encode_prompts, items)
+        else:
+            prompts = self._encode_prompts(items)
+        seqs, stops = self._sequences(prompts, opts, 16), opts["stop"]
         job = self._start(seqs)
         cid, created = f"cmpl-{uuid.uuid4().hex[:24]}", int(time.time())
         head = {"id": cid, "object": "text_completion", "created": created, "model": self.model_name}
@@ -506,13 +687,17 @@ class Server:
                    enumerate(zip(texts, finish))]
         return JSONResponse({**head, "choices": choices, "usage": self._usage(job)})
 
-    async def chat_completions(self, request):
+    async def chat_completions(self, request, body=None):
         """``POST /v1/chat/completions``: OpenAI's chat API, the messages rendered as ``"Role: content"`` lines
-        followed by ``"Assistant:"`` (GPT-2 has no chat template); ``stream`` for server-sent events."""
-        body = await self._body(request)
-        seqs, stops = self._options(body, [self._chat_prompt(body)], None)
+        followed by ``"Assistant:"`` (GPT-2 has no chat template); ``stream`` for server-sent events. body: the
+        request's JSON body, when already read."""
+        body = await self._body(request) if body is None else self._check_model(body)
+        opts = self._sampling(body)
         stream = _field(body, "stream", bool, False)
         usage_in_stream = _stream_usage(body)
+        text = self._chat_text(body)
+        prompt = await self._off_loop(self.tokenizer.encode, text)
+        seqs, stops = self._sequences([prompt], opts, None), opts["stop"]
         job = self._start(seqs)
         cid, created = f"chatcmpl-{uuid.uuid4().hex[:24]}", int(time.time())
         head = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": self.model_name}
@@ -604,13 +789,15 @@ class EventStream:
                 tail = f"data: {json.dumps(usage, separators=(',', ':'))}\n\n"
             await send({"type": "http.response.body", "body": (tail + "data: [DONE]\n\n").encode(),
                         "more_body": False})
-        except APIError as e:  # the headers are sent: report the error as an event
-            err = {"error": {"message": e.message, "type": e.type, "param": e.param, "code": e.code}}
-            with contextlib.suppress(OSError):
-                await send({"type": "http.response.body", "body": f"data: {json.dumps(err)}\n\n".encode(),
-                            "more_body": False})
         except OSError:  # the client is gone
             pass
+        except Exception as e:  # the headers are sent: report the error as an event, and end the response
+            if not isinstance(e, APIError):
+                log.error("stream failed", exc_info=e)
+                e = _internal_error(e)
+            with contextlib.suppress(OSError):
+                await send({"type": "http.response.body", "body": f"data: {json.dumps(e.body())}\n\n".encode(),
+                            "more_body": False})
         finally:
             watcher.cancel()
             loop.cancel(job)
@@ -619,8 +806,39 @@ class EventStream:
 # --- the application -----------------------------------------------------------------------------------
 
 
+class _App(Starlette):
+    """Starlette, with no exception escaping to the server: after a complete response (Starlette re-raises what
+    its error handler answered), raising would make uvicorn close the connection, failing the requests a
+    keep-alive client sends on it next. Before any response, the client gets a 500 in OpenAI's shape; in the middle
+    of one, the exception goes on (the connection cannot carry another response)."""
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await super().__call__(scope, receive, send)
+        state = {"started": False, "complete": False}
+
+        async def tracked(message):
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                state["complete"] = True
+            await send(message)
+        try:
+            await super().__call__(scope, receive, tracked)
+        except Exception as e:
+            if state["complete"]:  # answered (by the error handler): keep the connection
+                if not getattr(e, "_gpk_logged", False):
+                    log.error("%s %s failed after its response", scope.get("method"), scope.get("path"), exc_info=e)
+                return
+            if state["started"]:
+                raise
+            log.error("%s %s failed", scope.get("method"), scope.get("path"), exc_info=e)
+            await _internal_error(e).response()(scope, receive, send)
+
+
 def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_queue=256, max_len=None,
-               cuda_graphs=None, context=None, more=(), stream_interval=None):
+               cuda_graphs=None, context=None, more=(), stream_interval=None, max_body_bytes=None,
+               tokenize_threads=TOKENIZE_THREADS):
     """The Starlette application serving ``model``; its engine thread runs while the app is up.
 
     stream_interval: seconds between two events of one stream after its first (default STREAM_INTERVAL_S, 5 ms):
@@ -632,7 +850,18 @@ def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_que
     ``(model, tokenizer, model_name, context)`` served by the same app in the same process, each with its own
     engine thread (and context): requests go to the model their body names, ``/v1/models`` lists them all,
     ``/metrics`` labels every sample with its model.
+
+    max_body_bytes: the largest request body read (default DEFAULT_MAX_BODY_BYTES, 4 MiB); a larger one gets 413.
+    tokenize_threads: worker threads that tokenize prompts, so that the event loop keeps answering (``/health``
+    too) while a long prompt is tokenized.
+
+    No client input makes a 5xx: bodies that are not JSON objects (NaN, huge numbers, deep nesting, bad UTF-8,
+    lone surrogates in texts) and invalid fields get 400 in OpenAI's error shape; an error inside one sequence's
+    generation fails that request only.
     """
+    max_body_bytes = DEFAULT_MAX_BODY_BYTES if max_body_bytes is None else int(max_body_bytes)
+    if max_body_bytes < 1:
+        raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes}")
     specs = [(model, tokenizer, model_name, context)] + [tuple(m) for m in more]
     names = [sp[2] for sp in specs]
     if len(set(names)) != len(names):
@@ -641,30 +870,31 @@ def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_que
     for m, t, name, ctx in specs:
         servers[name] = Server(m, t, model_name=name, max_batch=max_batch, max_queue=max_queue, max_len=max_len,
                                cuda_graphs=cuda_graphs, context=ctx,
-                               stream_interval=STREAM_INTERVAL_S if stream_interval is None else stream_interval)
+                               stream_interval=STREAM_INTERVAL_S if stream_interval is None else stream_interval,
+                               max_body_bytes=max_body_bytes)
         servers[name].names = names
     first = servers[names[0]]
 
-    async def pick(request):
-        """The server of the model the JSON body names (the first one when it names none it has: its handler
-        then answers 400 or 404)."""
-        if len(servers) == 1:
-            return first
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return first
-        return servers.get(body.get("model"), first) if isinstance(body, dict) else first
-
     def endpoint(name, method=None, fn=None):
-        """The route handler of ``name``: the picked model's Server ``method``, or the app-wide ``fn``; its
-        status is counted in that model's metrics (the first model's for app-wide routes)."""
+        """The route handler of ``name``: the Server ``method`` of the model the JSON body names (the first
+        model when it names none it has: its handler then answers 400 or 404), or the app-wide ``fn``. Any error
+        is answered here, in OpenAI's shape (500 for a bug), and counted under this route in that model's metrics
+        (the first model's for app-wide routes)."""
         async def handle(request):
-            server = await pick(request) if method else first
+            server = first
             try:
-                response = await (getattr(server, method) if method else fn)(request)
+                if method:
+                    body = await read_json(request, max_body_bytes)
+                    model = body.get("model")
+                    server = servers.get(model, first) if isinstance(model, str) else first
+                    response = await getattr(server, method)(request, body)
+                else:
+                    response = await fn(request)
             except APIError as e:
                 response = e.response()
+            except Exception as e:
+                log.error("%s %s failed", request.method, name, exc_info=e)
+                response = _internal_error(e).response()
             server.metrics.request(name, getattr(response, "status_code", 200))
             return response
         return handle
@@ -685,32 +915,46 @@ def create_app(model, tokenizer=None, *, model_name="gpt2", max_batch=8, max_que
         entries = [(None if len(servers) == 1 else n, sv.metrics, sv.loop) for n, sv in servers.items()]
         return Response(render_metrics(entries), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    routes = [Route("/v1/completions", endpoint("/v1/completions", "completions"), methods=["POST"]),
+              Route("/v1/chat/completions", endpoint("/v1/chat/completions", "chat_completions"), methods=["POST"]),
+              Route("/v1/models", endpoint("/v1/models", fn=models), methods=["GET"]),
+              Route("/health", endpoint("/health", fn=health), methods=["GET"]),
+              Route("/metrics", endpoint("/metrics", fn=metrics), methods=["GET"])]
+    paths = {r.path for r in routes}
+
+    def label(request):
+        """The metrics label of a request: its route, "other" for paths that are none."""
+        return request.url.path if request.url.path in paths else "other"
+
     async def http_error(request, exc):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
-        first.metrics.request("other", exc.status_code)
-        return APIError(exc.status_code, f"{request.method} {request.url.path}: {exc.detail}", code=code).response()
+        code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(exc.status_code)
+        first.metrics.request(label(request), exc.status_code)
+        return APIError(exc.status_code, f"{request.method} {_short(request.url.path)}: {exc.detail}",
+                        code=code).response()
 
     async def server_error(request, exc):
-        first.metrics.request("other", 500)
-        return APIError(500, f"internal error: {type(exc).__name__}: {exc}", type="server_error").response()
+        log.error("%s %s failed", request.method, _short(request.url.path), exc_info=exc)
+        with contextlib.suppress(AttributeError):
+            exc._gpk_logged = True  # Starlette raises it again after this response: _App keeps the connection
+        first.metrics.request(label(request), 500)
+        return _internal_error(exc).response()
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        pool = concurrent.futures.ThreadPoolExecutor(tokenize_threads, thread_name_prefix="gpk-tokenize")
         for sv in servers.values():
+            sv.tokenize_pool = pool
             sv.loop.start()
         try:
             yield
         finally:
             for sv in servers.values():
                 sv.loop.stop()
+                sv.tokenize_pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
 
-    routes = [Route("/v1/completions", endpoint("/v1/completions", "completions"), methods=["POST"]),
-              Route("/v1/chat/completions", endpoint("/v1/chat/completions", "chat_completions"), methods=["POST"]),
-              Route("/v1/models", endpoint("/v1/models", fn=models), methods=["GET"]),
-              Route("/health", endpoint("/health", fn=health), methods=["GET"]),
-              Route("/metrics", endpoint("/metrics", fn=metrics), methods=["GET"])]
-    app = Starlette(routes=routes, lifespan=lifespan,
-                    exception_handlers={HTTPException: http_error, Exception: server_error})
+    app = _App(routes=routes, lifespan=lifespan,
+               exception_handlers={HTTPException: http_error, Exception: server_error})
     app.state.server = first
     app.state.servers = servers
     return app
@@ -765,14 +1009,15 @@ class ServerThread:
 
 def serve(model_dir, *, host="127.0.0.1", port=8000, device=None, dtype=None, max_batch=8, max_queue=256,
           max_len=None, model_name=None, cuda_graphs=None, log_level="info", context_vram=None,
-          stream_interval=None, sock=None):
+          stream_interval=None, sock=None, max_body_bytes=None):
     """Load one model directory (or a list of them, served side by side) and serve until interrupted.
 
     model_name: a name or a list of names (default: each directory's name). context_vram: bytes (or "4GiB") of a
     guaranteed gpk_array.sched context per model, which then holds its KV cache and runs its decode steps.
     sock: a socket from ``bind_socket`` to listen on (then closed here); by default one is bound to (host, port)
-    before the models load, so that a taken port fails at once (OSError). What is served (models, device, dtype,
-    slots, URL) is logged on stderr at startup (logger ``gpk_array.llm.server``)."""
+    before the models load, so that a taken port fails at once (OSError). max_body_bytes: the largest request body
+    read (default 4 MiB; larger: 413). What is served (models, device, dtype, slots, URL) is logged on stderr at
+    startup (logger ``gpk_array.llm.server``)."""
     import pathlib
 
     import uvicorn
@@ -811,7 +1056,7 @@ def serve(model_dir, *, host="127.0.0.1", port=8000, device=None, dtype=None, ma
         (model, tokenizer, name, context), more = specs[0], specs[1:]
         app = create_app(model, tokenizer, model_name=name, max_batch=max_batch, max_queue=max_queue,
                          max_len=max_len, cuda_graphs=cuda_graphs, context=context, more=more,
-                         stream_interval=stream_interval)
+                         stream_interval=stream_interval, max_body_bytes=max_body_bytes)
         bound = sock.getsockname()[1]
         for (m, t, n, ctx), d in zip(specs, dirs):
             c = m.config

@@ -134,6 +134,7 @@ class Tokenizer:
             self._id_bytes[i] = _token_bytes(token)
         special_ids = set(self._special.values())
         self._id_bytes_plain = [b"" if i in special_ids else b for i, b in enumerate(self._id_bytes)]
+        self._max_token_bytes = max(map(len, self._id_bytes), default=1)
         self._cache = _PieceCache(self._bpe_piece)
         alternatives = sorted(self._special, key=len, reverse=True)  # the longest match wins
         self._special_split = (re.compile("(" + "|".join(map(re.escape, alternatives)) + ")").split
@@ -211,6 +212,12 @@ class Tokenizer:
     def eos_token_id(self):
         """Id of ``<|endoftext|>``, or None."""
         return self.token_to_id("<|endoftext|>")
+
+    @property
+    def max_token_bytes(self):
+        """Bytes of the longest token (special tokens included): a text of n UTF-8 bytes (so of at most n
+        characters) encodes to at least n / max_token_bytes tokens, since the tokens' bytes add up to the text's."""
+        return self._max_token_bytes
 
     def token_to_id(self, token):
         """Id of a token string (byte-character alphabet or special token), or None."""
