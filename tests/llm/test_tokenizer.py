@@ -6,10 +6,13 @@ them (ByteLevel BPE with GPT-2's settings) and writes the ``tokenizer.json`` tha
 import json
 import pathlib
 import random
+import re
 import subprocess
 import sys
+import tracemalloc
 import unicodedata
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -291,6 +294,362 @@ def test_malformed_files(tmp_path, tokenizer_json):
     path.write_text(json.dumps(spec), encoding="utf-8")
     with pytest.raises(ValueError, match="only byte-level BPE"):
         Tokenizer.from_file(path)
+
+
+# ---- malformed files, bad ids, long pieces -------------------------------------------------------
+
+def _tiny_spec():
+    """A small byte-level BPE tokenizer.json: the 256 byte tokens, 3 merges ("Ġthe"), <|endoftext|> (id 259)."""
+    vocab = {c: i for i, c in enumerate(tokmod._BYTE_CHARS)}
+    merges = [["\u0120", "t"], ["h", "e"], ["\u0120t", "he"]]
+    for left, right in merges:
+        vocab[left + right] = len(vocab)
+    vocab[EOT] = len(vocab)
+    return {"version": "1.0", "truncation": None, "padding": None,
+            "added_tokens": [{"id": vocab[EOT], "content": EOT, "single_word": False, "lstrip": False,
+                              "rstrip": False, "normalized": False, "special": True}],
+            "normalizer": None,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+            "post_processor": None, "decoder": None,
+            "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                      "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                      "vocab": vocab, "merges": merges}}
+
+
+def test_tiny_spec_matches_tokenizers(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(_tiny_spec()), encoding="utf-8")
+    theirs, ours = tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_file(path)
+    for text in ["the theme", f" the{EOT}  the\u00e9", "", "hehe the"]:
+        assert ours.encode(text) == theirs.encode(text).ids
+
+
+def _set(value, *keys):
+    def mutate(spec):
+        node = spec
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = value
+        return spec
+    return mutate
+
+
+def _delete(*keys):
+    def mutate(spec):
+        node = spec
+        for key in keys[:-1]:
+            node = node[key]
+        del node[keys[-1]]
+        return spec
+    return mutate
+
+
+def _add_token_twice(spec):
+    spec["added_tokens"].append({**spec["added_tokens"][0], "id": 0})
+    return spec
+
+
+MALFORMED_JSON = {  # name: (mutation of _tiny_spec, or the file's text, the message after "PATH: ")
+    "top-level list": (lambda spec: [spec], "expected a JSON object at the top level, got a list"),
+    "top-level string": ('"BPE"', "expected a JSON object at the top level, got a string"),
+    "not JSON": ('{"model": ', "not valid JSON: Expecting value"),
+    "nested too deeply": ("[" * 100_000, "not valid JSON: nested too deeply"),
+    "too many digits": ("1" * 5000, "not valid JSON: Exceeds the limit"),
+    "model a list": (_set([], "model"), "model: expected an object, got a list"),
+    "model null": (_set(None, "model"), "model: expected an object, got null"),
+    "model missing": (_delete("model"), "model: missing"),
+    "pre_tokenizer a list": (_set(["ByteLevel"], "pre_tokenizer"),
+                             "pre_tokenizer: expected an object or null, got a list"),
+    "vocab missing": (_delete("model", "vocab"), "model.vocab: missing"),
+    "vocab a list": (_set([["!", 0]], "model", "vocab"),
+                     "model.vocab: expected an object mapping token strings to ids, got a list"),
+    "string id": (_set("257", "model", "vocab", "he"), "model.vocab: the id of token 'he' is '257', not an integer"),
+    "float id": (_set(257.0, "model", "vocab", "he"), "model.vocab: the id of token 'he' is 257.0, not an integer"),
+    "bool id": (_set(True, "model", "vocab", "he"), "model.vocab: the id of token 'he' is True, not an integer"),
+    "null id": (_set(None, "model", "vocab", "he"), "model.vocab: the id of token 'he' is None, not an integer"),
+    "negative id": (_set(-1, "model", "vocab", "he"), "model.vocab: the id of token 'he' is negative (-1)"),
+    "duplicate id": (_set(33, "model", "vocab", "he"), "model.vocab: tokens '!' and 'he' have the same id 33"),
+    "id of 2**40": (_set(2**40, "model", "vocab", "he"),
+                    "model.vocab: token 'he' has id 1099511627776, far beyond the 260 tokens: ids must be dense"),
+    "id of 10**7": (_set(10**7, "model", "vocab", "he"), "model.vocab: token 'he' has id 10000000, far beyond"),
+    "lone surrogate": (_set(260, "model", "vocab", "\ud800"),
+                       "model.vocab: token '\\ud800' holds a lone surrogate, which is not text"),
+    "byte token missing": (_delete("model", "vocab", "!"), "model.vocab: vocabulary lacks 1 of the 256 byte tokens"),
+    "merges an object": (_set({}, "model", "merges"), "model.merges: expected a list, got an object"),
+    "merge of 1 part": (_set("he", "model", "merges", 1),
+                        "model.merges[1]: expected two tokens separated by a space, got 'he'"),
+    "merge of 3 parts": (_set("h e x", "model", "merges", 1),
+                         "model.merges[1]: expected two tokens separated by a space, got 'h e x'"),
+    "merge list of 1": (_set(["h"], "model", "merges", 1), "model.merges[1]: expected a pair of token strings, got 1 items"),
+    "merge list of 3": (_set(["h", "e", "x"], "model", "merges", 1),
+                        "model.merges[1]: expected a pair of token strings, got 3 items"),
+    "merge a number": (_set(7, "model", "merges", 1), "model.merges[1]: expected a pair of token strings, got a number"),
+    "merge of numbers": (_set([1, 2], "model", "merges", 1),
+                         "model.merges[1]: expected a pair of token strings, got a number and a number"),
+    "merge outside the vocabulary": (_set(["h", "q"], "model", "merges", 1),
+                                     "model.merges[1]: merge 1 ('h', 'q'): token 'hq' is not in the vocabulary"),
+    "added_tokens an object": (_set({}, "added_tokens"), "added_tokens: expected a list, got an object"),
+    "added token a string": (_set(EOT, "added_tokens", 0), "added_tokens[0]: expected an object, got a string"),
+    "added token without content": (_delete("added_tokens", 0, "content"),
+                                    "added_tokens[0].content: expected a string, got null"),
+    "added token id a string": (_set("259", "added_tokens", 0, "id"),
+                                "added_tokens[0].id: expected an integer, got '259'"),
+    "added token id of 2**40": (_set(2**40, "added_tokens", 0, "id"),
+                                f"added_tokens: token '{EOT}' has id 1099511627776, far beyond"),
+    "added token id negative": (_set(-3, "added_tokens", 0, "id"),
+                                f"added_tokens: the id of token '{EOT}' is negative (-3)"),
+    "added token twice": (_add_token_twice, f"added_tokens[1]: '{EOT}' is added twice, with ids 259 and 0"),
+    "added token of a vocab token's id": (_set(33, "added_tokens", 0, "id"),
+                                          f"added_tokens: tokens '!' (of PATH: model.vocab) and '{EOT}' have the "
+                                          "same id 33"),
+    "merges missing": (_delete("model", "merges"), "model.merges: missing"),
+    "flag a list": (_set([True], "pre_tokenizer", "use_regex"),
+                    "pre_tokenizer.use_regex: expected true or false, got a list"),
+    "flag a number": (_set(0, "model", "byte_fallback"), "model.byte_fallback: expected true or false, got a number"),
+    "added token flag null": (_set(None, "added_tokens", 0, "lstrip"),
+                              "added_tokens[0].lstrip: expected true or false, got null"),
+    "dropout a string": (_set("0.1", "model", "dropout"), "model.dropout: expected a number or null, got a string"),
+    "added token empty": (_set("", "added_tokens", 0, "content"),
+                          "added_tokens: a special token is the empty string (id 259)"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED_JSON)
+def test_malformed_tokenizer_json_raises_value_error_naming_file_and_field(tmp_path, name):
+    change, message = MALFORMED_JSON[name]
+    path = tmp_path / "tokenizer.json"
+    path.write_text(change if isinstance(change, str) else json.dumps(change(_tiny_spec())), encoding="utf-8")
+    with pytest.raises(ValueError) as info:
+        Tokenizer.from_file(path)
+    assert str(info.value).startswith(f"{path}: " + message.replace("PATH", str(path))), str(info.value)
+
+
+def test_tokenizer_json_not_utf8(tmp_path):
+    path = tmp_path / "tokenizer.json"
+    path.write_bytes(b'{"model": "\xff"}')
+    with pytest.raises(ValueError, match=re.escape(f"{path}: not UTF-8 text")):
+        Tokenizer.from_file(path)
+
+
+def _tiny_files(tmp_path, vocab=None, merges_lines=None):
+    spec = _tiny_spec()
+    vocab_json, merges_txt = tmp_path / "vocab.json", tmp_path / "merges.txt"
+    vocab_json.write_text(json.dumps(spec["model"]["vocab"] if vocab is None else vocab), encoding="utf-8")
+    lines = [" ".join(m) for m in spec["model"]["merges"]] if merges_lines is None else merges_lines
+    merges_txt.write_text("#version: 0.2\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    return vocab_json, merges_txt
+
+
+def test_tiny_files_load(tmp_path):
+    tok = Tokenizer.from_vocab_merges(*_tiny_files(tmp_path))
+    assert tok.encode(f" the{EOT}") == [258, 259]
+
+
+@pytest.mark.parametrize("vocab, merges_lines, where, message", [
+    ([["!", 0]], None, "vocab.json", "expected a JSON object mapping token strings to ids, got a list"),
+    ({"!": "0"}, None, "vocab.json", "the id of token '!' is '0', not an integer"),
+    ({"!": -5}, None, "vocab.json", "the id of token '!' is negative (-5)"),
+    ({"!": 0, "\"": 0}, None, "vocab.json", "tokens '!' and '\"' have the same id 0"),
+    ({"!": 2**40}, None, "vocab.json", "token '!' has id 1099511627776, far beyond the 1 tokens"),
+    ({"!": 0}, [], "vocab.json", "vocabulary lacks 255 of the 256 byte tokens"),
+    ({EOT: "x"}, None, "vocab.json", f"the id of token '{EOT}' is 'x', not an integer"),
+    (None, ["\u0120 t", "abc"], "merges.txt:3", "expected two tokens separated by a space, got 'abc'"),
+    (None, ["\u0120 t", "a b c"], "merges.txt:3", "expected two tokens separated by a space, got 'a b c'"),
+    (None, ["\u0120 t", "", "h q"], "merges.txt:4", "merge 1 ('h', 'q'): token 'hq' is not in the vocabulary"),
+])
+def test_malformed_vocab_merges_raise_value_error_naming_file(tmp_path, vocab, merges_lines, where, message):
+    vocab_json, merges_txt = _tiny_files(tmp_path, vocab, merges_lines)
+    with pytest.raises(ValueError) as info:
+        Tokenizer.from_vocab_merges(vocab_json, merges_txt)
+    assert str(info.value).startswith(f"{tmp_path / where}: {message}"), str(info.value)
+
+
+def test_malformed_vocab_merges_bytes(tmp_path):
+    vocab_json, merges_txt = _tiny_files(tmp_path)
+    merges_txt.write_bytes(b"#version: 0.2\n\xc4\xa0 t\n\xff e\n")
+    with pytest.raises(ValueError, match=re.escape(f"{merges_txt}: not UTF-8 text")):
+        Tokenizer.from_vocab_merges(vocab_json, merges_txt)
+    vocab_json.write_text('{"!": 0,', encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{vocab_json}: not valid JSON")):
+        Tokenizer.from_vocab_merges(vocab_json, merges_txt)
+
+
+def test_constructor_checks_its_tables():
+    vocab = _tiny_spec()["model"]["vocab"]
+    with pytest.raises(TypeError, match=r"^vocab: expected a mapping of token strings to ids, got a list"):
+        Tokenizer(list(vocab), [])
+    with pytest.raises(TypeError, match=r"^vocab: the id of token 'he' is 1.5, not an integer"):
+        Tokenizer({**vocab, "he": 1.5}, [])
+    with pytest.raises(TypeError, match=r"^merges: expected a list of token pairs, got a number"):
+        Tokenizer(vocab, 3)
+    with pytest.raises(TypeError, match=r"^merges\[0\]: expected a pair of token strings, got a string"):
+        Tokenizer(vocab, ["h e"])
+    with pytest.raises(ValueError, match=r"^special_tokens: a special token is the empty string"):
+        Tokenizer(vocab, [], {"": 300})
+    with pytest.raises(ValueError, match=r"^vocab: token 'he' has id 1099511627776, far beyond"):
+        Tokenizer({**vocab, "he": 2**40}, [])
+    assert Tokenizer(vocab, [("h", "e")], {"<x>": np.int64(300)}).encode("he<x>") == [257, 300]
+
+
+def test_sparse_ids_are_refused_before_any_table_is_allocated(tmp_path):
+    """An id of 10**7 used to allocate decode tables of 10**7 entries (150 MB), one of 2**40 raised MemoryError."""
+    path = tmp_path / "tokenizer.json"
+    for big in (10**7, 2**40):
+        spec = _tiny_spec()
+        spec["model"]["vocab"]["he"] = big
+        path.write_text(json.dumps(spec), encoding="utf-8")
+        tracemalloc.start()
+        try:
+            with pytest.raises(ValueError, match=f"token 'he' has id {big}, far beyond the 260 tokens"):
+                Tokenizer.from_file(path)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 20e6
+    # gaps up to the slack are fine: ids no token has decode to nothing, as in HF
+    spec = _tiny_spec()
+    spec["model"]["vocab"]["he"] = 259 + tokmod._ID_SLACK
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    tok = Tokenizer.from_file(path)
+    assert tok.encode("he") == [259 + tokmod._ID_SLACK]
+    assert tok.decode([257, 259 + tokmod._ID_SLACK, 259]) == f"he{EOT}"
+
+
+@pytest.mark.parametrize("bad, kind", [(1.5, "float"), (None, "NoneType"), ("a", "str"), (np.float64(2.0), "float64"),
+                                       ([1], "list"), (b"\x01", "bytes")])
+def test_decode_non_integer_id_raises_type_error_naming_it(ours, bad, kind):
+    with pytest.raises(TypeError, match=re.escape(f"token id {bad!r} at position 2 is not an integer ({kind})")):
+        ours.decode([15496, 11, bad, 995])
+
+
+@pytest.mark.parametrize("bad", [True, False, np.True_])
+def test_decode_bool_raises_type_error(ours, bad):
+    """``tokenizers`` reads True as id 1 (and refuses NumPy's bools); a bool here is a bug, so it is refused."""
+    with pytest.raises(TypeError, match=re.escape(f"token id {bad!r} at position 1 is a bool, not an integer")):
+        ours.decode([15496, bad])
+
+
+def test_decode_numpy_integers(ours, hf):
+    ids = ours.encode("Hello, world! caf\u00e9 \U0001f600")
+    want = hf.decode(ids, skip_special_tokens=False)
+    assert ours.decode(np.array(ids)) == want
+    assert ours.decode(np.array(ids, dtype=np.uint16)) == want
+    assert ours.decode([np.int32(i) for i in ids]) == want
+    assert ours.decode(iter(ids)) == want
+    assert ours.decode((np.uint64(i) for i in ids)) == want
+
+
+@pytest.mark.parametrize("ids, bad, position", [([1, 50257], 50257, 1), ([-1], -1, 0), ([0, 1, 2**70], 2**70, 2),
+                                                ([5, np.int64(-7)], -7, 1), (np.array([3, 99999]), 99999, 1)])
+def test_decode_out_of_range_raises_value_error_naming_it(ours, ids, bad, position):
+    with pytest.raises(ValueError, match=re.escape(f"token id {bad} is out of range [0, 50257) (at position "
+                                                   f"{position})")):
+        ours.decode(ids)
+
+
+@pytest.mark.parametrize("ids", [5, "abc", b"\x01\x02", np.int64(3), None])
+def test_decode_of_no_sequence_raises_type_error(ours, ids):
+    with pytest.raises(TypeError, match=f"decode takes an iterable of token ids, not {type(ids).__name__}"):
+        ours.decode(ids)
+
+
+@pytest.mark.parametrize("text, position", [("\ud800", 0), ("ab \udfff cd", 3), (f"x{EOT}y\ud83d\ude00", 15),
+                                            ("\u4e2d\u6587\ud800", 2), ("a" * 70 + "\udc00", 70)])
+def test_encode_lone_surrogate_raises_unicode_error_with_its_position(ours, hf, text, position):
+    """Not text: ``tokenizers`` refuses it (TypeError); here a UnicodeEncodeError (a ValueError) says where."""
+    with pytest.raises(Exception):
+        hf.encode(text)
+    with pytest.raises(UnicodeEncodeError) as info:
+        ours.encode(text)
+    assert (info.value.start, info.value.end, info.value.object) == (position, position + 1, text)
+    assert f"in position {position}: surrogates not allowed" in str(info.value)
+
+
+REPEATED = ["!", "a", " ", "\n", "9", "=", "\u00e9", "\u4e2d", "\U0001f600"]
+
+
+def test_long_runs_match_tokenizers(ours, hf):
+    texts = [c * 100_000 for c in REPEATED] + [c * 65_537 + "x" + c * 4097 for c in REPEATED] + [
+        "ab" * 50_000, "\u0120" * 30_001, "!?" * 20_000 + "!"]
+    for text in texts:
+        assert ours.encode(text) == hf.encode(text).ids, text[:4]
+
+
+def _merge_loops(monkeypatch, tok, text):
+    """[(loop, symbols, iterations)] of the merge loops that encoding ``text`` ran (empty piece cache)."""
+    calls = []
+    monkeypatch.setattr(tokmod, "_ON_MERGE", lambda *call: calls.append(call))
+    tok._cache.clear()
+    tok.encode(text)
+    monkeypatch.setattr(tokmod, "_ON_MERGE", None)
+    return calls
+
+
+@pytest.mark.parametrize("char", REPEATED)
+def test_long_runs_merge_in_a_few_passes(monkeypatch, ours, char):
+    """A run of one character merges in one str.replace per rank used, as many for 10**5 characters as for 10**3
+    (it used to take a heap entry per position per pass)."""
+    nbytes = len(char.encode("utf-8"))
+    passes = {}
+    for n in (1000, 10_000, 100_000):
+        calls = _merge_loops(monkeypatch, ours, char * n)
+        assert [call[:2] for call in calls] == [("runs", n * nbytes)], calls  # one piece, the run loop alone
+        passes[n] = calls[0][2]
+    assert max(passes.values()) <= 24 and passes[100_000] <= passes[1000] + 2, passes
+
+
+def test_long_pieces_of_many_tokens_merge_in_linear_steps(monkeypatch, ours):
+    """Pieces of many distinct tokens go to the bucket loop: at most one step per position and two per merge."""
+    rng = random.Random(3)
+    for n in (1000, 100_000):
+        text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n))
+        calls = _merge_loops(monkeypatch, ours, text)
+        assert [loop for loop, _, _ in calls] == ["runs", "buckets"]
+        loop, symbols, steps = calls[1]
+        assert symbols <= n and steps <= 3 * symbols
+
+
+def _bpe_of(vocab_tokens, merges):
+    """A byte-level BPE tokenizer of ours and of ``tokenizers`` from extra tokens and merges."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers
+
+    vocab = {c: i for i, c in enumerate(tokmod._BYTE_CHARS)}
+    for token in vocab_tokens:
+        vocab.setdefault(token, len(vocab))
+    theirs = tokenizers.Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    theirs.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    return Tokenizer(vocab, merges), theirs
+
+
+def test_merges_out_of_rank_order_use_the_heap_loop(monkeypatch):
+    """Here merging a, b makes the pair (ab, a) of a lower rank: it merges first, before the next a, b to the
+    right, so "ababab" is aba b ab, not ab ab ab. The bucket and run loops would not see that; the heap loop runs."""
+    ours, theirs = _bpe_of(["ab", "aba"], [("ab", "a"), ("a", "b")])
+    assert not ours._in_order
+    assert ours.encode("ababab") == theirs.encode("ababab").ids == [257, 98, 256]
+    for text in ["ab" * 1000, "ab" * 40 + "a", "aab", "b" + "ab" * 70]:
+        calls = _merge_loops(monkeypatch, ours, text)
+        assert {loop for loop, _, _ in calls} == {"heap"}
+        assert ours.encode(text) == theirs.encode(text).ids
+        assert all(steps <= 3 * symbols for _, symbols, steps in calls)
+
+
+def test_the_merge_loops_agree(ours):
+    """On GPT-2's merges (in rank order) the heap, bucket and run loops give the same ids, long pieces or short."""
+    assert ours._in_order
+    rng = random.Random(5)
+    texts = _corpus()[:60] + [c * 3000 for c in REPEATED] + [
+        "".join(rng.choice("ab !") for _ in range(500)), "".join(rng.choice("xyz") for _ in range(2000))]
+    pieces = {piece for text in texts for piece in tokmod._pretokenize(text)}
+    for piece in pieces:
+        symbols = piece.encode("utf-8").decode("latin-1").translate(ours._to_symbols)
+        ids = list(map(ord, symbols))
+        want = ours._merge_heap(list(ids))
+        assert ours._merge_buckets(list(ids)) == want
+        runs, done = ours._merge_runs(symbols)
+        assert (tuple(map(ord, runs)) if done else ours._merge_buckets(list(map(ord, runs)))) == want
 
 
 # ---- properties ------------------------------------------------------------------------------
