@@ -191,9 +191,13 @@ class Array:
         return (_rebuild, (host, str(self._device)))
 
     def __copy__(self):
+        if _hooks.prealloc_hook is not None:
+            _hooks.prealloc_hook(self._data.nbytes, self._device)
         return Array._new(self._data.copy(), self._device)
 
     def __deepcopy__(self, memo):
+        if _hooks.prealloc_hook is not None:
+            _hooks.prealloc_hook(self._data.nbytes, self._device)
         return Array._new(self._data.copy(), self._device)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .. import _hooks
 from .._array import Array
 from .._device import CPU, as_device, default_device
 from .._ops import creation as _std
@@ -153,6 +154,8 @@ def asfortranarray(a, dtype=None, *, like=None):
 def copy(a, order="K", subok=False):
     """A copy of a (NumPy's ``copy``)."""
     x = asarray(a)
+    if _hooks.prealloc_hook is not None:
+        _hooks.prealloc_hook(x._data.nbytes, x._device)
     return new(x._data.copy(order=order if order in ("C", "F", "A", "K") else "K"), x._device)
 
 
@@ -164,9 +167,12 @@ def _filled(fname):
             return _std._make(fname, shape, dtype, device)
         dev = as_device(device)
         dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
+        shape = shape_arg(shape)
+        if _hooks.prealloc_hook is not None:
+            _hooks.precheck(shape, dt, dev)
         try:
             with on_device(dev):
-                return new(getattr(dev.xp, fname)(shape_arg(shape), dtype=dt, order=order), dev)
+                return new(getattr(dev.xp, fname)(shape, dtype=dt, order=order), dev)
         except MemoryError as e:
             raise_oom(e)
     fn.__name__ = fn.__qualname__ = fname
@@ -199,6 +205,8 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
         if s.__class__ is Array:
             dev = s._device if device is None else as_device(device)
             dt = s._data.dtype if dtype is None else _dt.to_dtype(dtype)
+            if _hooks.prealloc_hook is not None:
+                _hooks.precheck(shape_arg(shape), dt, dev)
             with on_device(dev):
                 r = dev.xp.empty(shape_arg(shape), dtype=dt)
                 r[...] = s._data
@@ -209,6 +217,8 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     dev = dev_arg(device, fill_value)
     f = data(fill_value, dev)
     dt = f.dtype if dtype is None else _dt.to_dtype(dtype)
+    if _hooks.prealloc_hook is not None:
+        _hooks.precheck(shape_arg(shape), dt, dev)
     with on_device(dev):
         r = dev.xp.empty(shape_arg(shape), dtype=dt)
         r[...] = f
@@ -256,6 +266,8 @@ def full_like(a, /, fill_value, dtype=None, order="K", subok=True, shape=None, *
         shp, dt, dev = _like_parts(a, dtype, shape, device)
         return _std.full(shp, s, dtype=dt, device=dev)
     shp, dt, dev = _like_parts(a, dtype, shape, device)
+    if _hooks.prealloc_hook is not None:
+        _hooks.precheck(shp, dt, dev)
     with on_device(dev):
         r = dev.xp.empty(shp, dtype=dt)
         r[...] = data(fill_value, dev)

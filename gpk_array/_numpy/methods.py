@@ -9,6 +9,7 @@ import builtins
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .. import _hooks
 from .._array import Array
 from .._ops import searching as _se
 from . import indexing as _ix
@@ -47,11 +48,15 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         warnings.warn("Casting complex values to real discards the imaginary part", _np.exceptions.ComplexWarning,
                       stacklevel=2)
         d = d.real
+    if _hooks.prealloc_hook is not None:
+        _hooks.precheck(d.shape, dt, self._device)
     return new(d.astype(dt, order=order, copy=True), self._device)
 
 
 def _flatten(self, order="C"):
     """A one-dimensional copy (NumPy's ``x.flatten(order="C")``; ``order`` "C", "F", "A" or "K")."""
+    if _hooks.prealloc_hook is not None:
+        _hooks.prealloc_hook(self._data.nbytes, self._device)
     return new(self._data.flatten(order), self._device)
 
 
@@ -62,6 +67,8 @@ def _ravel(self, order="C"):
 
 def _copy(self, order="C"):
     """A copy on the same device (NumPy's ``x.copy(order="C")``)."""
+    if _hooks.prealloc_hook is not None:
+        _hooks.prealloc_hook(self._data.nbytes, self._device)
     return new(self._data.copy(order=order), self._device)
 
 

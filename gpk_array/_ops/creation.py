@@ -5,6 +5,7 @@ import operator
 import numpy as np
 
 from .. import _dtypes as _dt
+from .. import _hooks
 from .. import _version
 from .. import _device as _devices
 from .._device import CPU, Device, as_device
@@ -34,10 +35,16 @@ def _transfer(x, dev, copy=None, stream=None):
     """x moved (copied) to device dev; x itself when it is already there (a copy if copy=True)."""
     src = x._device
     if src is dev:
-        return new(x._data.copy(), dev) if copy else x
+        if not copy:
+            return x
+        if _hooks.prealloc_hook is not None:
+            _hooks.prealloc_hook(x._data.nbytes, dev)
+        return new(x._data.copy(), dev)
     if copy is False:
         raise ValueError(f"moving an array from {src} to {dev} needs a copy, but copy=False")
     if dev is CPU:
+        if _hooks.prealloc_hook is not None:
+            _hooks.prealloc_hook(x._data.nbytes, dev)
         if stream is not None and not isinstance(stream, int):
             data = x._data.get(stream=stream)
         else:
@@ -75,8 +82,12 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if dt is not None and data.dtype != dt:
             if copy is False:
                 raise ValueError(f"casting {data.dtype} to {_dt.name_of(dt)} needs a copy, but copy=False")
+            if _hooks.prealloc_hook is not None:
+                _hooks.precheck(data.shape, dt, dev)
             return new(data.astype(dt), dev)
         if copy and not copied:
+            if _hooks.prealloc_hook is not None:
+                _hooks.prealloc_hook(data.nbytes, dev)
             return new(data.copy(), dev)
         return obj
     if isinstance(obj, Array):  # an instance of a subclass (x.view(Sub)): its data, as a plain Array
@@ -124,6 +135,8 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             raise TypeError(f"cannot convert {type(obj).__name__} to an array") from None
     # src is a NumPy array or scalar
     if dev is CPU:
+        if _hooks.prealloc_hook is not None and (copy or (dt is not None and getattr(src, "dtype", dt) != dt)):
+            _hooks.precheck(np.shape(src), dt if dt is not None else src.dtype, dev)
         if copy:
             data = np.array(src, dtype=dt, copy=True)
         else:
@@ -201,6 +214,8 @@ def _make(fname, shape, dtype, device):
         dev = as_device(device)
     dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
     shape = _shape(shape)
+    if _hooks.prealloc_hook is not None:
+        _hooks.prealloc_hook(_hooks.nbytes(shape, dt.itemsize), dev)
     try:
         if dev is CPU:
             return new(_NP_MAKERS[fname](shape, dtype=dt), dev)
@@ -234,8 +249,11 @@ def full(shape, fill_value, *, dtype=None, device=None):
     if dt == _dt.I64 and dtype is None and not -2**63 <= int(fill_value) < 2**63:
         raise OverflowError(f"fill_value {fill_value} is out of bounds for int64")
     dev = as_device(device)
+    shape = _shape(shape)
+    if _hooks.prealloc_hook is not None:
+        _hooks.prealloc_hook(_hooks.nbytes(shape, dt.itemsize), dev)
     with on_device(dev):
-        return new(_full(dev, _shape(shape), fill_value, dt), dev)
+        return new(_full(dev, shape, fill_value, dt), dev)
 
 
 def _negative_zero(v):
@@ -264,6 +282,8 @@ def _make_like(fname):
     @oom_guard
     def fn(x, /, *, dtype=None, device=None):
         shape, dt, dev = _like(x, dtype, device)
+        if _hooks.prealloc_hook is not None:
+            _hooks.prealloc_hook(_hooks.nbytes(shape, dt.itemsize), dev)
         with on_device(dev):
             return new(getattr(dev.xp, fname)(shape, dtype=dt), dev)
     fn.__name__ = fn.__qualname__ = f"{fname}_like"
@@ -282,6 +302,8 @@ def full_like(x, /, fill_value, *, dtype=None, device=None):
     shape, dt, dev = _like(x, dtype, device)
     if fill_value.__class__ is Array:
         fill_value = fill_value._data.item() if fill_value._device is CPU else fill_value._data.get().item()
+    if _hooks.prealloc_hook is not None:
+        _hooks.prealloc_hook(_hooks.nbytes(shape, dt.itemsize), dev)
     with on_device(dev):
         return new(_full(dev, shape, fill_value, dt), dev)
 
@@ -295,6 +317,8 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
             if stop is None:
                 start, stop = 0, start
             dev = as_device(device)
+            if _hooks.prealloc_hook is not None:
+                _arange_precheck(start, stop, step, None, _dt.I64, dev)
             if dev is CPU:
                 return new(np.arange(start, stop, step, dtype=_dt.I64), dev)
             with on_device(dev):
@@ -319,12 +343,23 @@ def _arange(start, stop, step, dtype, device):
         dt = _dt.to_dtype(dtype)
     dev = as_device(device)
     n = max(0, int(np.ceil((stop - start) / step))) if dt.kind in "fc" else None
+    if _hooks.prealloc_hook is not None:
+        _arange_precheck(start, stop, step, n, dt, dev)
     with on_device(dev):
         if n is not None:
             # the standard's length ceil((stop - start) / step), values start + i * step
             data = dev.xp.arange(n, dtype=np.float64) * step + start
             return new(data.astype(dt, copy=False), dev)
         return new(dev.xp.arange(start, stop, step, dtype=dt), dev)
+
+
+def _arange_precheck(start, stop, step, n, dt, dev):
+    if n is None:  # integers: the length of the range (other values are left to the backend to measure)
+        try:
+            n = len(range(operator.index(start), operator.index(stop), operator.index(step)))
+        except (TypeError, ValueError, OverflowError):
+            return
+    _hooks.prealloc_hook(n * dt.itemsize, dev)
 
 
 @oom_guard
@@ -398,6 +433,8 @@ def _linspace(start, stop, num, dtype, device, endpoint):
     else:
         dt = _dt.to_dtype(dtype)
     dev = as_device(device)
+    if _hooks.prealloc_hook is not None:
+        _hooks.prealloc_hook(num * dt.itemsize, dev)
     if dt.kind != "c" and ((_exact_real(start) and _exact_real(stop)) or (
             dev is not CPU and _device_real(start) and _device_real(stop))):
         with on_device(dev):
@@ -417,6 +454,8 @@ def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
     """Identity-like matrix with ones on diagonal k (standard: creation_functions.eye)."""
     dev = as_device(device)
     dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
+    if _hooks.prealloc_hook is not None:
+        _hooks.precheck((n_rows, n_rows if n_cols is None else n_cols), dt, dev)
     with on_device(dev):
         return new(dev.xp.eye(n_rows, n_cols, k=k, dtype=dt), dev)
 
@@ -443,7 +482,11 @@ def meshgrid(*arrays, indexing="xy"):
 
 
 def astype_data(a, dt):
-    return new(a._data.astype(dt), a._device) if a._data.dtype != dt else a
+    if a._data.dtype == dt:
+        return a
+    if _hooks.prealloc_hook is not None:
+        _hooks.precheck(a._data.shape, dt, a._device)
+    return new(a._data.astype(dt), a._device)
 
 
 @oom_guard

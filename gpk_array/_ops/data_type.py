@@ -4,6 +4,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _dtypes as _dt
+from .. import _hooks
 from .. import _promotion
 from ._common import Array, as_array, new, oom_guard
 
@@ -23,6 +24,8 @@ def astype(x, dtype, /, *, copy=True, device=None):
                         "use real() or imag() first")
     if src == dt and not copy:
         return x
+    if _hooks.prealloc_hook is not None:
+        _hooks.precheck(x._data.shape, dt, x._device)
     return new(x._data.astype(dt, copy=True), x._device)
 
 

@@ -13,8 +13,11 @@ When bit-equality with NumPy is not needed, ``fast_rng(seed, device=...)`` gives
 device itself (``cupy.random`` on CUDA devices, NumPy's ``Generator`` on the CPU): much faster for large GPU
 draws, different numbers.
 """
+import inspect as _inspect
+
 import numpy as _np
 
+from .. import _hooks
 from .._array import Array
 from .._device import CPU, as_device
 from .._ops._common import new, oom_guard
@@ -63,6 +66,38 @@ def _dev(device, default):
     return device if device is not None else default
 
 
+_SIGNATURES = {}  # (generator type, method name) -> its signature, or None where it has none
+
+
+def _precheck_draw(gen, name, args, kwargs, device):
+    """Before a draw: the pre-allocation hook (only called while it is set) with a lower bound of the bytes the
+    draw returns, ``prod(size) * itemsize`` (``dtype=`` where given, else the method's default dtype, else 8 bytes:
+    NumPy's draws are float64 or int64 by default); draws whose size cannot be read are not checked."""
+    key = (type(gen), name)
+    sig = _SIGNATURES.get(key, False)
+    if sig is False:
+        try:
+            sig = _inspect.signature(getattr(gen, name))
+        except (TypeError, ValueError):
+            sig = None
+        _SIGNATURES[key] = sig
+    if sig is None:
+        return
+    try:
+        bound = sig.bind_partial(*args, **kwargs).arguments
+        size = bound.get("size")
+        if size is None:
+            return
+        dtype = bound.get("dtype")
+        if dtype is None:
+            p = sig.parameters.get("dtype")
+            dtype = _np.float64 if p is None or p.default is _inspect.Parameter.empty else p.default
+        itemsize = _np.dtype(dtype).itemsize
+    except (TypeError, ValueError):
+        return
+    _hooks.precheck(size, itemsize, as_device(device))
+
+
 def _method(name):
     def m(self, *args, device=None, **kwargs):
         if "size" in kwargs:
@@ -70,7 +105,11 @@ def _method(name):
         out = kwargs.pop("out", None)
         if out is not None:
             kwargs["size"] = out.shape
-        r = getattr(self._gen, name)(*[_param(a) for a in args], **{k: _param(v) for k, v in kwargs.items()})
+        args = [_param(a) for a in args]
+        kwargs = {k: _param(v) for k, v in kwargs.items()}
+        if _hooks.prealloc_hook is not None:
+            _precheck_draw(self._gen, name, args, kwargs, _dev(device, self._device))
+        r = getattr(self._gen, name)(*args, **kwargs)
         if out is not None:
             out._data[...] = _out(r, out._device)._data
             return out
@@ -157,10 +196,14 @@ class RandomState:
 
     def rand(self, *shape, device=None):
         """Uniform samples in [0, 1) of the given shape (a float without arguments)."""
+        if _hooks.prealloc_hook is not None:
+            _hooks.precheck(shape, 8, as_device(_dev(device, self._device)))
         return _out(self._gen.rand(*shape), _dev(device, self._device))
 
     def randn(self, *shape, device=None):
         """Standard normal samples of the given shape (a float without arguments)."""
+        if _hooks.prealloc_hook is not None:
+            _hooks.precheck(shape, 8, as_device(_dev(device, self._device)))
         return _out(self._gen.randn(*shape), _dev(device, self._device))
 
     def tomaxint(self, size=None, device=None):
@@ -372,6 +415,11 @@ class FastGenerator:
         """The device the draws are made on and returned on."""
         return self._device
 
+    def _pre(self, size, dtype=_np.float64):
+        """The pre-allocation hook for a draw of ``size`` (only called while it is set)."""
+        if size is not None:
+            _hooks.precheck(size, dtype, self._device)
+
     def _wrap(self, r):
         xp = self._device.xp
         if not isinstance(r, xp.ndarray):
@@ -392,6 +440,8 @@ class FastGenerator:
 
     def random(self, size=None, dtype=_np.float64):
         """Uniform floats in [0, 1) of ``size`` (a 0-d Array when None) and ``dtype``, drawn on the device."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, dtype)
         with self._ctx():
             if self._cupy:
                 return self._wrap(self._gen.random_sample(size=size, dtype=dtype))
@@ -400,6 +450,8 @@ class FastGenerator:
     def integers(self, low, high=None, size=None, dtype=_np.int64, endpoint=False):
         """Integers in [low, high) (``endpoint=True``: [low, high]; one bound: [0, low)) of ``size`` and ``dtype``,
         drawn on the device."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, dtype)
         with self._ctx():
             if self._cupy:
                 if high is None:
@@ -411,12 +463,16 @@ class FastGenerator:
 
     def standard_normal(self, size=None, dtype=_np.float64):
         """Standard normal samples of ``size`` and ``dtype``, drawn on the device."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, dtype)
         with self._ctx():
             return self._wrap(self._gen.standard_normal(size=size, dtype=dtype))
 
     def normal(self, loc=0.0, scale=1.0, size=None, dtype=_np.float64):
         """Normal samples with mean ``loc`` and standard deviation ``scale`` (scalars or Arrays on the generator's
         device)."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, dtype)
         with self._ctx():
             if self._cupy:
                 return self._wrap(self._gen.normal(self._p(loc), self._p(scale), size=size, dtype=dtype))
@@ -424,6 +480,8 @@ class FastGenerator:
 
     def uniform(self, low=0.0, high=1.0, size=None, dtype=_np.float64):
         """Uniform samples in [low, high) of ``size`` and ``dtype``, drawn on the device."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, dtype)
         with self._ctx():
             if self._cupy:
                 return self._wrap(self._gen.uniform(self._p(low), self._p(high), size=size, dtype=dtype))
@@ -431,26 +489,36 @@ class FastGenerator:
 
     def exponential(self, scale=1.0, size=None):
         """Exponential samples with the given ``scale``, drawn on the device."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, _np.float64)
         with self._ctx():
             return self._wrap(self._gen.exponential(self._p(scale), size=size))
 
     def poisson(self, lam=1.0, size=None):
         """Poisson samples with rate ``lam``, drawn on the device."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, _np.int64)
         with self._ctx():
             return self._wrap(self._gen.poisson(self._p(lam), size=size))
 
     def gamma(self, shape, scale=1.0, size=None):
         """Gamma samples with ``shape`` and ``scale``, drawn on the device."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, _np.float64)
         with self._ctx():
             return self._wrap(self._gen.gamma(self._p(shape), self._p(scale), size=size))
 
     def beta(self, a, b, size=None):
         """Beta samples with parameters ``a`` and ``b``, drawn on the device."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, _np.float64)
         with self._ctx():
             return self._wrap(self._gen.beta(self._p(a), self._p(b), size=size))
 
     def binomial(self, n, p, size=None):
         """Binomial samples of ``n`` trials with success probability ``p``, drawn on the device."""
+        if _hooks.prealloc_hook is not None:
+            self._pre(size, _np.int64)
         with self._ctx():
             return self._wrap(self._gen.binomial(self._p(n), self._p(p), size=size))
 

@@ -25,6 +25,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import logging
 import os
 import re
 import sys
@@ -34,7 +35,7 @@ import weakref
 
 import numpy as np
 
-from . import _aio, _cuda
+from . import _aio, _cuda, _nptag
 from ._pacing import TokenBucket
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 
@@ -76,7 +77,7 @@ _sleep = time.sleep  # blocking pacing waits: pace(), launch()
 _async_sleep = asyncio.sleep  # waits on the event loop: pace_async(), run(), wait_for_memory()
 _CUDA_ERROR_MEMORY_ALLOCATION = 2  # cudaErrorMemoryAllocation (CuPy does not export the constant to Python)
 
-# The current context of this thread / asyncio task: None or (ctx, parent_entry).
+# The current context of this thread / asyncio task: None or (ctx, parent_entry, what _nptag.end restores).
 _current = contextvars.ContextVar("gpk_array_sched_current", default=None)
 
 # One lock for all ledgers; memory waiters sleep on the condition.
@@ -104,6 +105,24 @@ _aio.current_ctx_getter = current_context
 
 def _oom(msg):
     return out_of_memory_error()(msg)
+
+
+_log = logging.getLogger("gpk_array.sched")
+
+
+def _log_cache_failure(ctx_name, cache, err):
+    _log.warning("evicting cache %r of context %r failed (the cache is unregistered): %s: %s", cache, ctx_name,
+                 type(err).__name__, err, exc_info=err)
+
+
+def _raise_oom(msg, failures):
+    """Raise OutOfMemoryError(msg); ``failures`` (``(context, cache, error)`` of the caches whose ``evict()`` raised
+    during the request) are named in the message and the first error is its ``__cause__``."""
+    if not failures:
+        raise _oom(msg)
+    parts = ", ".join(f"{cache!r} of context {c!r} ({type(e).__name__}: {e})" for c, cache, e in failures)
+    raise _oom(f"{msg}; evicting cache{'s' if len(failures) > 1 else ''} {parts} failed (unregistered)") \
+        from failures[0][2]
 
 
 # --- small parsers -----------------------------------------------------------------------------------------------
@@ -137,6 +156,28 @@ def parse_bytes(value, what="size"):
     if n < 0:
         raise ValueError(f"{what} must be >= 0, got {n}")
     return n
+
+
+def _check_seconds(value, what):
+    """``value`` as a float of seconds >= 0 (None stays None); TypeError / ValueError naming ``what`` otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{what} must be a number of seconds or None, got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not v >= 0.0:  # (NaN too)
+        raise ValueError(f"{what} must be >= 0 seconds or None, got {value!r}")
+    return v
+
+
+def _check_fraction(value, what):
+    """``value`` as a float in (0, 1]; TypeError / ValueError naming ``what`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{what} must be a number in (0, 1], got {type(value).__name__} {value!r}")
+    v = float(value)
+    if not 0.0 < v <= 1.0:
+        raise ValueError(f"{what} must be in (0, 1], got {value!r}")
+    return v
 
 
 def _parse_device(device):
@@ -216,10 +257,11 @@ class Scheduler:
         parsed = _parse_device(device)
         self.kind, self.device_id = parsed
         self.device = _device_key(parsed)
-        if overcommit < 1.0:
+        if isinstance(overcommit, bool) or not isinstance(overcommit, (int, float, np.integer, np.floating)):
+            raise TypeError(f"overcommit must be a number >= 1.0, got {type(overcommit).__name__} {overcommit!r}")
+        if not overcommit >= 1.0:
             raise ValueError(f"overcommit must be >= 1.0, got {overcommit!r}")
-        if wait_timeout is not None and wait_timeout < 0:
-            raise ValueError(f"wait_timeout must be >= 0 or None, got {wait_timeout!r}")
+        wait_timeout = _check_seconds(wait_timeout, "wait_timeout")
         if int(max_inflight) < 1:
             raise ValueError(f"max_inflight must be >= 1, got {max_inflight!r}")
         shares = dict(_DEFAULT_CONTENTION)
@@ -319,12 +361,20 @@ class Scheduler:
     # eviction ------------------------------------------------------------------------------------------------
 
     def _victims(self, ctx, kind, tried):
-        """Next thing to evict for ``ctx`` (call with _lock held): ('pool', c) or ('cache', c, entry) or None."""
+        """Next thing to evict for ``ctx`` (call with _lock held): ('pool', c) or ('cache', c, entry) or None.
+
+        ``tried`` (one set per request) holds what this request already evicted: each context's pool and each
+        registered cache (by context and name) at most once, so a cache whose ``evict()`` registers it again (or
+        keeps failing to free anything) cannot keep a request evicting forever."""
         if kind == "budget":
-            if ctx._caches:
-                entry = min(ctx._caches.values(), key=lambda e: e.last_used)
-                return ("cache", ctx, entry)
-            return None
+            best = None
+            for entry in ctx._caches.values():
+                if (id(ctx), entry.name) not in tried and (best is None or entry.last_used < best.last_used):
+                    best = entry
+            if best is None:
+                return None
+            tried.add((id(ctx), best.name))
+            return ("cache", ctx, best)
         rank = _RANK[ctx.qos]
         reserved = ctx.qos == "guaranteed" or ctx.partition is not None
         if self.kind == "cuda":
@@ -343,12 +393,16 @@ class Scheduler:
         for c in self.contexts.values():
             if c is ctx or (_RANK[c.qos] > rank and c.partition is None):
                 for entry in c._caches.values():
-                    if best is None or entry.last_used < best[2].last_used:
+                    if (id(c), entry.name) not in tried and (best is None or entry.last_used < best[2].last_used):
                         best = ("cache", c, entry)
+        if best is not None:
+            tried.add((id(best[1]), best[2].name))
         return best
 
-    def _evict(self, victim):
-        """Evict outside the lock; returns an estimate of the bytes released."""
+    def _evict(self, victim, failures=None):
+        """Evict outside the lock; returns an estimate of the bytes released. A cache whose ``evict()`` raises stays
+        unregistered; its error is appended to ``failures`` as ``(context name, cache name, exception)`` (logged
+        when no list is given) instead of escaping into the request that needed the memory."""
         if victim[0] == "pool":
             c = victim[1]
             before = c._pool.total_bytes()
@@ -366,21 +420,31 @@ class Scheduler:
                 return 0  # gone meanwhile
             del c._caches[entry.name]
         before = self._held(c)
+        failed = None
         try:
             entry.evict()
+        except Exception as e:  # noqa: BLE001 (reported: the request's OutOfMemoryError names it, or logged)
+            failed = e
         finally:
             if c._cuda:
                 c._note_peak()
                 c._pool.free_all_blocks()
-            released = max(0, before - self._held(c))
-            with c._lock:
-                c._evictions += 1
-                c._evicted_bytes += released if released else entry.size()
+        released = max(0, before - self._held(c))
+        if failed is not None:
+            if failures is None:
+                _log_cache_failure(c.name, entry.name, failed)
+            else:
+                failures.append((c.name, entry.name, failed))
+            return released
+        with c._lock:
+            c._evictions += 1
+            c._evicted_bytes += released if released else entry.size()
         return released
 
     def _admit(self, ctx, nbytes, counted, commit):
         """Admit a request, evicting, waiting (best-effort) or raising; ``commit()`` runs under the lock."""
         tried = set()
+        failures = []
         deadline = None
         waiting = False
         try:
@@ -390,10 +454,10 @@ class Scheduler:
                     refusal = self._refusal(ctx, nbytes, counted)
                     if refusal is None:
                         commit()
-                        return
+                        break
                     victim = self._victims(ctx, refusal[0], tried)
                 if victim is not None:
-                    self._evict(victim)
+                    self._evict(victim, failures)
                     continue
                 if refusal[0] == "device" and ctx.qos == "best_effort":
                     timeout = ctx.wait_timeout
@@ -422,12 +486,14 @@ class Scheduler:
                     hint = ""
                 with ctx._lock:
                     ctx._refusals += 1
-                raise _oom(f"context {ctx.name!r} ({ctx.qos}) cannot allocate {_fmt(nbytes)}: "
-                           f"{refusal[1]}{hint}")
+                _raise_oom(f"context {ctx.name!r} ({ctx.qos}) cannot allocate {_fmt(nbytes)}: {refusal[1]}{hint}",
+                           failures)
         finally:
             if waiting:
                 with ctx._lock:
                     ctx._queued -= 1
+        for c_name, cache, err in failures:  # admitted all the same: the failures are still worth knowing
+            _log_cache_failure(c_name, cache, err)
 
     # contention ------------------------------------------------------------------------------------------------
 
@@ -603,6 +669,10 @@ class _Charge:
                 _cond.notify_all()
 
 
+def _no_commit():
+    pass
+
+
 class Context:
     """A QoS context: a budget, a stream and a memory pool (CUDA), pacing. Create with :func:`create_context`.
 
@@ -703,7 +773,12 @@ class Context:
         except BaseException:  # the enclosing context (if any) keeps its CuPy state
             _cuda.activate(None if entry is None else entry[0])
             raise
-        _current.set((self, entry))
+        if self._cuda:
+            _current.set((self, entry, None))
+        else:
+            # NumPy allocates through our tagged handler while a CPU context is current (see _nptag): what the hook
+            # charges is what was allocated here, never memory that a view only looks at
+            _current.set((self, entry, _cpu_enter()))
         self._entered.append(None)
         self._last_activity = _monotonic()
         return self
@@ -715,6 +790,8 @@ class Context:
         parent = entry[1]
         _current.set(parent)
         self._entered.pop()
+        if not self._cuda:
+            _cpu_exit(entry[2])
         _cuda.activate(None if parent is None else parent[0])
         return False
 
@@ -809,16 +886,21 @@ class Context:
     def _fit_budget(self, rsize):
         """CUDA: the request would exceed the budget in use; evict own registered caches or raise."""
         pool = self._pool
+        tried = set()
+        failures = []
         while pool.used_bytes() + rsize > self.max_vram:
             with _lock:
-                victim = self._sched._victims(self, "budget", set())
+                victim = self._sched._victims(self, "budget", tried)
             if victim is None:
                 with self._lock:
                     self._refusals += 1
-                raise _oom(
+                _raise_oom(
                     f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(rsize)}: exceeds its budget: "
-                    f"budget {_fmt(self.max_vram)}, in use {_fmt(pool.used_bytes())}, request {_fmt(rsize)}")
-            self._sched._evict(victim)
+                    f"budget {_fmt(self.max_vram)}, in use {_fmt(pool.used_bytes())}, request {_fmt(rsize)}",
+                    failures)
+            self._sched._evict(victim, failures)
+        for c_name, cache, err in failures:
+            _log_cache_failure(c_name, cache, err)
 
     def _device_alloc(self, nbytes):
         """The pool's base allocator: called when the pool needs new device memory (cudaMalloc)."""
@@ -877,6 +959,14 @@ class Context:
         if rec.active:
             rec.ref = weakref.ref(owner, rec.release)
 
+    def _precheck_numpy(self, nbytes):
+        """CPU: whether ``nbytes`` more would be admitted now (evicting caches or waiting as a request would), before
+        NumPy allocates them; raises OutOfMemoryError otherwise. Nothing is reserved (the buffer is charged when it
+        is wrapped)."""
+        if self._reserved and self._cpu_used + nbytes <= self.max_vram:
+            return  # (read without the lock: nothing is committed here, the charge checks again under it)
+        self._sched._admit(self, nbytes, 0, _no_commit)
+
     def free_cache(self):
         """CUDA: return the pool's cached (unused) blocks to the device. Returns the bytes released."""
         if not self._cuda:
@@ -931,7 +1021,7 @@ class Context:
         seconds (default: the context's ``wait_timeout``). Nothing is reserved: allocate right after.
         """
         nbytes = parse_bytes(nbytes, "nbytes")
-        timeout = self.wait_timeout if timeout is None else timeout
+        timeout = self.wait_timeout if timeout is None else _check_seconds(timeout, "timeout")
         deadline = _monotonic() + (timeout or 0.0)
         delay = 1e-3
         counted = False
@@ -1345,11 +1435,18 @@ def _on_device(device_id):
         rt.setDevice(prev)
 
 
-# --- the allocation hook -------------------------------------------------------------------------------------------
+# --- the allocation hooks ------------------------------------------------------------------------------------------
 
 
 def _alloc_hook(data, device):
-    """Called by the core for every backing array it wraps. Cheap when no context is current."""
+    """Called by the core for every backing array it wraps. Cheap when no context is current.
+
+    CPU: charges the buffer that owns ``data``'s memory (``data`` itself or the NumPy array at the end of its
+    ``base`` chain) to the current context, once, if NumPy allocated it while a CPU context was current (see
+    _nptag: a view of memory that existed before, an array made outside any context or a user's NumPy array,
+    allocates nothing and is charged nothing; a view of a fresh temporary charges the temporary). Buffers owned by
+    foreign objects (bytes, mmap, pinned memory) are not NumPy's to count.
+    """
     entry = _current.get()
     if entry is None:
         return
@@ -1370,6 +1467,8 @@ def _alloc_hook(data, device):
         base = owner.base
     if id(owner) in _charged or not owner.flags.owndata:
         return
+    if _tag_name is not None and _tag_name(owner) != _nptag.NAME:
+        return  # allocated outside every context: wrapping it (or a view of it) allocates nothing
     nbytes = owner.nbytes
     if nbytes:
         ctx._last_activity = _monotonic()
@@ -1377,11 +1476,83 @@ def _alloc_hook(data, device):
 
 
 alloc_hook = _alloc_hook  # public name, for tests and for callers that wrap arrays themselves
+_tag_name = _nptag.handler_name if _nptag.available else None
+
+# Requests at least this large are checked against the budget before NumPy allocates them (gpk_array._hooks
+# .prealloc_hook, called by the creation functions); smaller ones only when wrapped, as every allocation is: a
+# refused small request costs at most this much memory for a moment, and skipping the check keeps small creations
+# as cheap inside a context as the charge alone makes them.
+PREALLOC_MIN_BYTES = 1 << 16
+
+
+def _prealloc_hook(nbytes, device):
+    """Called by the core's creation functions with the size of a buffer before allocating it (installed only while
+    a CPU context is entered somewhere, see _cpu_enter): raises OutOfMemoryError, after evicting caches or
+    waiting as a real request would, when the current CPU context could not take ``nbytes`` more. Nothing is
+    reserved: the buffer is charged when it is wrapped, as any other."""
+    if nbytes < PREALLOC_MIN_BYTES or (device is not _cpu_device and device != "cpu"):
+        return
+    entry = _current.get()
+    if entry is None:
+        return
+    ctx = entry[0]
+    if ctx._cuda or nbytes > sys.maxsize:  # (NumPy refuses such sizes itself: "array is too big")
+        return
+    if ctx._destroyed:
+        raise ContextDestroyedError(f"scheduler context {ctx.name!r} was destroyed; cannot allocate")
+    ctx._precheck_numpy(int(nbytes))
+
+
+_hooks_mod = None  # gpk_array._hooks, bound at install (lazily: the package imports this module late)
+_cpu_device = None  # gpk_array's CPU device, bound at install
+
+# CPU sessions entered anywhere in the process (one item each): the pre-allocation hook is installed while there
+# is one, so that creations outside every context pay one global None check. No lock (the enter path stays cheap):
+# list append/pop and the attribute stores are atomic, and a thread that leaves the last session checks again after
+# removing the hook, putting it back if another thread entered meanwhile. So the hook is installed whenever a session
+# is; the one gap is a thread switch between those two steps of the leaving thread, during which a creation in a
+# session just entered elsewhere skips its pre-check (and is still charged, and refused if it does not fit, when
+# wrapped, as every allocation is).
+_cpu_sessions = []
+_np_var, _np_default, _np_tag = _nptag._var, _nptag._default, _nptag._tag  # (_var None: no tagging)
+
+
+def _cpu_enter():
+    """Entering a CPU context: install the pre-allocation hook, make NumPy allocate through our tagged handler here
+    (_nptag.begin, its common case inline: this runs on every ``with ctx:``); returns what _cpu_exit restores."""
+    _cpu_sessions.append(None)
+    if _hooks_mod is not None:
+        _hooks_mod.prealloc_hook = _prealloc_hook
+    var = _np_var
+    if var is None:
+        return None
+    prev = var.get()
+    if prev is _np_default:
+        var.set(_np_tag)
+        return prev
+    return _nptag.begin()
+
+
+def _cpu_exit(prev):
+    if prev is not None:
+        _np_var.set(prev)
+    _cpu_sessions.pop()
+    hooks = _hooks_mod
+    if not _cpu_sessions and hooks is not None:
+        hooks.prealloc_hook = None
+        if _cpu_sessions:  # another thread entered meanwhile
+            hooks.prealloc_hook = _prealloc_hook
 
 
 def _install_hook():
+    global _hooks_mod, _cpu_device
     import gpk_array._hooks as hooks  # noqa: PLC0415 (lazy: avoid importing the package at module import)
+    from gpk_array._device import CPU  # noqa: PLC0415
 
+    _cpu_device = CPU
+    _hooks_mod = hooks
+    if _cpu_sessions:
+        hooks.prealloc_hook = _prealloc_hook
     if hooks.alloc_hook is _alloc_hook:
         return
     _hook_state["previous"] = hooks.alloc_hook
@@ -1390,10 +1561,14 @@ def _install_hook():
 
 
 def _uninstall_hook():
+    global _hooks_mod
     import gpk_array._hooks as hooks  # noqa: PLC0415
 
     if hooks.alloc_hook is _alloc_hook:
         hooks.alloc_hook = _hook_state["previous"]
+    _hooks_mod = None
+    if hooks.prealloc_hook is _prealloc_hook:
+        hooks.prealloc_hook = None
     _hook_state["installed"] = False
     _hook_state["previous"] = None
 
@@ -1517,9 +1692,7 @@ def create_partition(name, memory, compute_share=1.0, device=None):
     memory = parse_bytes(memory, "memory")
     if memory <= 0:
         raise ValueError("partition memory must be > 0")
-    share = float(compute_share)
-    if not 0.0 < share <= 1.0:
-        raise ValueError(f"compute_share must be in (0, 1], got {compute_share!r}")
+    share = _check_fraction(compute_share, "compute_share")
     with _lock:
         sched = get_scheduler(device)
         if name in _partitions:
@@ -1575,17 +1748,18 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
     or its name. ``device``: which initialized scheduler (default: the partition's, else the last initialized).
     """
     _check_name(name, "context")
+    if not isinstance(qos, str):
+        raise TypeError(f"qos must be a string, one of {QOS_TIERS}, got {type(qos).__name__} {qos!r}")
     if qos not in _RANK:
         raise ValueError(f"qos must be one of {QOS_TIERS}, got {qos!r}")
     budget = parse_bytes(max_vram, "max_vram")
     if budget <= 0:
-        raise ValueError("max_vram must be > 0")
+        raise ValueError(f"max_vram must be > 0, got {max_vram!r}")
     if bandwidth is not None:
-        bandwidth = float(bandwidth)
-        if not 0.0 < bandwidth <= 1.0:
-            raise ValueError(f"bandwidth must be in (0, 1], got {bandwidth!r}")
-    if wait_timeout is not None and wait_timeout < 0:
-        raise ValueError(f"wait_timeout must be >= 0, got {wait_timeout!r}")
+        bandwidth = _check_fraction(bandwidth, "bandwidth")
+    wait_timeout = _check_seconds(wait_timeout, "wait_timeout")
+    if partition is not None and not isinstance(partition, (str, Partition)):
+        raise TypeError(f"partition must be a Partition, its name or None, got {type(partition).__name__}")
     with _lock:
         if isinstance(partition, str):
             partition = get_partition(partition)
@@ -1655,18 +1829,16 @@ def destroy_context(name_or_ctx):
         _update_switch_interval()
         caches = list(ctx._caches.values())
         ctx._caches.clear()
-        for rec in list(ctx._records):  # CPU charges no longer count anywhere
-            rec.active = False
-            if _charged.get(rec.key) is rec:
-                del _charged[rec.key]
-        ctx._records.clear()
+        for rec in list(ctx._records):  # CPU charges no longer count anywhere...
+            rec.active = False  # ...but stay in _charged until their buffer dies: a view taken later in another
+        ctx._records.clear()  # context allocates nothing (the weak reference's callback removes them)
         sched._cpu_total -= ctx._cpu_used
         ctx._cpu_used = 0
     for entry in caches:
         try:
             entry.evict()
-        except Exception:  # a failing cache must not keep the context alive
-            pass
+        except Exception as e:  # noqa: BLE001 (a failing cache must not keep the context alive: logged)
+            _log_cache_failure(ctx.name, entry.name, e)
     if ctx._cuda:
         with _on_device(ctx.device_id):
             conf = ctx._confined

@@ -396,6 +396,49 @@ def test_registered_cache_evicted_for_budget(fake):
     del x
 
 
+def test_cache_registering_itself_again_is_evicted_once_per_request(fake):
+    """An evict() that frees nothing and registers its cache again must not keep the budget path evicting (after 50
+    calls it raises, so that a scheduler that would evict it forever fails instead of hanging)."""
+    sched.initialize(0)
+    c = sched.create_context("kv", 64 * MiB, qos="burstable")
+    calls = []
+
+    def evict():
+        calls.append(1)
+        if len(calls) > 50:
+            raise RuntimeError("evicted forever")
+        c.register_cache("kv", evict, nbytes=MiB)
+
+    c.register_cache("kv", evict, nbytes=MiB)
+    with c:
+        p = malloc(fake, 48 * MiB)
+        try:
+            with pytest.raises(sched.OutOfMemoryError, match="exceeds its budget"):
+                malloc(fake, 32 * MiB)
+        finally:
+            del p
+    assert len(calls) == 1
+
+
+def test_failing_cache_eviction_is_the_cause_of_the_cuda_out_of_memory(fake):
+    sched.initialize(0)
+    c = sched.create_context("kv", 64 * MiB, qos="burstable")
+
+    def broken():
+        raise OSError("cache backend gone")
+
+    c.register_cache("broken", broken, nbytes=MiB)
+    with c:
+        p = malloc(fake, 48 * MiB)
+        try:
+            with pytest.raises(sched.OutOfMemoryError, match="'broken'") as ei:
+                malloc(fake, 32 * MiB)
+        finally:
+            del p
+    assert isinstance(ei.value.__cause__, OSError)
+    assert c.unregister_cache("broken") is False
+
+
 def test_device_level_admission_and_requests(fake):
     sched.initialize(0, total_vram_budget=1024 * MiB)
     g = sched.create_context("g", 512 * MiB)
