@@ -3,7 +3,8 @@
 #     bash scripts/sanitize_gpu.sh [OUTDIR] [TESTS...]
 # Runs memcheck, racecheck, initcheck and synccheck, each over the test files given (default: our elementwise,
 # reduction, fused-nn and SM90 GEMM kernel tests), and prints one summary line per tool ("ERROR SUMMARY: N errors").
-# Each tool's full log goes to OUTDIR/sanitizer_<tool>.log. GPK_SANITIZE_TIMEOUT (seconds, default 240) bounds each.
+# Each tool's full log goes to OUTDIR/sanitizer_<tool>.log. GPK_SANITIZE_TIMEOUT (seconds, default 240) bounds each;
+# GPK_SANITIZE_TOOLS (default "memcheck racecheck initcheck synccheck") picks the tools.
 set -uo pipefail
 out=${1:-.}
 shift || true
@@ -12,7 +13,7 @@ tests=("$@")
                                  tests/kernels/test_nn_gpu.py tests/kernels/test_cutlass_sm90_gpu.py)
 mkdir -p "$out"
 status=0
-for tool in memcheck racecheck initcheck synccheck; do
+for tool in ${GPK_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
     log="$out/sanitizer_$tool.log"
     timeout "${GPK_SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
         --target-processes all python3 -m pytest -q -p no:cacheprovider -m gpu -x "${tests[@]}" \
