@@ -1,6 +1,15 @@
 """gpk_array: the Python Array API standard (2025.12) on NVIDIA GPUs (CuPy-backed) and the CPU (NumPy-backed)."""
 __version__ = "0.1.0"
 
+from ._lazy import lazy_submodules as _lazy_submodules  # noqa: E402
+
+# Bound now, run on first attribute read (gpk_array/_lazy.py): `import gpk_array` does not load numpy.random
+# (gpk_array.random), numpy.testing with unittest (gpk_array.testing), the scheduler with asyncio (gpk_array.sched),
+# or the CUDA dispatch layer and its kernel modules (gpk_array._gpu, gpk_array._kernels: the CPU device never reads
+# them). Before anything below imports them; no module __getattr__ here, which would slow every gpk_array.<name> read.
+_lazy_submodules(globals(), "random", "testing", "sched", "_gpu", "_kernels")
+del _lazy_submodules, _lazy  # noqa: F821  (the import bound the submodule too: keep dir(gpk_array) as it was)
+
 from ._version import get as _get_version, set_array_api_version  # noqa: E402
 
 __array_api_version__ = _get_version()

@@ -9,7 +9,8 @@ signatures and hand the standard's call forms to the standard's implementations,
 Modules: ufuncs (ufunc objects), creation, reductions, statistics, shaping, indexing, sorting, linalg_funcs,
 logic, poly, types (dtype names, ndarray, finfo, errstate), printing, io, iteration (nditer, frompyfunc), bits
 (packbits, unpackbits), info (info, show_config), methods (ndarray methods), linalg (extras for gpk_array.linalg),
-emath (np.emath). gpk_array.testing is numpy.testing for Arrays.
+emath (np.emath). gpk_array.testing is numpy.testing for Arrays (gpk_array.random and gpk_array.testing
+are imported on first access).
 """
 from . import creation as _creation
 from . import indexing as _indexing
@@ -38,9 +39,11 @@ for _m in _MODULES:
         globals()[_name] = getattr(_m, _name)
         __all__.append(_name)
 
-# the submodules NumPy scripts reach as attributes: np.random, np.lib.stride_tricks, np.testing, np.emath
-from .. import lib, random, testing  # noqa: E402
+# the submodules NumPy scripts reach as attributes: np.lib.stride_tricks, np.emath; np.random and np.testing too,
+# but those two are imported on first access (gpk_array.__getattr__): numpy.random and numpy.testing (which loads
+# unittest and importlib.metadata) cost ~25 ms of import time that a program not using them need not pay
+from .. import lib  # noqa: E402
 from . import emath  # noqa: E402
 
-__all__ += ["random", "lib", "testing", "emath"]
+__all__ += ["lib", "emath"]
 del _m, _name
