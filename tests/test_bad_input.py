@@ -91,16 +91,18 @@ def test_diff_with_n_past_the_axis_is_empty_and_returns(device, n):
 
 
 def test_huge_requests_raise_out_of_memory_error():
-    """Results too large for memory (the CPU device: 256 GiB each) raise gpk_array.OutOfMemoryError."""
-    big = xp.broadcast_to(xp.asarray(1.5, device="cpu"), (2**35,))
-    bigc = xp.broadcast_to(xp.asarray(1.5 + 1j, device="cpu"), (2**34,))
+    """Results too large for memory raise gpk_array.OutOfMemoryError. Each request is 2^48 bytes, past a 4-level
+    page table's whole user address space, so the allocation fails even where the kernel overcommits memory (a
+    smaller one, 256 GiB, was granted on the GPU machine and its first touch killed the process)."""
+    big = xp.broadcast_to(xp.asarray(1.5, device="cpu"), (2**45,))
+    bigc = xp.broadcast_to(xp.asarray(1.5 + 1j, device="cpu"), (2**44,))
     calls = {
         "floor_divide": lambda: xp.floor_divide(big, 2.0), "remainder": lambda: xp.remainder(big, 2.0),
         "//": lambda: big // 2.0, "%": lambda: big % 2.0, "complex expm1": lambda: xp.expm1(bigc),
-        "random.random": lambda: xp.random.random((2**35,), device="cpu"),
-        "random.normal": lambda: xp.random.normal(size=2**35, device="cpu"),
-        "random.permutation": lambda: xp.random.permutation(2**35, device="cpu"),
-        "default_rng.random": lambda: xp.random.default_rng(0, device="cpu").random(2**35),
+        "random.random": lambda: xp.random.random((2**45,), device="cpu"),
+        "random.normal": lambda: xp.random.normal(size=2**45, device="cpu"),
+        "random.permutation": lambda: xp.random.permutation(2**45, device="cpu"),
+        "default_rng.random": lambda: xp.random.default_rng(0, device="cpu").random(2**45),
     }
     for name, call in calls.items():
         with pytest.raises(xp.OutOfMemoryError):
@@ -143,3 +145,12 @@ def test_functions_without_a_complex_loop_raise_type_error(device):
     for call in (lambda: xp.atan2(x, 1j), lambda: xp.atan2(xp.asarray(1.0, device=device), 1j)):
         with pytest.raises(TypeError):
             call()
+
+
+def test_isin_of_mixed_kinds_matches_numpy(device):
+    """isin compares values across dtypes (on cuda:0 CuPy's kernel for bool against complex did not compile)."""
+    cases = [(np.asarray(False), np.asarray(0j, dtype=np.complex64)), (np.asarray([1, 2, 3]), np.asarray([2.0])),
+             (np.asarray([True, False]), np.asarray([1.5, 0.0]))]
+    for a, b in cases:
+        got = xp.isin(xp.asarray(a, device=device), xp.asarray(b, device=device))
+        np.testing.assert_array_equal(np.asarray(got.to_device("cpu")), np.isin(a, b))

@@ -97,6 +97,9 @@ def check_index_arrays(x, key):
     """On a CUDA device: IndexError for an integer index array holding an index out of range for its axis."""
     if not INDEX_CHECK or x._device is CPU:
         return
+    cuda = getattr(x._device.xp, "cuda", None)
+    if cuda is not None and cuda.get_current_stream().is_capturing():
+        return  # inside CUDA graph capture no host sync is allowed (the graph replays indices checked before)
     parts = key if key.__class__ is tuple else (key,)
     shape = x._data.shape
     found = []
@@ -202,6 +205,12 @@ def take(x, indices, /, *, axis=None):
         axis = normalize_axis(axis, x.ndim)
     if x._device is not CPU:
         check_index_arrays(x, (slice(None),) * axis + (indices._data,))
+    return new(x._device.xp.take(x._data, indices._data, axis=axis), x._device)
+
+
+def take_unchecked(x, indices, axis):
+    """``take`` for indices gpk_array computed itself and knows to be in range (positions, cache rows): no CUDA
+    bounds check, so no host sync. x and indices are Arrays on one device; axis is non-negative."""
     return new(x._device.xp.take(x._data, indices._data, axis=axis), x._device)
 
 

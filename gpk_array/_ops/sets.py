@@ -1,4 +1,5 @@
 """Set functions (standard section "Set Functions"). NaNs are distinct from each other, as the standard says."""
+import numpy as np
 from collections import namedtuple
 
 from .. import _dtypes as _dt
@@ -67,5 +68,9 @@ def isin(x1, x2, /, *, invert=False):
     scalar = x1.__class__ is not Array and isinstance(x1, (bool, int, float, complex))
     a, b, dev = binary_operands(x1, x2)
     xp = dev.xp
-    r = xp.isin(xp.asarray(a), xp.asarray(b), invert=invert)
+    a, b = xp.asarray(a), xp.asarray(b)
+    if a.dtype != b.dtype:  # compare in a common dtype (CuPy's kernel for bool against complex does not compile)
+        common = np.result_type(a.dtype, b.dtype)
+        a, b = a.astype(common, copy=False), b.astype(common, copy=False)
+    r = xp.isin(a, b, invert=invert)
     return new(r.reshape(()) if scalar else r, dev)

@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 
 import gpk_array as gp
+from .._ops.indexing import take_unchecked
 
 
 # Temperatures below this decode greedily: dividing logits by a tiny temperature overflows (1e-310: every logit
@@ -369,8 +370,8 @@ class Engine:
         if all(s.params.greedy for s in seqs):
             tokens = _host(nxt if nxt is not None else gp.argmax(logits, axis=-1))[rows]
         else:
-            picked = logits if rows == list(range(logits.shape[0])) else gp.take(logits, gp.asarray(
-                np.array(rows), device=self.device), axis=0)
+            picked = logits if rows == list(range(logits.shape[0])) else take_unchecked(logits, gp.asarray(
+                np.array(rows), device=self.device), 0)  # the engine's own rows: no CUDA bounds check
             host = _host(gp.astype(picked, gp.float32))
             tokens = []
             for s, row in zip(seqs, host):

@@ -19,6 +19,7 @@ import numpy as np
 import gpk_array as gp
 
 from .._kernels.nn import constant_weights
+from .._ops.indexing import take_unchecked
 from .config import GPT2Config
 from .safetensors import SafeTensorsFile, save_file
 
@@ -79,7 +80,7 @@ class KVCache:
         if isinstance(rows, slice):
             kv = kv[:, rows]
         elif rows is not None:
-            kv = gp.take(kv, rows, axis=1)
+            kv = take_unchecked(kv, rows, 1)  # the engine's own cache rows: no bounds check (no host sync)
         return kv[0], kv[1]
 
     @property
@@ -267,12 +268,16 @@ class GPT2:
         dev = self.device
         tokens = gp.asarray(tokens, device=dev)
         B, T = tokens.shape
-        if positions is None:
+        own_positions = positions is None
+        if own_positions:
             positions = gp.arange(T, device=dev)
         positions = gp.asarray(positions, device=dev)
         x = gp.reshape(gp.take(self.wte, gp.reshape(tokens, (-1,)), axis=0), (B, T, -1))
-        x = x + gp.reshape(gp.take(self.wpe, gp.reshape(positions, (-1,)), axis=0),
-                           (-1, T, self.config.n_embd))
+        flat = gp.reshape(positions, (-1,))
+        # positions of our own arange need no CUDA bounds check (its host sync); a caller's are checked
+        pos = take_unchecked(self.wpe, flat, 0) if own_positions and T <= self.config.n_positions else \
+            gp.take(self.wpe, flat, axis=0)
+        x = x + gp.reshape(pos, (-1, T, self.config.n_embd))
         step = _Step(cache, kv_len)
         if cache is not None:
             if rows is None:  # the cache's first B rows: read through a view, no gather
