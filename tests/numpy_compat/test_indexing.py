@@ -171,3 +171,29 @@ def test_getitem_setitem_numpy_styles(device):
     g[1] = [5, 6, 7, 8]
     x[1] = [5, 6, 7, 8]
     assert_match(g, x)
+
+
+def test_cuda_index_check_is_skipped_during_graph_capture(monkeypatch):
+    """The CUDA bounds check of integer index arrays syncs with the host, which a stream capturing a CUDA graph
+    forbids: while the current stream captures, no check runs (and outside capture it does)."""
+    import types
+
+    from gpk_array._ops import indexing
+
+    from .fakegpu import fake_cuda_device
+    with fake_cuda_device() as d:
+        capturing = [False]
+        stream = types.SimpleNamespace(is_capturing=lambda: capturing[0])
+        monkeypatch.setattr(d.xp, "cuda", types.SimpleNamespace(get_current_stream=lambda: stream), raising=False)
+        checks = []
+        real = indexing._out_of_range
+        monkeypatch.setattr(indexing, "_out_of_range",
+                            lambda xp, kind: (checks.append(kind), real(xp, kind))[1])
+        x = gp.arange(10, device=d)
+        idx = gp.asarray([1, 2], device=d)
+        x[idx]
+        assert checks == ["i"]
+        capturing[0] = True
+        x[idx]
+        gp.take(x, idx)
+        assert checks == ["i"]
