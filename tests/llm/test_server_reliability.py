@@ -25,36 +25,7 @@ from gpk_array.llm.server import ServerThread, create_app  # noqa: E402
 
 generate_mod = importlib.import_module("gpk_array.llm.generate")  # the module (the package exports the function)
 
-TINY = pathlib.Path(__file__).parent / "data" / "tiny-gpt2"
-NAME = "tiny-gpt2"
-TIMEOUT = httpx.Timeout(30.0)
-
-
-@pytest.fixture(scope="module")
-def model():
-    return GPT2.from_pretrained(TINY, device="cpu")
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return Tokenizer.from_dir(TINY)
-
-
-@pytest.fixture(scope="module")
-def server(model, tok):
-    app = create_app(model, tok, model_name=NAME, max_batch=4, max_queue=16)
-    with ServerThread(app) as url:
-        yield url, app.state.server
-
-
-@pytest.fixture()
-def client(server):
-    with httpx.Client(base_url=server[0], timeout=TIMEOUT) as c:
-        yield c
-
-
-def greedy_text(model, tok, prompt, n):
-    return tok.decode(generate(model, tok.encode(prompt), max_new_tokens=n, stop_tokens=[tok.eos_token_id]))
+from ._server_common import NAME, TIMEOUT, TINY, client, greedy_text, model, server, tok  # noqa: E402,F401
 
 
 def assert_openai_error(r, status, param="any"):
