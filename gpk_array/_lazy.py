@@ -82,8 +82,15 @@ def _run(module):
             raise AttributeError(f"partially initialized module {name!r} (its code is running)")
         if pending(module):
             _running.add(name)
+            keep = dict(ns)  # the import metadata and the lazy pair
             try:
                 module.__spec__.loader.exec_module(module)
+            except BaseException:
+                # as after a failed import, nothing of the half-run code stays visible: the namespace goes back to
+                # what it held before, still armed, so the next read runs the module from the start again
+                ns.clear()
+                ns.update(keep)
+                raise
             finally:
                 _running.discard(name)
             for key in ("__getattr__", "__dir__"):

@@ -86,7 +86,7 @@ def _out_of_range(xp, kind):
 
 def _consumed(p):
     """How many axes of the indexed array a (normalized) key part takes."""
-    if p is None or p is Ellipsis:
+    if p is None or p is Ellipsis or p.__class__ is bool:  # a Python bool adds an axis, as None does
         return 0
     if hasattr(p, "dtype") and p.dtype.kind == "b":
         return p.ndim

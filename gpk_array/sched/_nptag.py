@@ -41,14 +41,16 @@ _default = None  # NumPy's default handler capsule
 _tag = None  # our copy of the default handler
 _ours = {}  # id(capsule) -> capsule, for every handler of ours (the copy of the default and copies of others)
 _wrappers = {}  # id(foreign capsule) -> (foreign capsule, our copy of it)
-_buffers = []  # the memory of our handler structs (alive for the process: arrays keep pointers to them)
+_buffers = []  # addresses of our handler structs (malloc'd, never freed: arrays keep pointers to them)
 
 _CAPSULE_NAME = b"mem_handler"
 _HEADER = 128  # char name[127]; uint8_t version
 _SIZE = _HEADER + 5 * ctypes.sizeof(ctypes.c_void_p)  # PyDataMemAllocator: ctx, malloc, calloc, realloc, free
 
 _capsule_get_pointer = None
+_capsule_get_name = None
 _capsule_new = None
+_malloc = None
 
 
 def _copy(capsule):
@@ -59,19 +61,25 @@ def _copy(capsule):
     version = ctypes.c_uint8.from_address(src + 127).value
     if version != 1:
         raise ValueError(f"NumPy memory handler version {version} (only 1 is known)")
-    buf = ctypes.create_string_buffer(_SIZE)
+    # The struct and the capsule's name must outlive every array allocated through the handler (arrays hold the
+    # capsule and can be freed during interpreter shutdown, after this module's globals are gone, or after a
+    # reload): the struct lives in malloc'd memory that is never freed, and the name is NumPy's own static string.
+    buf = _malloc(_SIZE)
+    if not buf:
+        raise MemoryError("cannot allocate a NumPy memory handler")
     ctypes.memmove(buf, src, _SIZE)
     ctypes.memset(buf, 0, 127)
     name = NAME.encode()
     ctypes.memmove(buf, name, len(name))
-    cap = _capsule_new(ctypes.addressof(buf), _CAPSULE_NAME, None)
+    cap = _capsule_new(buf, _capsule_get_name(capsule), None)
     _buffers.append(buf)
     _ours[id(cap)] = cap
     return cap
 
 
 def _setup():
-    global available, handler_name, _set_handler, _var, _default, _tag, _capsule_get_pointer, _capsule_new
+    global available, handler_name, _set_handler, _var, _default, _tag, _capsule_get_pointer, _capsule_new, \
+        _capsule_get_name, _malloc
     try:
         from numpy._core import _multiarray_umath as mu  # noqa: PLC0415
     except ImportError:  # NumPy 1.x
@@ -82,8 +90,14 @@ def _setup():
     gp.argtypes = [ctypes.py_object, ctypes.c_char_p]
     cn = ctypes.pythonapi.PyCapsule_New
     cn.restype = ctypes.py_object
-    cn.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-    _capsule_get_pointer, _capsule_new = gp, cn
+    cn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    gn = ctypes.pythonapi.PyCapsule_GetName
+    gn.restype = ctypes.c_void_p
+    gn.argtypes = [ctypes.py_object]
+    malloc = ctypes.pythonapi.PyMem_RawMalloc
+    malloc.restype = ctypes.c_void_p
+    malloc.argtypes = [ctypes.c_size_t]
+    _capsule_get_pointer, _capsule_new, _capsule_get_name, _malloc = gp, cn, gn, malloc
     table = gp(mu._ARRAY_API, None)
     if not table:
         raise RuntimeError("NumPy's C-API table is not available")

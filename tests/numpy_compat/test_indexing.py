@@ -197,3 +197,14 @@ def test_cuda_index_check_is_skipped_during_graph_capture(monkeypatch):
         x[idx]
         gp.take(x, idx)
         assert checks == ["i"]
+
+
+def test_cuda_index_check_counts_a_python_bool_as_a_new_axis():
+    """(True, idx) indexes axis 0 with idx (the bool adds an axis): the device check must look at axis 0."""
+    from .fakegpu import fake_cuda_device
+    with fake_cuda_device() as d:
+        x = gp.reshape(gp.arange(30, device=d), (10, 3))
+        got = x[(True, gp.asarray([7], device=d))]
+        assert got.shape == numpy.arange(30).reshape(10, 3)[(True, [7])].shape
+        with pytest.raises(IndexError):
+            x[(True, gp.asarray([10], device=d))]
