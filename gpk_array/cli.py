@@ -70,27 +70,26 @@ probability = _number(float, 0.0, 1.0, low_open=True, what="in (0, 1]")
 port_number = _number(int, 0, 65535, what="in [0, 65535] (0: any free port)")
 
 
-def byte_count(text):
-    """A size such as 4MiB, 512KiB or 1000000, as a number of bytes (at least 1)."""
+def _positive_bytes(text, option):
+    """The byte count of a size such as 4MiB or 1000000 (gpk_array.sched's parser), which must be above 0."""
     from .sched._core import parse_bytes
     try:
-        n = parse_bytes(text, "--max-body-bytes")
+        n = parse_bytes(text, option)
     except (TypeError, ValueError) as e:
         raise argparse.ArgumentTypeError(str(e)) from None
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 bytes, got {text!r}")
-    return int(n)
+    return n
+
+
+def byte_count(text):
+    """A size such as 4MiB, 512KiB or 1000000, as a number of bytes (at least 1)."""
+    return int(_positive_bytes(text, "--max-body-bytes"))
 
 
 def byte_size(text):
-    """A size such as 4GiB or 512MiB (kept as given; gpk_array.sched parses it)."""
-    from .sched._core import parse_bytes
-    try:
-        n = parse_bytes(text, "--context-vram")
-    except (TypeError, ValueError) as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 bytes, got {text!r}")
+    """A size such as 4GiB or 512MiB (checked, kept as given; gpk_array.sched parses it)."""
+    _positive_bytes(text, "--context-vram")
     return text
 
 
