@@ -99,13 +99,42 @@ def _mbps(nbytes, seconds):
     return nbytes / seconds / 1e6
 
 
-def _best(fn, repeat):
+def best(fn, repeat):
+    """The shortest of ``repeat`` timed calls of fn, in seconds."""
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+_best = best
+
+
+def corpus():
+    """The CORPUS list of the tokenizer tests, read from the source (no pytest / hypothesis import)."""
+    tree = ast.parse((ROOT / "tests" / "llm" / "test_tokenizer.py").read_text(encoding="utf-8"))
+    namespace = {"EOT": "<|endoftext|>"}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["CORPUS"]:
+            return eval(compile(ast.Expression(node.value), "CORPUS", "eval"), namespace)  # noqa: S307
+    raise LookupError("CORPUS not found")
+
+
+def load_revision(rev):
+    """gpk_array/llm/tokenizer.py of git revision ``rev``, as a module of the gpk_array.llm package."""
+    import importlib.util
+    import subprocess
+    import tempfile
+    source = subprocess.run(["git", "show", f"{rev}:gpk_array/llm/tokenizer.py"], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout
+    path = pathlib.Path(tempfile.mkdtemp()) / "tokenizer_at_rev.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("gpk_array.llm.tokenizer_at_rev", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def bench(name, docs, data_dir, hf, repeat):

@@ -8,38 +8,15 @@ alternating rounds.
     python benchmarks/tokenizer_encode_timing.py [--copies 50] [--repeat 15] [--against REV [--rounds 5]]
 """
 import argparse
-import ast
-import importlib.util
 import pathlib
-import subprocess
 import sys
-import tempfile
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from benchmarks.tokenizer_bench import best, corpus, load_revision  # noqa: E402
 from gpk_array.llm import tokenizer as tokmod  # noqa: E402
 
 DATA = ROOT / "tests" / "llm" / "data" / "gpt2-tokenizer"
-
-
-def corpus():
-    """The CORPUS list of the tokenizer tests, read from the source (no pytest / hypothesis import)."""
-    tree = ast.parse((ROOT / "tests" / "llm" / "test_tokenizer.py").read_text(encoding="utf-8"))
-    namespace = {"EOT": "<|endoftext|>"}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["CORPUS"]:
-            return eval(compile(ast.Expression(node.value), "CORPUS", "eval"), namespace)  # noqa: S307
-    raise LookupError("CORPUS not found")
-
-
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def measure(module, copies, repeat):
@@ -57,18 +34,6 @@ def measure(module, copies, repeat):
         ("encode, ASCII text", ascii_text, lambda: tok.encode(ascii_text)),
     ]
     return [(name, len(text.encode("utf-8")), best(fn, repeat)) for name, text, fn in rows]
-
-
-def load_revision(rev):
-    """gpk_array/llm/tokenizer.py of git revision ``rev``, as a module of its own."""
-    source = subprocess.run(["git", "show", f"{rev}:gpk_array/llm/tokenizer.py"], cwd=ROOT, capture_output=True,
-                            text=True, check=True).stdout
-    path = pathlib.Path(tempfile.mkdtemp()) / "tokenizer_at_rev.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("tokenizer_at_rev", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main():

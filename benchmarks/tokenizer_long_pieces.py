@@ -9,17 +9,13 @@ gpk_array/llm/tokenizer.py of a git revision too, in alternating rounds.
     python benchmarks/tokenizer_long_pieces.py [--n 100000] [--repeat 3] [--against REV [--rounds 3]]
 """
 import argparse
-import importlib.util
 import pathlib
 import random
-import subprocess
 import sys
-import tempfile
-import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from benchmarks.tokenizer_encode_timing import corpus  # noqa: E402
+from benchmarks.tokenizer_bench import best, corpus, load_revision  # noqa: E402
 from gpk_array.llm import tokenizer as tokmod  # noqa: E402
 
 DATA = ROOT / "tests" / "llm" / "data" / "gpt2-tokenizer"
@@ -57,30 +53,9 @@ def hf_tokenizer():
     return tok
 
 
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def cold_encode(tok, text):
     tok._cache.clear()
     return tok.encode(text)
-
-
-def load_revision(rev):
-    """gpk_array/llm/tokenizer.py of git revision ``rev``, as a module of the gpk_array.llm package."""
-    source = subprocess.run(["git", "show", f"{rev}:gpk_array/llm/tokenizer.py"], cwd=ROOT, capture_output=True,
-                            text=True, check=True).stdout
-    path = pathlib.Path(tempfile.mkdtemp()) / "tokenizer_at_rev.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("gpk_array.llm.tokenizer_at_rev", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main():
