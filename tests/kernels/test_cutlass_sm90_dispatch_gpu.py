@@ -162,7 +162,8 @@ def test_other_stream_and_cuda_graph(spy, dt):
         y = a @ b
         g = s.end_capture()
     assert spy["ran"] >= 3
-    a._data[...] = cupy.asarray(_rand(rng, a.shape, dt))
+    with s:  # new inputs on s itself: s is non-blocking, so a copy on the default stream would race the replay
+        a._data[...] = cupy.asarray(_rand(rng, a.shape, dt))
     g.launch(stream=s)
     s.synchronize()
     _check(y._data, _f64(a._data) @ _f64(b._data), dt)
