@@ -8,7 +8,8 @@ a scheduler context was current).
 
 ``prealloc_hook``: ``None`` or a callable ``hook(nbytes, device) -> None`` that the creation functions call with
 the size of the buffer they are about to allocate (zeros, ones, empty, full, the ``*_like`` functions, arange,
-linspace, eye, copies made by asarray/array/astype/copy, random draws), before allocating it, so that a request
+linspace, eye, copies made by asarray/array/astype/copy, random draws; on the CPU device also the results of
+element-wise functions and operators and of matmul), before allocating it, so that a request
 the scheduler would refuse raises ``gpk_array.OutOfMemoryError`` without the memory ever being taken. The
 scheduler installs it only while one of its CPU contexts is entered somewhere in the process: otherwise a creation
 pays one global ``None`` check (call sites compute the size only when the hook is set; see :func:`nbytes`).

@@ -6,7 +6,7 @@ applies the shared promotion (bfloat16 included), and lets the backend compute. 
 import numpy as np
 
 from .. import _dtypes as _dt
-from .. import _gpu, _promotion
+from .. import _gpu, _hooks, _promotion
 from .._array import _array_like
 from .._errors import DeviceError
 from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, oom_guard, raise_oom
@@ -93,6 +93,18 @@ def _no_loop(e, name, *operands):
         raise TypeError(f"{name} does not support operands of types ({types})") from None
 
 
+def _precheck(ufunc, *operands):
+    """Ask the scheduler's pre-allocation hook (set only while a CPU context is entered) about the result of
+    ``ufunc`` on NumPy operands before NumPy allocates it; operands it cannot resolve are left to the allocation."""
+    try:
+        shape = np.broadcast_shapes(*(getattr(o, "shape", ()) for o in operands))
+        dt = ufunc.resolve_dtypes(tuple(o.dtype if hasattr(o, "dtype") else type(o) for o in operands)
+                                  + (None,) * ufunc.nout)[-1]
+    except (TypeError, ValueError, AttributeError):
+        return
+    _hooks.precheck(shape, dt.itemsize * ufunc.nout, CPU)
+
+
 def _unary(name, bname=None, doc="", complex_fix=False):
     bname = bname or name
 
@@ -106,6 +118,8 @@ def _unary(name, bname=None, doc="", complex_fix=False):
                 return _finish(r, dev, out)
             if out is None:
                 d = x._data
+                if _hooks.prealloc_hook is not None and dev is CPU:
+                    _precheck(getattr(np, bname), d)
                 if dev is not CPU and d.size >= _gpu.OWN_KERNELS_MIN:
                     r = _gpu.unary(bname, d)
                     if r is not None:
@@ -136,6 +150,8 @@ def _binary(name, bname=None, doc=""):
             if x2._device is dev and a.dtype is b.dtype:
                 try:
                     if dev is CPU:
+                        if _hooks.prealloc_hook is not None:
+                            _precheck(np_fn, a, b)
                         return new(np_fn(a, b), dev)
                     return new(_on_device(a, b, dev.xp), dev)
                 except MemoryError as e:
@@ -143,6 +159,8 @@ def _binary(name, bname=None, doc=""):
         a, b, dev = binary_operands(x1, x2)
         try:
             if out is None:
+                if _hooks.prealloc_hook is not None and dev is CPU:
+                    _precheck(np_fn, a, b)
                 return new(np_fn(a, b) if dev is CPU else _on_device(a, b, dev.xp), dev)
             getattr(dev.xp, bname)(a, b, out=_out_data(out, dev))
             return out
@@ -181,7 +199,11 @@ def _binary(name, bname=None, doc=""):
         else:
             return NotImplemented
         try:
-            return new(np_fn(a, b) if dev is CPU else _on_device(a, b, dev.xp), dev)
+            if dev is CPU:
+                if _hooks.prealloc_hook is not None:
+                    _precheck(np_fn, a, b)
+                return new(np_fn(a, b), dev)
+            return new(_on_device(a, b, dev.xp), dev)
         except MemoryError as e:
             raise_oom(e)
     operator.__name__ = f"__{name}__"

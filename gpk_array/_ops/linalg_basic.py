@@ -1,8 +1,10 @@
 """Linear algebra functions of the main namespace (standard section "Linear Algebra Functions")."""
 import operator
 
+import numpy as np
+
 from .. import _dtypes as _dt
-from .. import _gpu
+from .. import _gpu, _hooks
 from .elementwise import array_operands, binary_operands
 from ._common import as_array, new, oom_guard
 
@@ -19,6 +21,8 @@ def matmul(x1, x2, /):
         raise ValueError(f"matmul: inner dimensions differ, shapes {a.shape} and {b.shape}")
     if dev.kind == "cuda":
         return new(_gpu.matmul(a, b), dev)
+    if _hooks.prealloc_hook is not None:
+        _precheck_matmul(a, b, dev)
     if a.dtype in _LOW:
         # NumPy has no half-precision GEMM (and gives float32 for bfloat16): accumulate in float32
         return new(dev.xp.matmul(a.astype(_dt.F32), b.astype(_dt.F32)).astype(a.dtype), dev)
@@ -26,6 +30,16 @@ def matmul(x1, x2, /):
 
 
 _LOW = (_dt.F16, _dt.BF16)
+
+
+def _precheck_matmul(a, b, dev):
+    """The pre-allocation hook (set while a CPU scheduler context is entered) asked about matmul's result."""
+    try:
+        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return  # NumPy raises its own error
+    shape = batch + ((a.shape[-2],) if a.ndim > 1 else ()) + ((b.shape[-1],) if b.ndim > 1 else ())
+    _hooks.precheck(shape, np.result_type(a.dtype, b.dtype), dev)
 
 
 def matrix_transpose(x, /):

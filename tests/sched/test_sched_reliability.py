@@ -443,6 +443,16 @@ CREATIONS = {
     "random_normal_size": lambda: xp.random.default_rng(0).normal(0.0, 1.0, size=(REQUEST // 64, 8)),
     "random_legacy": lambda: xp.random.rand(REQUEST // 64, 8),
     "random_fast": lambda: xp.random.fast_rng(0, device="cpu").standard_normal(REQUEST // 8),
+    # results of computations on small (or broadcast, allocation-free) operands
+    "unary": lambda small: xp.exp(small),
+    "binary": lambda small: xp.add(small, small),
+    "binary_mixed_dtypes": lambda small, row32: xp.multiply(small, row32),
+    "binary_scalar": lambda small: xp.subtract(small, 1.0),
+    "operator": lambda small: small * small,
+    "operator_scalar": lambda small: small + 2,
+    "comparison": lambda wide: xp.less(wide, wide),
+    "matmul_outer": lambda col, row2: xp.matmul(col, row2),
+    "matmul_batched": lambda col3, row2: col3 @ row2,
 }
 
 
@@ -466,7 +476,12 @@ def test_refused_creation_allocates_nothing(small_ctx, kind):
     makers = {"small": lambda: xp.broadcast_to(xp.zeros((1, 1), device="cpu"), (REQUEST // 64, 8)),
               "src": lambda: xp.ones(REQUEST // 8, device="cpu"),
               "src32": lambda: np.ones(REQUEST // 8, dtype=np.float32),
-              "row": lambda: xp.arange(8.0, device="cpu")}
+              "row": lambda: xp.arange(8.0, device="cpu"),
+              "row32": lambda: xp.arange(8.0, dtype=xp.float32, device="cpu"),
+              "col": lambda: xp.ones((REQUEST // 64, 1), device="cpu"),
+              "col3": lambda: xp.ones((2, REQUEST // 128, 1), device="cpu"),
+              "row2": lambda: xp.ones((1, 8), device="cpu"),
+              "wide": lambda: xp.broadcast_to(xp.zeros((1, 1), device="cpu"), (REQUEST // 8, 8))}
     call_args = [makers[p]() for p in params]
     gc.collect()
     tracemalloc.start()
