@@ -31,7 +31,8 @@ from ._common import dtype_code
 ATTN_FILE = "attention.cu"
 DTYPES = ("f16", "bf16")
 HEAD_DIMS = (64, 128)
-BM = 64        # queries per CTA (attention.cu)
+# queries per CTA (attention.cu's 64 * MT: MT 16-row m-tiles per warp) by head dim; the first is the default
+BLOCK_M = {64: (64, 128), 128: (64,)}
 BN = 64        # keys per tile
 THREADS = 128
 _ALIGN_ELEMS = 8   # 16 bytes of 2-byte elements
@@ -44,14 +45,14 @@ def variants() -> list[tuple[str, tuple]]:
     return [(ATTN_FILE, ())]
 
 
-def kernel_name(dt: str, d: int) -> str:
-    """The extern "C" name of the kernel for dtype code dt and head dim d."""
-    return f"gpk_attn_fwd_{dt}_d{d}"
+def kernel_name(dt: str, d: int, bm: int = 64) -> str:
+    """The extern "C" name of the kernel for dtype code dt, head dim d and bm queries per CTA."""
+    return f"gpk_attn_fwd_{dt}_d{d}" + ("" if bm == 64 else f"_m{bm}")
 
 
 def expected_kernels() -> dict[str, set[str]]:
     """Every kernel name the launcher may request, by file."""
-    return {ATTN_FILE: {kernel_name(dt, d) for dt in DTYPES for d in HEAD_DIMS}}
+    return {ATTN_FILE: {kernel_name(dt, d, bm) for dt in DTYPES for d in HEAD_DIMS for bm in BLOCK_M[d]}}
 
 
 def expected_by_module() -> dict[tuple[str, tuple], set[str]]:
@@ -59,9 +60,17 @@ def expected_by_module() -> dict[tuple[str, tuple], set[str]]:
     return {(ATTN_FILE, ()): expected_kernels()[ATTN_FILE]}
 
 
-def smem_bytes(d: int, itemsize: int = 2) -> int:
-    """Dynamic shared memory of one CTA: the Q tile and two buffers each of K and V."""
-    return (BM + 4 * BN) * d * itemsize
+def smem_bytes(d: int, bm: int = 64, itemsize: int = 2) -> int:
+    """Dynamic shared memory of one CTA: the Q tile of bm rows and two buffers each of K and V."""
+    return (bm + 4 * BN) * d * itemsize
+
+
+def choose_block_m(d: int, bh: int, lq: int, sms: int) -> int:
+    """Queries per CTA: 128 (two m-tiles per warp: half the shared-memory reads per flop) for D = 64 where that grid
+    still has at least two CTAs per SM, else 64 (more CTAs for small batches)."""
+    if 128 in BLOCK_M[d] and bh * -(-lq // 128) >= 2 * sms:
+        return 128
+    return 64
 
 
 def _collapse(shape, stride_sets):
@@ -91,11 +100,11 @@ def _out_layout(q_shape, q_strides):
     return "c"
 
 
-def plan(q_shape, k_shape, v_shape, strides, ptrs, itemsize, causal):
+def plan(q_shape, k_shape, v_shape, strides, ptrs, itemsize, causal, bm=64):
     """The launch of the kernel for operands of these shapes, element strides (q, k, v, out: tuples of one
-    stride per axis), data pointers (q, k, v, out) and item size, or None where it does not cover them:
-    a dict with grid, block, d and the kernel's integer arguments in order (H, Lq, Lk, then batch, head and row
-    strides of q, k, v, out)."""
+    stride per axis), data pointers (q, k, v, out) and item size, with bm queries per CTA, or None where it does
+    not cover them: a dict with grid, block, d, B, H, Lq, Lk and the kernel's stride arguments in order (batch, head
+    and row strides of q, k, v, out)."""
     if itemsize != 2 or len(q_shape) < 2 or not (len(q_shape) == len(k_shape) == len(v_shape)):
         return None
     lead = tuple(q_shape[:-2])
@@ -103,7 +112,7 @@ def plan(q_shape, k_shape, v_shape, strides, ptrs, itemsize, causal):
         return None
     Lq, d = int(q_shape[-2]), int(q_shape[-1])
     Lk = int(k_shape[-2])
-    if d not in HEAD_DIMS or k_shape[-1] != d or v_shape[-1] != d or v_shape[-2] != Lk:
+    if d not in HEAD_DIMS or bm not in BLOCK_M[d] or k_shape[-1] != d or v_shape[-1] != d or v_shape[-2] != Lk:
         return None
     if Lq < 1 or Lk < 1 or (causal and Lq > Lk):
         return None
@@ -126,32 +135,32 @@ def plan(q_shape, k_shape, v_shape, strides, ptrs, itemsize, causal):
         if sb % _ALIGN_ELEMS or sh % _ALIGN_ELEMS or sr % _ALIGN_ELEMS:
             return None
         args += [sb, sh, sr]
-    nq = -(-Lq // BM)
+    nq = -(-Lq // bm)
     if B * H == 0 or B * H > 2**31 - 1 or nq > _MAX_GRID_Y or max(Lq, Lk) > 2**31 - 1 - BN:
         return None
-    return {"grid": (B * H, nq), "block": THREADS, "d": d, "B": B, "H": H, "Lq": Lq, "Lk": Lk,
+    return {"grid": (B * H, nq), "block": THREADS, "d": d, "bm": bm, "B": B, "H": H, "Lq": Lq, "Lk": Lk,
             "strides": args}
 
 
 _ready: dict = {}   # (kernel name, device) -> kernel with its shared-memory limit raised
 
 
-def _kernel(dt, d):
+def _kernel(dt, d, bm):
     dev = loader.current_device_id()
-    key = (dt, d, dev)
+    key = (dt, d, bm, dev)
     fn = _ready.get(key)
     if fn is None:
-        fn = loader.get_function(ATTN_FILE, kernel_name(dt, d))
-        smem = smem_bytes(d)
+        fn = loader.get_function(ATTN_FILE, kernel_name(dt, d, bm))
+        smem = smem_bytes(d, bm)
         if smem > 48 * 1024:
             fn.max_dynamic_shared_size_bytes = smem
         _ready[key] = fn
     return fn
 
 
-def attention(q, k, v, causal, scale):
+def attention(q, k, v, causal, scale, block_m=None):
     """softmax(q k^T * scale + causal mask) v through the fused kernel, or None where it does not cover the case
-    (see the module docstring)."""
+    (see the module docstring). block_m: queries per CTA (one of BLOCK_M[D]; None: choose_block_m's rule)."""
     import cupy
     dt = dtype_code(q.dtype)
     if dt not in DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
@@ -170,12 +179,16 @@ def attention(q, k, v, causal, scale):
         if any(s % isz for s in a.strides):
             return None
         strides.append(tuple(s // isz for s in a.strides))
+    bm = block_m
+    if bm is None:
+        bh = q.size // max(1, q.shape[-1] * q.shape[-2])
+        bm = choose_block_m(q.shape[-1], bh, q.shape[-2], loader.sm_count())
     p = plan(q.shape, k.shape, v.shape, strides, (q.data.ptr, k.data.ptr, v.data.ptr, out.data.ptr), isz,
-             bool(causal))
+             bool(causal), bm)
     if p is None:
         return None
-    fn = _kernel(dt, p["d"])
+    fn = _kernel(dt, p["d"], bm)
     args = (q, k, v, out, np.int32(p["H"]), np.int32(p["Lq"]), np.int32(p["Lk"]),
             *(np.int64(s) for s in p["strides"]), np.float32(scale * _LOG2E), np.int32(1 if causal else 0))
-    loader.launch(fn, p["grid"], p["block"], args, shared_mem=smem_bytes(p["d"]), pdl=True)
+    loader.launch(fn, p["grid"], p["block"], args, shared_mem=smem_bytes(p["d"], bm), pdl=True)
     return out

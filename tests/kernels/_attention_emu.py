@@ -27,8 +27,9 @@ def _exp2(x):
         return np.exp2(x).astype(F32)
 
 
-def emulate(q, k, v, causal, scale):
-    """The kernel's result for q (B, H, Lq, D), k, v (B, H, Lk, D) of one 16-bit dtype (causal needs Lq <= Lk)."""
+def emulate(q, k, v, causal, scale, bm=64):
+    """The kernel's result for q (B, H, Lq, D), k, v (B, H, Lk, D) of one 16-bit dtype (causal needs Lq <= Lk),
+    with bm queries per CTA (64 or 128)."""
     dt = q.dtype
     B, H, Lq, D = q.shape
     Lk = k.shape[2]
@@ -39,20 +40,20 @@ def emulate(q, k, v, causal, scale):
     for b in range(B):
         for h in range(H):
             qf, kf, vf = (a[b, h].astype(F32) for a in (q, k, v))
-            for m0 in range(0, Lq, BM):
-                out[b, h, m0:m0 + BM] = _cta(qf, kf, vf, m0, Lq, Lk, off, causal, sl2, D, dt)
+            for m0 in range(0, Lq, bm):
+                out[b, h, m0:m0 + bm] = _cta(qf, kf, vf, m0, Lq, Lk, off, causal, sl2, D, dt, bm)
     return out
 
 
-def _cta(qf, kf, vf, m0, Lq, Lk, off, causal, sl2, D, dt):
-    rows = np.arange(m0, m0 + BM)
-    qt = np.zeros((BM, D), F32)                       # rows past Lq are zero-filled
-    qt[:max(0, min(BM, Lq - m0))] = qf[m0:m0 + BM]
-    kv_end = min(Lk, m0 + BM + off) if causal else Lk
+def _cta(qf, kf, vf, m0, Lq, Lk, off, causal, sl2, D, dt, bm):
+    rows = np.arange(m0, m0 + bm)
+    qt = np.zeros((bm, D), F32)                       # rows past Lq are zero-filled
+    qt[:max(0, min(bm, Lq - m0))] = qf[m0:m0 + bm]
+    kv_end = min(Lk, m0 + bm + off) if causal else Lk
     n_tiles = -(-kv_end // BN)
-    acc = np.zeros((BM, D), F32)
-    m = np.full(BM, -np.inf, F32)
-    lpart = np.zeros((BM, 4), F32)                    # one partial row sum per lane of the quad
+    acc = np.zeros((bm, D), F32)
+    m = np.full(bm, -np.inf, F32)
+    lpart = np.zeros((bm, 4), F32)                    # one partial row sum per lane of the quad
     lane_of_col = (np.arange(BN) % 8) // 2            # column 8j + 2t + e belongs to lane t
     for it in range(n_tiles):
         n0 = it * BN
@@ -60,7 +61,7 @@ def _cta(qf, kf, vf, m0, Lq, Lk, off, causal, sl2, D, dt):
         vt = np.zeros((BN, D), F32)
         n = max(0, min(BN, Lk - n0))
         kt[:n], vt[:n] = kf[n0:n0 + n], vf[n0:n0 + n]
-        s = np.zeros((BM, BN), F32)
+        s = np.zeros((bm, BN), F32)
         for kk in range(D // 16):
             s = (s + qt[:, 16 * kk:16 * kk + 16] @ kt[:, 16 * kk:16 * kk + 16].T).astype(F32)
         s = (s * sl2).astype(F32)
@@ -86,7 +87,7 @@ def _cta(qf, kf, vf, m0, Lq, Lk, off, causal, sl2, D, dt):
     with np.errstate(divide="ignore"):
         inv = np.where(l > 0, F32(1) / l, F32(0)).astype(F32)
     o = (acc * inv[:, None]).astype(dt)
-    return o[:max(0, min(BM, Lq - m0))]
+    return o[:max(0, min(bm, Lq - m0))]
 
 
 def reference(q, k, v, causal, scale):
@@ -183,18 +184,21 @@ def _gather_c(frags, nblocks):
     return out
 
 
-def warp_tile(q_tile, k_tile, v_tile, p_tile, warp, D):
-    """One warp's S = Q K^T and O = P V for one key tile, through shared memory, ldmatrix and mma exactly as
-    attention.cu addresses them: q_tile (BM, D), k_tile, v_tile (BN, D) and p_tile (16, BN) in a 16-bit dtype.
-    Returns (S (16, BN), O (16, D), the staged output read back as the kernel's 16-byte stores do (16, D))."""
-    sQ, _ = load_tile(q_tile, BM, D)
+def warp_tile(q_tile, k_tile, v_tile, p_tile, warp, D, mt=1, t=0):
+    """m-tile t of one warp's S = Q K^T and O = P V for one key tile, through shared memory, ldmatrix and mma
+    exactly as attention.cu addresses them with mt m-tiles per warp: q_tile (64 mt, D), k_tile, v_tile (BN, D) and
+    p_tile (16, BN) in a 16-bit dtype. Returns (S (16, BN), O (16, D), the staged output read back as the kernel's
+    16-byte stores do (16, D))."""
+    bm = 64 * mt
+    wrow = warp * 16 * mt + 16 * t
+    sQ, _ = load_tile(q_tile, bm, D)
     sK, _ = load_tile(k_tile, BN, D)
     sV, _ = load_tile(v_tile, BN, D)
     kd, nb = D // 16, BN // 8
     lanes = range(32)
     mi = [lane >> 3 for lane in lanes]
     l8 = [lane & 7 for lane in lanes]
-    qf = [ldmatrix_x4(sQ, [swz(warp * 16 + (mi[x] & 1) * 8 + l8[x], 2 * kk + (mi[x] >> 1), D) for x in lanes])
+    qf = [ldmatrix_x4(sQ, [swz(wrow + (mi[x] & 1) * 8 + l8[x], 2 * kk + (mi[x] >> 1), D) for x in lanes])
           for kk in range(kd)]
     s = [[[0.0] * 4 for _ in lanes] for _ in range(nb)]
     for kk in range(kd):
@@ -223,22 +227,23 @@ def warp_tile(q_tile, k_tile, v_tile, p_tile, warp, D):
             acc[2 * dd + 1] = mma_16816(a, [r[2:4] for r in regs], acc[2 * dd + 1])
     O = _gather_c(acc, D // 8)
     # staging: 4-byte stores of (row g / g + 8, chunk n, columns 2t, 2t + 1), then 16-byte reads
-    sO = np.full(BM * D, np.nan, F32)
+    sO = np.full(bm * D, np.nan, F32)
     for n in range(D // 8):
         for lane in lanes:
-            g, t = lane // 4, lane % 4
-            ra = warp * 16 + g
-            o = swz(ra, n, D) + 2 * t
+            g, t4 = lane // 4, lane % 4
+            o = swz(wrow + g, n, D) + 2 * t4
             sO[o:o + 2] = acc[n][lane][0:2]
-            o = swz(ra + 8, n, D) + 2 * t
+            o = swz(wrow + g + 8, n, D) + 2 * t4
             sO[o:o + 2] = acc[n][lane][2:4]
     cpr = D // 8
     staged = np.full((16, D), np.nan, F32)
+    w0 = warp * 16 * mt          # the kernel's store loop covers the warp's 16 mt rows; this m-tile's are 16 of them
     for lane in lanes:
-        for i in range(lane, 16 * cpr, 32):
+        for i in range(lane, 16 * mt * cpr, 32):
             r, c = i // cpr, i % cpr
-            o = swz(warp * 16 + r, c, D)
-            staged[r, 8 * c:8 * c + 8] = sO[o:o + 8]
+            if w0 + r - wrow in range(16):
+                o = swz(w0 + r, c, D)
+                staged[w0 + r - wrow, 8 * c:8 * c + 8] = sO[o:o + 8]
     return S, O, staged
 
 
@@ -252,13 +257,13 @@ def phase_conflicts(byte_addrs, width=16):
     return extra
 
 
-def ldmatrix_phase_addrs(kind, D, warp=0, kk=0, jj=0):
+def ldmatrix_phase_addrs(kind, D, warp=0, kk=0, jj=0, mt=1, t=0):
     """Byte addresses the 32 lanes give one ldmatrix.x4 of the kernel (kind "q", "k" or "v")."""
     out = []
     for lane in range(32):
         mi, l8 = lane >> 3, lane & 7
         if kind == "q":
-            o = swz(warp * 16 + (mi & 1) * 8 + l8, 2 * kk + (mi >> 1), D)
+            o = swz(warp * 16 * mt + 16 * t + (mi & 1) * 8 + l8, 2 * kk + (mi >> 1), D)
         elif kind == "k":
             o = swz(16 * jj + (mi >> 1) * 8 + l8, 2 * kk + (mi & 1), D)
         else:

@@ -38,15 +38,15 @@ def _check(got, want, dtype, what):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D,bm", [(64, 64), (64, 128), (128, 64)])
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
 @pytest.mark.parametrize("T", [1, 7, 64, 65, 127, 200])
-def test_emulation_matches_float64(dtype, D, causal, T):
+def test_emulation_matches_float64(dtype, D, bm, causal, T):
     rng = np.random.default_rng(T * 7 + D)
     q, k, v = (_rand(rng, (2, 2, T, D), dtype) for _ in range(3))
     scale = D ** -0.5
-    _check(emu.emulate(q, k, v, causal, scale), emu.reference(q, k, v, causal, scale), dtype,
-           f"T={T} D={D} causal={causal}")
+    _check(emu.emulate(q, k, v, causal, scale, bm), emu.reference(q, k, v, causal, scale), dtype,
+           f"T={T} D={D} bm={bm} causal={causal}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
@@ -57,16 +57,18 @@ def test_emulation_long_sequence(dtype):
     _check(emu.emulate(q, k, v, True, D ** -0.5), emu.reference(q, k, v, True, D ** -0.5), dtype, "T=1031")
 
 
-@pytest.mark.parametrize("Lq,Lk", [(1, 300), (7, 64), (65, 130), (64, 65), (100, 1000)])
+@pytest.mark.parametrize("Lq,Lk", [(1, 300), (7, 64), (65, 130), (64, 65), (100, 1000), (129, 200)])
 @pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
-def test_emulation_fewer_queries_than_keys(Lq, Lk, causal):
+@pytest.mark.parametrize("bm", [64, 128])
+def test_emulation_fewer_queries_than_keys(Lq, Lk, causal, bm):
     """Queries are the last Lq positions of the keys (a continued prefill): the diagonal sits at j = i + Lk - Lq,
     crossing tile boundaries at every offset."""
     rng = np.random.default_rng(Lq * 1000 + Lk)
     dt = np.dtype(np.float16)
     q = _rand(rng, (1, 2, Lq, 64), dt)
     k, v = (_rand(rng, (1, 2, Lk, 64), dt) for _ in range(2))
-    _check(emu.emulate(q, k, v, causal, 0.125), emu.reference(q, k, v, causal, 0.125), dt, f"Lq={Lq} Lk={Lk}")
+    _check(emu.emulate(q, k, v, causal, 0.125, bm), emu.reference(q, k, v, causal, 0.125), dt,
+           f"Lq={Lq} Lk={Lk} bm={bm}")
 
 
 def test_emulation_online_softmax_rescales():
@@ -97,19 +99,21 @@ def test_emulation_scale_zero_is_the_running_mean():
 # --- the warp level ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("D", [64, 128])
+@pytest.mark.parametrize("D,mt,t", [(64, 1, 0), (128, 1, 0), (64, 2, 0), (64, 2, 1)])
 @pytest.mark.parametrize("warp", [0, 3])
-def test_fragments_compute_the_products(D, warp):
-    """S = Q K^T and O = P V of one key tile as the kernel's ldmatrix / mma sequence computes them, and the output
-    staged through shared memory, against NumPy's products (on exactly representable half-precision values)."""
-    rng = np.random.default_rng(D + warp)
+def test_fragments_compute_the_products(D, mt, t, warp):
+    """S = Q K^T and O = P V of one key tile as the kernel's ldmatrix / mma sequence computes them (m-tile t of a
+    warp with mt of them), and the output staged through shared memory, against NumPy's products (on exactly
+    representable half-precision values)."""
+    rng = np.random.default_rng(D + warp + 10 * mt + t)
     dt = np.float16
-    q = rng.integers(-4, 5, (emu.BM, D)).astype(dt)
+    q = rng.integers(-4, 5, (64 * mt, D)).astype(dt)
     k = rng.integers(-4, 5, (emu.BN, D)).astype(dt)
     v = rng.integers(-4, 5, (emu.BN, D)).astype(dt)
     p = (rng.integers(0, 9, (16, emu.BN)) / 8).astype(dt)
-    S, O, staged = emu.warp_tile(q, k, v, p, warp, D)
-    rows = slice(16 * warp, 16 * warp + 16)
+    S, O, staged = emu.warp_tile(q, k, v, p, warp, D, mt, t)
+    r0 = 16 * mt * warp + 16 * t
+    rows = slice(r0, r0 + 16)
     np.testing.assert_array_equal(S, q[rows].astype(np.float64) @ k.astype(np.float64).T)
     np.testing.assert_array_equal(O, p.astype(np.float64) @ v.astype(np.float64))
     np.testing.assert_array_equal(staged, O)
@@ -132,16 +136,20 @@ def test_fragments_catch_a_wrong_formula(monkeypatch):
     assert not np.array_equal(S_bad, S_ok)
 
 
-@pytest.mark.parametrize("D", [64, 128])
-def test_no_bank_conflicts(D):
-    for kind, steps in (("q", [(kk, 0) for kk in range(D // 16)]),
+@pytest.mark.parametrize("D,mt", [(64, 1), (128, 1), (64, 2)])
+def test_no_bank_conflicts(D, mt):
+    for t in range(mt):
+        for kk in range(D // 16):
+            for warp in range(4):
+                assert emu.phase_conflicts(emu.ldmatrix_phase_addrs("q", D, warp, kk, 0, mt, t)) == 0
+    for kind, steps in (
                         ("k", [(kk, jj) for kk in range(D // 16) for jj in range(emu.BN // 16)]),
                         ("v", [(kk, dd) for kk in range(emu.BN // 16) for dd in range(D // 16)])):
         for kk, jj in steps:
             for warp in range(4):
                 addrs = emu.ldmatrix_phase_addrs(kind, D, warp, kk, jj)
                 assert emu.phase_conflicts(addrs) == 0, (kind, kk, jj, warp)
-    _, writes = emu.load_tile(np.zeros((64, D), np.float16), 64, D)
+    _, writes = emu.load_tile(np.zeros((64 * mt, D), np.float16), 64 * mt, D)
     for addrs in writes:                       # cp.async: each warp's 32 16-byte writes, 8 lanes per phase
         for w in range(4):
             assert emu.phase_conflicts(addrs[32 * w:32 * w + 32]) == 0
@@ -214,6 +222,15 @@ def test_plan_declines(why, args):
     assert p is None, why
 
 
+def test_block_m_rule():
+    assert attn.choose_block_m(64, 8 * 12, 1024, 132) == 128      # 768 CTAs of 128 queries
+    assert attn.choose_block_m(64, 12, 1024, 132) == 64           # 96 would leave SMs idle
+    assert attn.choose_block_m(128, 8 * 12, 1024, 132) == 64      # no 128-query kernel for D = 128
+    s = _strides((1, 2, 8, 128))
+    assert attn.plan((1, 2, 8, 128), (1, 2, 8, 128), (1, 2, 8, 128), [s] * 4, (0,) * 4, 2, True, 128) is None
+    assert attn.smem_bytes(64, 128) == 48 * 1024 and attn.smem_bytes(128) == 80 * 1024
+
+
 def test_plan_drops_strides_of_extent_one_axes():
     """An axis of extent 1 may carry any stride (CuPy keeps whatever the view had): it must not decline."""
     shape = (1, 1, 1, 64)
@@ -248,17 +265,19 @@ class _Launches:
         H, Lq, Lk = (int(a) for a in args[4:7])
         st = [int(a) for a in args[7:19]]
         sl2, causal = float(args[19]), int(args[20])
-        d = int(fn.name.rsplit("_d", 1)[1])
-        assert block == 128 and shared_mem == attn.smem_bytes(d)
+        d, _, m = fn.name.rsplit("_d", 1)[1].partition("_m")
+        d, bm = int(d), int(m or 64)
+        assert block == 128 and shared_mem == attn.smem_bytes(d, bm)
         assert shared_mem <= 48 * 1024 or fn.max_dynamic_shared_size_bytes >= shared_mem
         assert pdl
         for a in (q, k, v, o):
             assert a.data.ptr % 16 == 0
         assert all(s % 8 == 0 for s in st)
         BH, nq = grid
-        assert nq == -(-Lq // 64) and BH % H == 0
+        assert nq == -(-Lq // bm) and BH % H == 0
         B = BH // H
         self.calls.append((fn.name, grid))
+        self.bm = bm
 
         def offsets(L, sb, sh, sr):  # element offsets from each base, as attention.cu forms them
             b, h, r, c = np.meshgrid(np.arange(B), np.arange(H), np.arange(L), np.arange(d), indexing="ij")
@@ -266,7 +285,7 @@ class _Launches:
 
         offs = [offsets(L, *st[3 * i:3 * i + 3]) for i, L in enumerate((Lq, Lk, Lk, Lq))]
         qv, kv, vv = (_emu.Memory(a).read(off) for a, off in zip((q, k, v), offs[:3]))
-        res = emu.emulate(qv, kv, vv, bool(causal), sl2 / 1.4426950408889634)
+        res = emu.emulate(qv, kv, vv, bool(causal), sl2 / 1.4426950408889634, bm)
         _emu.Memory(o).write(offs[3], res)
 
 
@@ -280,14 +299,15 @@ def fake_gpu(monkeypatch):
         monkeypatch.setattr(loader, "get_function", lx.get_function)
         monkeypatch.setattr(loader, "launch", lx.launch)
         monkeypatch.setattr(loader, "current_device_id", lambda: 0)
+        monkeypatch.setattr(loader, "sm_count", lambda device_id=None: 132)
         monkeypatch.setattr(attn, "_ready", {})
         return lx
     return fake, install
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: d.name)
-@pytest.mark.parametrize("D", [64, 128])
-def test_attention_on_fused_qkv_views(fake_gpu, dtype, D):
+@pytest.mark.parametrize("D,bm", [(64, 64), (64, 128), (128, 64)])
+def test_attention_on_fused_qkv_views(fake_gpu, dtype, D, bm):
     """GPT-2's layout: q, k, v are (B, H, T, D) views of one (B, T, 3, H, D) projection, and the result comes back
     as a (B, H, T, D) view of a (B, T, H, D) array."""
     fake, install = fake_gpu
@@ -296,8 +316,8 @@ def test_attention_on_fused_qkv_views(fake_gpu, dtype, D):
     qkv = fake.asarray(_rand(rng, (B, T, 3, H, D), dtype))
     q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
     lx = install()
-    y = attn.attention(q, k, v, True, D ** -0.5)
-    assert y is not None and lx.calls and lx.calls[0][1] == (B * H, 2)
+    y = attn.attention(q, k, v, True, D ** -0.5, block_m=bm)
+    assert y is not None and lx.calls and lx.calls[0][1] == (B * H, -(-T // bm)) and lx.bm == bm
     assert y.shape == (B, H, T, D) and y.strides == (T * H * D * 2, D * 2, H * D * 2, 2)
     host = np.asarray(qkv._a)
     want = emu.reference(*(host[:, :, i].transpose(0, 2, 1, 3) for i in range(3)), True, D ** -0.5)

@@ -9,10 +9,11 @@
 // projection and o can be written in (B, T, H, D) order, with no copies. causal: query i attends keys
 // j <= i + (Lk - Lq) (the launcher only sends Lq <= Lk, so every query attends key 0 at least).
 //
-// Work split. One CTA of 4 warps per (batch * head, tile of BM = 64 queries); each warp owns 16 query rows. The
-// grid's x axis is batch * head and y the query tile, counted from the last tile when causal, so the tiles with the
-// most keys start first. A CTA walks the key/value tiles of BN = 64 keys in order (only those a causal tile can
-// see), with K and V double-buffered in shared memory by cp.async: tile t + 1 loads while tile t computes.
+// Work split. One CTA of 4 warps per (batch * head, tile of BM queries); each warp owns 16 MT query rows (MT = 1:
+// BM = 64, the kernels without a suffix; MT = 2: BM = 128, the _m128 ones, D = 64 only). The grid's x axis is
+// batch * head and y the query tile, counted from the last tile when causal, so the tiles with the most keys start
+// first. A CTA walks the key/value tiles of BN = 64 keys in order (only those a causal tile can see), with K and V
+// double-buffered in shared memory by cp.async: tile t + 1 loads while tile t computes.
 //
 // Per key tile, per warp (the FlashAttention-2 loop): S = Q K^T with mma.sync m16n8k16 (Q's fragments loaded once
 // into registers, K's through ldmatrix), S * scale * log2(e), masking (-inf) only on a tile that crosses the
@@ -23,7 +24,7 @@
 //
 // Shared memory: 16-byte chunks of each row are XOR-swizzled by (row % 8), so the 8 row addresses of an ldmatrix
 // phase and the cp.async writes hit 8 different 16-byte bank groups. Dynamic size (BM + 4 BN) * D * 2 bytes:
-// 40 KiB for D = 64, 80 KiB for D = 128 (the launcher raises the kernel's limit).
+// 40 KiB for D = 64 (48 KiB with BM = 128), 80 KiB for D = 128 (the launcher raises the kernel's limit).
 //
 // The numerics (tile order, the roundings, the -inf guards) are mirrored by a NumPy emulation in
 // tests/kernels/_attention_emu.py, which the CPU tests hold against float64; the fragment and swizzle index
@@ -33,7 +34,6 @@
 namespace gpk {
 namespace attn {
 
-constexpr int BM = 64;        // queries per CTA
 constexpr int BN = 64;        // keys per tile
 constexpr int NTHREADS = 128; // 4 warps, 16 query rows each
 
@@ -124,13 +124,18 @@ __device__ __forceinline__ void load_tile(T* sm, const T* __restrict__ g, long l
   }
 }
 
-template <class T, int D>
+// MT: 16-row m-tiles per warp (BM = 64 MT queries per CTA). MT = 2 uses each K and V fragment read from shared
+// memory for two mma instead of one, halving shared-memory traffic per flop, for twice the accumulator registers
+// and half the CTAs (the launcher picks it for D = 64 where the grid stays large).
+template <class T, int D, int MT>
 __device__ __forceinline__ void fwd(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                                     T* __restrict__ o, int H, int Lq, int Lk, long long sqb, long long sqh,
                                     long long sqt, long long skb, long long skh, long long skt, long long svb,
                                     long long svh, long long svt, long long sob, long long soh, long long sot,
                                     float sl2, int causal) {
   static_assert(D % 64 == 0, "the swizzle needs at least 8 chunks per row");
+  constexpr int BM = 64 * MT;  // queries per CTA
+  constexpr int WR = 16 * MT;  // query rows per warp
   constexpr int KD = D / 16;   // k-steps of S = Q K^T, and 16-column groups of O
   constexpr int NB = BN / 8;   // 8-key column blocks of S
   const float NEG_INF = __int_as_float(0xff800000);
@@ -148,7 +153,7 @@ __device__ __forceinline__ void fwd(const T* __restrict__ q, const T* __restrict
   k += b * skb + h * skh;
   v += b * svb + h * svh;
   o += b * sob + h * soh;
-  const int off = Lk - Lq;  // >= 0
+  const int off = Lk - Lq;  // >= 0 when causal
   const int kv_end = causal ? min(Lk, m0 + BM + off) : Lk;  // keys any row of this tile may attend: [0, kv_end)
   const int n_tiles = (kv_end + BN - 1) / BN;
 
@@ -163,14 +168,18 @@ __device__ __forceinline__ void fwd(const T* __restrict__ q, const T* __restrict
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int g = lane >> 2, t4 = lane & 3;    // fragment row group and column pair
   const int mi = lane >> 3, l8 = lane & 7;   // ldmatrix: which 8x8 matrix this lane addresses, and its row
-  const int row_a = m0 + warp * 16 + g;      // this thread's two query rows
-  const int row_b = row_a + 8;
+  const int wrow = warp * WR;                // the warp's first row in the tile
 
-  unsigned qf[KD][4];
-  float acc[D / 8][4];
+  unsigned qf[MT][KD][4];
+  float acc[MT][D / 8][4];
+  float m_a[MT], m_b[MT], l_a[MT], l_b[MT];  // rows g and g + 8 of each m-tile
 #pragma unroll
-  for (int n = 0; n < D / 8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
-  float m_a = NEG_INF, m_b = NEG_INF, l_a = 0.f, l_b = 0.f;
+  for (int t = 0; t < MT; ++t) {
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) acc[t][n][0] = acc[t][n][1] = acc[t][n][2] = acc[t][n][3] = 0.f;
+    m_a[t] = m_b[t] = NEG_INF;
+    l_a[t] = l_b[t] = 0.f;
+  }
 
   for (int it = 0; it < n_tiles; ++it) {
     const int buf = it & 1;
@@ -183,146 +192,172 @@ __device__ __forceinline__ void fwd(const T* __restrict__ q, const T* __restrict
     __syncthreads();
     if (it == 0) {
 #pragma unroll
-      for (int kk = 0; kk < KD; ++kk)
-        ldsm_x4(smem_u32(sQ + swz<D>(warp * 16 + (mi & 1) * 8 + l8, 2 * kk + (mi >> 1))), qf[kk][0], qf[kk][1],
-                qf[kk][2], qf[kk][3]);
+      for (int t = 0; t < MT; ++t) {
+#pragma unroll
+        for (int kk = 0; kk < KD; ++kk)
+          ldsm_x4(smem_u32(sQ + swz<D>(wrow + 16 * t + (mi & 1) * 8 + l8, 2 * kk + (mi >> 1))), qf[t][kk][0],
+                  qf[t][kk][1], qf[t][kk][2], qf[t][kk][3]);
+      }
     }
     const T* cK = sK + buf * BN * D;
     const T* cV = sV + buf * BN * D;
 
-    // S = Q K^T (16 x BN per warp)
-    float s[NB][4];
+    // S = Q K^T (WR x BN per warp)
+    float s[MT][NB][4];
 #pragma unroll
-    for (int j = 0; j < NB; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+    for (int t = 0; t < MT; ++t) {
+#pragma unroll
+      for (int j = 0; j < NB; ++j) s[t][j][0] = s[t][j][1] = s[t][j][2] = s[t][j][3] = 0.f;
+    }
 #pragma unroll
     for (int kk = 0; kk < KD; ++kk) {
 #pragma unroll
       for (int jj = 0; jj < NB / 2; ++jj) {
         unsigned b0, b1, b2, b3;
         ldsm_x4(smem_u32(cK + swz<D>(16 * jj + (mi >> 1) * 8 + l8, 2 * kk + (mi & 1))), b0, b1, b2, b3);
-        Mma<T>::run(s[2 * jj], qf[kk], b0, b1);
-        Mma<T>::run(s[2 * jj + 1], qf[kk], b2, b3);
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          Mma<T>::run(s[t][2 * jj], qf[t][kk], b0, b1);
+          Mma<T>::run(s[t][2 * jj + 1], qf[t][kk], b2, b3);
+        }
       }
     }
 
     // scale to the log2 domain, mask, online softmax
     const int n0 = it * BN;
     const bool need_mask = n0 + BN > Lk || (causal && n0 + BN - 1 > m0 + off);
+    unsigned pa[MT][BN / 16][4];  // P as the A fragments of O += P V
 #pragma unroll
-    for (int j = 0; j < NB; ++j) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[j][e] *= sl2;
-    }
-    if (need_mask) {
+    for (int t = 0; t < MT; ++t) {
+      const int row_a = m0 + wrow + 16 * t + g, row_b = row_a + 8;  // this thread's two query rows
 #pragma unroll
       for (int j = 0; j < NB; ++j) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = n0 + 8 * j + 2 * t4 + (e & 1);
-          const int row = e < 2 ? row_a : row_b;
-          if (key >= Lk || (causal && key > row + off)) s[j][e] = NEG_INF;
+        for (int e = 0; e < 4; ++e) s[t][j][e] *= sl2;
+      }
+      if (need_mask) {
+#pragma unroll
+        for (int j = 0; j < NB; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = n0 + 8 * j + 2 * t4 + (e & 1);
+            const int row = e < 2 ? row_a : row_b;
+            if (key >= Lk || (causal && key > row + off)) s[t][j][e] = NEG_INF;
+          }
         }
       }
-    }
-    float mx_a = m_a, mx_b = m_b;
+      float mx_a = m_a[t], mx_b = m_b[t];
 #pragma unroll
-    for (int j = 0; j < NB; ++j) {
-      mx_a = fmaxf(mx_a, fmaxf(s[j][0], s[j][1]));
-      mx_b = fmaxf(mx_b, fmaxf(s[j][2], s[j][3]));
-    }
-    mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 1));
-    mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 2));
-    mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
-    mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
-    // a row with no key yet keeps m = -inf: subtract 0 instead, so exp2 sees -inf (0), never -inf - -inf (NaN)
-    const float base_a = mx_a == NEG_INF ? 0.f : mx_a;
-    const float base_b = mx_b == NEG_INF ? 0.f : mx_b;
-    const float al_a = ex2(m_a - base_a), al_b = ex2(m_b - base_b);
-    m_a = mx_a;
-    m_b = mx_b;
-    float ps_a = 0.f, ps_b = 0.f;
+      for (int j = 0; j < NB; ++j) {
+        mx_a = fmaxf(mx_a, fmaxf(s[t][j][0], s[t][j][1]));
+        mx_b = fmaxf(mx_b, fmaxf(s[t][j][2], s[t][j][3]));
+      }
+      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 1));
+      mx_a = fmaxf(mx_a, __shfl_xor_sync(0xffffffffu, mx_a, 2));
+      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 1));
+      mx_b = fmaxf(mx_b, __shfl_xor_sync(0xffffffffu, mx_b, 2));
+      // a row with no key yet keeps m = -inf: subtract 0 instead, so exp2 sees -inf (0), never -inf - -inf (NaN)
+      const float base_a = mx_a == NEG_INF ? 0.f : mx_a;
+      const float base_b = mx_b == NEG_INF ? 0.f : mx_b;
+      const float al_a = ex2(m_a[t] - base_a), al_b = ex2(m_b[t] - base_b);
+      m_a[t] = mx_a;
+      m_b[t] = mx_b;
+      float ps_a = 0.f, ps_b = 0.f;
 #pragma unroll
-    for (int j = 0; j < NB; ++j) {
-      s[j][0] = ex2(s[j][0] - base_a);
-      s[j][1] = ex2(s[j][1] - base_a);
-      s[j][2] = ex2(s[j][2] - base_b);
-      s[j][3] = ex2(s[j][3] - base_b);
-      ps_a += s[j][0] + s[j][1];
-      ps_b += s[j][2] + s[j][3];
-    }
-    l_a = l_a * al_a + ps_a;
-    l_b = l_b * al_b + ps_b;
+      for (int j = 0; j < NB; ++j) {
+        s[t][j][0] = ex2(s[t][j][0] - base_a);
+        s[t][j][1] = ex2(s[t][j][1] - base_a);
+        s[t][j][2] = ex2(s[t][j][2] - base_b);
+        s[t][j][3] = ex2(s[t][j][3] - base_b);
+        ps_a += s[t][j][0] + s[t][j][1];
+        ps_b += s[t][j][2] + s[t][j][3];
+      }
+      l_a[t] = l_a[t] * al_a + ps_a;
+      l_b[t] = l_b[t] * al_b + ps_b;
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-      acc[n][0] *= al_a;
-      acc[n][1] *= al_a;
-      acc[n][2] *= al_b;
-      acc[n][3] *= al_b;
+      for (int n = 0; n < D / 8; ++n) {
+        acc[t][n][0] *= al_a;
+        acc[t][n][1] *= al_a;
+        acc[t][n][2] *= al_b;
+        acc[t][n][3] *= al_b;
+      }
+      // P's C fragments of two adjacent 8-key blocks are the A fragment of one 16-key step
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        pa[t][kk][0] = Mma<T>::pack(s[t][2 * kk][0], s[t][2 * kk][1]);
+        pa[t][kk][1] = Mma<T>::pack(s[t][2 * kk][2], s[t][2 * kk][3]);
+        pa[t][kk][2] = Mma<T>::pack(s[t][2 * kk + 1][0], s[t][2 * kk + 1][1]);
+        pa[t][kk][3] = Mma<T>::pack(s[t][2 * kk + 1][2], s[t][2 * kk + 1][3]);
+      }
     }
 
-    // O += P V: P's C fragments of two adjacent 8-key blocks are the A fragment of one 16-key step
+    // O += P V
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
-      unsigned a[4];
-      a[0] = Mma<T>::pack(s[2 * kk][0], s[2 * kk][1]);
-      a[1] = Mma<T>::pack(s[2 * kk][2], s[2 * kk][3]);
-      a[2] = Mma<T>::pack(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      a[3] = Mma<T>::pack(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 #pragma unroll
       for (int dd = 0; dd < KD; ++dd) {
         unsigned b0, b1, b2, b3;
         ldsm_x4_t(smem_u32(cV + swz<D>(16 * kk + (mi & 1) * 8 + l8, 2 * dd + (mi >> 1))), b0, b1, b2, b3);
-        Mma<T>::run(acc[2 * dd], a, b0, b1);
-        Mma<T>::run(acc[2 * dd + 1], a, b2, b3);
+#pragma unroll
+        for (int t = 0; t < MT; ++t) {
+          Mma<T>::run(acc[t][2 * dd], pa[t][kk], b0, b1);
+          Mma<T>::run(acc[t][2 * dd + 1], pa[t][kk], b2, b3);
+        }
       }
     }
     __syncthreads();  // every warp is done with buffer `buf` before the next iteration refills it
   }
   cp_async_wait<0>();
 
-  // o = O / l, staged through this warp's own 16 rows of the Q tile, then 16-byte stores
-  l_a += __shfl_xor_sync(0xffffffffu, l_a, 1);
-  l_a += __shfl_xor_sync(0xffffffffu, l_a, 2);
-  l_b += __shfl_xor_sync(0xffffffffu, l_b, 1);
-  l_b += __shfl_xor_sync(0xffffffffu, l_b, 2);
-  const float inv_a = l_a > 0.f ? 1.f / l_a : 0.f;
-  const float inv_b = l_b > 0.f ? 1.f / l_b : 0.f;
+  // o = O / l, staged through this warp's own rows of the Q tile, then 16-byte stores
   T* sO = sQ;
-  const int r_a = warp * 16 + g;
 #pragma unroll
-  for (int n = 0; n < D / 8; ++n) {
-    const unsigned ua = Mma<T>::pack(acc[n][0] * inv_a, acc[n][1] * inv_a);
-    const unsigned ub = Mma<T>::pack(acc[n][2] * inv_b, acc[n][3] * inv_b);
-    *reinterpret_cast<unsigned*>(sO + swz<D>(r_a, n) + 2 * t4) = ua;
-    *reinterpret_cast<unsigned*>(sO + swz<D>(r_a + 8, n) + 2 * t4) = ub;
+  for (int t = 0; t < MT; ++t) {
+    float la = l_a[t], lb = l_b[t];
+    la += __shfl_xor_sync(0xffffffffu, la, 1);
+    la += __shfl_xor_sync(0xffffffffu, la, 2);
+    lb += __shfl_xor_sync(0xffffffffu, lb, 1);
+    lb += __shfl_xor_sync(0xffffffffu, lb, 2);
+    const float inv_a = la > 0.f ? 1.f / la : 0.f;
+    const float inv_b = lb > 0.f ? 1.f / lb : 0.f;
+    const int r_a = wrow + 16 * t + g;
+#pragma unroll
+    for (int n = 0; n < D / 8; ++n) {
+      const unsigned ua = Mma<T>::pack(acc[t][n][0] * inv_a, acc[t][n][1] * inv_a);
+      const unsigned ub = Mma<T>::pack(acc[t][n][2] * inv_b, acc[t][n][3] * inv_b);
+      *reinterpret_cast<unsigned*>(sO + swz<D>(r_a, n) + 2 * t4) = ua;
+      *reinterpret_cast<unsigned*>(sO + swz<D>(r_a + 8, n) + 2 * t4) = ub;
+    }
   }
   __syncwarp();
   constexpr int CPR = D / 8;
 #pragma unroll
-  for (int i = lane; i < 16 * CPR; i += 32) {
+  for (int i = lane; i < WR * CPR; i += 32) {
     const int r = i / CPR, c = i % CPR;
-    const int gr = m0 + warp * 16 + r;
+    const int gr = m0 + wrow + r;
     if (gr < Lq)
       *reinterpret_cast<uint4*>(o + (long long)gr * sot + c * 8) =
-          *reinterpret_cast<const uint4*>(sO + swz<D>(warp * 16 + r, c));
+          *reinterpret_cast<const uint4*>(sO + swz<D>(wrow + r, c));
   }
 }
 
 }  // namespace attn
 }  // namespace gpk
 
-// D = 64 fits 3 CTAs per SM in registers at 168 each; D = 128 needs more registers than that (its O accumulator
-// alone is 64 floats), so it is bounded at 2.
-#define GPK_ATTN_KERNEL(T, DT, D, MINB)                                                                         \
-  extern "C" __global__ void __launch_bounds__(128, MINB) gpk_attn_fwd_##DT##_d##D(                            \
+// Launch bounds: D = 64 with one m-tile per warp fits 3 CTAs per SM in registers; two m-tiles per warp (its
+// accumulators and P fragments doubled) and D = 128 (an O accumulator of 64 floats per m-tile) are bounded at 2.
+#define GPK_ATTN_KERNEL(T, DT, D, MT, SUFFIX, MINB)                                                            \
+  extern "C" __global__ void __launch_bounds__(128, MINB) gpk_attn_fwd_##DT##_d##D##SUFFIX(                    \
       const T* q, const T* k, const T* v, T* o, int H, int Lq, int Lk, long long sqb, long long sqh,           \
       long long sqt, long long skb, long long skh, long long skt, long long svb, long long svh, long long svt,  \
       long long sob, long long soh, long long sot, float sl2, int causal) {                                    \
-    gpk::attn::fwd<T, D>(q, k, v, o, H, Lq, Lk, sqb, sqh, sqt, skb, skh, skt, svb, svh, svt, sob, soh, sot,    \
-                         sl2, causal);                                                                         \
+    gpk::attn::fwd<T, D, MT>(q, k, v, o, H, Lq, Lk, sqb, sqh, sqt, skb, skh, skt, svb, svh, svt, sob, soh,     \
+                             sot, sl2, causal);                                                                \
   }
 
-GPK_ATTN_KERNEL(__half, f16, 64, 3)
-GPK_ATTN_KERNEL(__nv_bfloat16, bf16, 64, 3)
-GPK_ATTN_KERNEL(__half, f16, 128, 2)
-GPK_ATTN_KERNEL(__nv_bfloat16, bf16, 128, 2)
+GPK_ATTN_KERNEL(__half, f16, 64, 1, , 3)
+GPK_ATTN_KERNEL(__nv_bfloat16, bf16, 64, 1, , 3)
+GPK_ATTN_KERNEL(__half, f16, 64, 2, _m128, 2)
+GPK_ATTN_KERNEL(__nv_bfloat16, bf16, 64, 2, _m128, 2)
+GPK_ATTN_KERNEL(__half, f16, 128, 1, , 2)
+GPK_ATTN_KERNEL(__nv_bfloat16, bf16, 128, 1, , 2)
