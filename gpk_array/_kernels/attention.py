@@ -158,9 +158,10 @@ def _kernel(dt, d, bm):
     return fn
 
 
-def attention(q, k, v, causal, scale, block_m=None):
+def attention(q, k, v, causal, scale, block_m=None, out=None):
     """softmax(q k^T * scale + causal mask) v through the fused kernel, or None where it does not cover the case
-    (see the module docstring). block_m: queries per CTA (one of BLOCK_M[D]; None: choose_block_m's rule)."""
+    (see the module docstring). block_m: queries per CTA (one of BLOCK_M[D]; None: choose_block_m's rule).
+    out: an array of q's shape and dtype to write the result into (any layout the kernel takes), or None."""
     import cupy
     dt = dtype_code(q.dtype)
     if dt not in DTYPES or k.dtype != q.dtype or v.dtype != q.dtype:
@@ -168,8 +169,10 @@ def attention(q, k, v, causal, scale, block_m=None):
     if q.ndim < 2 or q.shape[-1] not in HEAD_DIMS or not math.isfinite(scale):
         return None
     isz = q.dtype.itemsize
-    layout = _out_layout(q.shape, q.strides)
-    if layout == "bthd":
+    if out is not None:
+        if out.shape != q.shape or out.dtype != q.dtype:
+            return None
+    elif _out_layout(q.shape, q.strides) == "bthd":
         B, H, T, D = q.shape
         out = cupy.empty((B, T, H, D), dtype=q.dtype).transpose(0, 2, 1, 3)
     else:
