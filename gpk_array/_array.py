@@ -174,10 +174,10 @@ class Array:
         return self._data.shape[0]
 
     def __iter__(self):
+        # not a generator function: iter() itself raises for a 0-d array (numpy.iterable(x) is then False)
         if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-dimensional array")
-        for i in range(self._data.shape[0]):
-            yield self[i]
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self._data.shape[0]))
 
     # --- printing: __repr__ and __str__ are NumPy's style, installed by gpk_array._numpy ------------------
     def __format__(self, spec):
@@ -268,7 +268,11 @@ def _install_operators():
 
 
 def _array_like(x):
-    return isinstance(x, (list, tuple, np.ndarray, np.generic)) or hasattr(x, "__cuda_array_interface__")
+    """Whether an operator's operand that is neither an Array nor a built-in Python scalar is one the operators
+    take: sequences, NumPy arrays and scalars, CUDA arrays, and instances of subclasses of int, float and complex
+    (``finfo(float32).eps``), which count as Python scalars."""
+    return isinstance(x, (list, tuple, np.ndarray, np.generic, int, float, complex)) or \
+        hasattr(x, "__cuda_array_interface__")
 
 
 __all__ = ["Array", "Device"]

@@ -139,20 +139,45 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return new(dev.xp.cross(x, y, axisa=axisa, axisb=axisb, axisc=axisc), dev)
 
 
+def _cast_operands(x1, x2, dtype):
+    """x1 and x2 as Arrays of dtype (NumPy's ``dtype=`` of matmul and friends selects the loop: the operands are
+    cast first and the product computed in dtype, not computed in their own dtype and cast after)."""
+    dev = dev_of(x1, x2)
+    dt = _dt.to_dtype(dtype)
+    a, b = to_array(x1, dev), to_array(x2, dev)
+    if a._data.dtype != dt:
+        a = new(a._data.astype(dt), dev)
+    if b._data.dtype != dt:
+        b = new(b._data.astype(dt), dev)
+    return a, b
+
+
+def _no_kwargs(name, kwargs):
+    """NumPy's ufunc keywords that change nothing here (casting=, order=, subok=, signature=) are accepted; any
+    other (axes=, a misspelling) raises TypeError instead of being ignored."""
+    for k in ("casting", "order", "subok", "signature"):
+        kwargs.pop(k, None)
+    if kwargs:
+        raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
+
+
 @oom_guard
 def matmul(x1, x2, /, out=None, *, dtype=None, **kwargs):
-    """NumPy's ``matmul`` with ``out=`` and ``dtype=`` (and the standard's)."""
-    r = _matmul(x1, x2)
+    """NumPy's ``matmul`` with ``out=`` and ``dtype=`` (and the standard's); ``dtype=`` casts the operands and
+    multiplies in that dtype, as NumPy's loop selection does."""
+    _no_kwargs("matmul", kwargs)
     if dtype is not None:
-        dt = _dt.to_dtype(dtype)
-        if r._data.dtype != dt:
-            r = new(r._data.astype(dt), r._device)
+        x1, x2 = _cast_operands(x1, x2, dtype)
+    r = _matmul(x1, x2)
     return r if out is None else finish(r._data, r._device, out)
 
 
 @oom_guard
-def matvec(x1, x2, /, out=None, **kwargs):
+def matvec(x1, x2, /, out=None, *, dtype=None, **kwargs):
     """Matrix-vector products over stacks: ``(x1 @ x2[..., None])[..., 0]`` (NumPy 2.2's matvec)."""
+    _no_kwargs("matvec", kwargs)
+    if dtype is not None:
+        x1, x2 = _cast_operands(x1, x2, dtype)
     dev = dev_of(x1, x2)
     a, v = data(x1, dev), data(x2, dev)
     r = dev.xp.matmul(a, v[..., None])[..., 0]
@@ -160,8 +185,11 @@ def matvec(x1, x2, /, out=None, **kwargs):
 
 
 @oom_guard
-def vecmat(x1, x2, /, out=None, **kwargs):
+def vecmat(x1, x2, /, out=None, *, dtype=None, **kwargs):
     """Vector-matrix products over stacks, the vector conjugated: ``(conj(x1)[..., None, :] @ x2)[..., 0, :]``."""
+    _no_kwargs("vecmat", kwargs)
+    if dtype is not None:
+        x1, x2 = _cast_operands(x1, x2, dtype)
     dev = dev_of(x1, x2)
     v, a = data(x1, dev), data(x2, dev)
     if v.dtype.kind == "c":

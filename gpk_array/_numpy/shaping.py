@@ -270,7 +270,8 @@ def transpose(a, axes=None):
 def swapaxes(a, axis1, axis2):
     """A view of ``a`` with ``axis1`` and ``axis2`` interchanged (NumPy's ``swapaxes``)."""
     x = to_array(a)
-    return new(x._data.swapaxes(normalize_axis(axis1, x.ndim), normalize_axis(axis2, x.ndim)), x._device)
+    return new(x._data.swapaxes(normalize_axis(axis1, x.ndim, "axis1"),
+                                   normalize_axis(axis2, x.ndim, "axis2")), x._device)
 
 
 def rollaxis(a, axis, start=0):

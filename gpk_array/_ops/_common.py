@@ -3,12 +3,25 @@ import builtins
 import functools
 import operator
 
+import numpy as np
+
 from .._array import Array
 from .._device import CPU
 from .._errors import DeviceError, OutOfMemoryError
 
 PY_SCALARS = (builtins.bool, int, float, complex)
 new = Array._new
+_AxisError = np.exceptions.AxisError
+
+
+def plain_scalar(x):
+    """x as a plain Python int, float or complex where x is an instance of a subclass of one that is no NumPy
+    scalar (``finfo(float32).eps``, an ``enum.IntEnum`` member), else None: such values are Python scalars to
+    the standard (weak in promotion), and the fast paths only recognize the exact built-in classes."""
+    c = x.__class__
+    if c in PY_SCALARS or not isinstance(x, (int, float, complex)) or isinstance(x, np.generic):
+        return None
+    return int(x) if isinstance(x, int) else float(x) if isinstance(x, float) else complex(x)
 
 
 def as_array(x, device=None):
@@ -31,13 +44,21 @@ def as_arrays(*xs):
     return [as_array(x, dev) for x in xs]
 
 
+def axis_error(axis, ndim, name="axis"):
+    """NumPy's ``AxisError`` (a ValueError and an IndexError) for axis out of range for ndim dimensions, with
+    NumPy's wording (``axis 2 is out of bounds for array of dimension 2``; other names as a prefix)."""
+    return _AxisError(axis, ndim, None if name == "axis" else name)
+
+
 def normalize_axis(axis, ndim, name="axis"):
+    """axis as a non-negative int below ndim (0 for the axes 0 and -1 of a 0-d array); out of range raises
+    ``numpy.exceptions.AxisError``, a subclass of both ValueError and IndexError, as NumPy's functions do."""
     try:
         ax = operator.index(axis)
     except TypeError:
         raise TypeError(f"{name} must be an integer, got {type(axis).__name__}") from None
     if not -ndim <= ax < max(ndim, 1) or (ndim == 0 and ax not in (0, -1)):
-        raise IndexError(f"{name} {axis} is out of bounds for an array of {ndim} dimension(s)")
+        raise axis_error(ax, ndim, name)
     return ax % ndim if ndim else 0
 
 

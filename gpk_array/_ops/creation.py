@@ -96,6 +96,11 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
     if copy is not None and copy is not True and copy is not False:
         raise ValueError(f"copy must be True, False or None, got {copy!r}")
     c = obj.__class__
+    if c not in PY_SCALARS and isinstance(obj, (int, float, complex)) and not isinstance(obj, np.generic):
+        # a subclass of a Python scalar (finfo's limits, IntEnum members): its plain value
+        from ._common import plain_scalar
+        obj = plain_scalar(obj)
+        c = obj.__class__
     if c in PY_SCALARS or c is list or c is tuple:
         if copy is False:
             raise ValueError("converting a Python scalar or sequence always copies, but copy=False")
@@ -194,11 +199,11 @@ def _default_for(value):
     c = value.__class__
     if c is builtins.bool or isinstance(value, np.bool_):
         return _dt.BOOL
-    if c is int or isinstance(value, np.integer):
+    if isinstance(value, (int, np.integer)):
         return _dt.I64
-    if c is float or isinstance(value, np.floating):
+    if isinstance(value, (float, np.floating)):
         return _dt.F64
-    if c is complex or isinstance(value, np.complexfloating):
+    if isinstance(value, (complex, np.complexfloating)):
         return _dt.C128
     raise TypeError(f"fill_value must be a bool, int, float or complex, got {type(value).__name__}")
 

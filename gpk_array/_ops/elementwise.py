@@ -9,7 +9,7 @@ from .. import _dtypes as _dt
 from .. import _gpu, _hooks, _promotion
 from .._array import _array_like
 from .._errors import DeviceError
-from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, oom_guard, raise_oom
+from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, oom_guard, plain_scalar, raise_oom
 
 _BF16 = _dt.BF16
 
@@ -56,6 +56,9 @@ def binary_operands(x1, x2):
                 a, x2 = _scalar_bf16(a, x2, dev.xp)
             return a, x2, dev
         else:
+            p = plain_scalar(x2)  # a subclass of a Python scalar (finfo's limits): a Python scalar
+            if p is not None:
+                return binary_operands(x1, p)
             b = as_array(x2, dev)._data
     elif c2 is Array:
         dev = x2._device
@@ -64,8 +67,14 @@ def binary_operands(x1, x2):
             if b.dtype == _BF16:
                 b, x1 = _scalar_bf16(b, x1, dev.xp)
             return x1, b, dev
+        p = plain_scalar(x1)
+        if p is not None:
+            return binary_operands(p, x2)
         a = as_array(x1, dev)._data
     else:
+        p1, p2 = plain_scalar(x1), plain_scalar(x2)
+        if p1 is not None or p2 is not None:
+            return binary_operands(x1 if p1 is None else p1, x2 if p2 is None else p2)
         if c1 in PY_SCALARS and c2 in PY_SCALARS:
             from .creation import asarray
             x1 = asarray(x1)
@@ -316,6 +325,9 @@ def clip(x, /, min=None, max=None, *, out=None):
             return v._data
         if v.__class__ in PY_SCALARS:
             return v
+        p = plain_scalar(v)
+        if p is not None:
+            return p
         return as_array(v, dev)._data
     lo, hi = bound(min), bound(max)
     if lo is None and hi is None:

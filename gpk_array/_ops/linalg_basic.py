@@ -6,7 +6,7 @@ import numpy as np
 from .. import _dtypes as _dt
 from .. import _gpu, _hooks
 from .elementwise import array_operands, binary_operands
-from ._common import as_array, new, oom_guard
+from ._common import as_array, axis_error, new, oom_guard
 
 
 @oom_guard
@@ -86,7 +86,7 @@ def vecdot(x1, x2, /, *, axis=-1):
     nd = max(a.ndim, b.ndim)
     axis = operator.index(axis)
     if not -min(a.ndim, b.ndim) <= axis < 0 and not 0 <= axis < min(a.ndim, b.ndim):
-        raise ValueError(f"axis {axis} is out of bounds for shapes {a.shape} and {b.shape}")
+        raise axis_error(axis, min(a.ndim, b.ndim))  # a ValueError, as the standard asks
     ax = axis if axis < 0 else axis - nd
     if a.shape[ax] != b.shape[ax]:
         raise ValueError(f"vecdot: sizes along axis {axis} differ: {a.shape} and {b.shape}")

@@ -6,7 +6,7 @@ from .. import _dtypes as _dt
 from .elementwise import array_operands, binary_operands
 from .linalg_basic import matmul, matrix_transpose, tensordot, vecdot
 from .statistical import _sum_dtype
-from ._common import CPU, as_array, new, normalize_axes, oom_guard
+from ._common import CPU, as_array, axis_error, new, normalize_axes, oom_guard
 
 EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
@@ -50,7 +50,7 @@ def cross(x1, x2, /, *, axis=-1):
     xp = dev.xp
     nd = max(a.ndim, b.ndim)
     if not -min(a.ndim, b.ndim) <= axis < min(a.ndim, b.ndim):
-        raise ValueError(f"axis {axis} is out of bounds for shapes {a.shape} and {b.shape}")
+        raise axis_error(axis, min(a.ndim, b.ndim))  # a ValueError, as the standard asks
     ax = axis if axis < 0 else axis - nd
     if a.shape[ax] != 3 or b.shape[ax] != 3:
         raise ValueError(f"cross needs size 3 along axis {axis}, got shapes {a.shape} and {b.shape}")

@@ -31,10 +31,12 @@ def broadcast_shapes(*shapes):
 
 @oom_guard
 def broadcast_arrays(*arrays):
-    """Broadcast arrays against each other (standard: manipulation_functions.broadcast_arrays)."""
+    """Broadcast arrays against each other (standard: manipulation_functions.broadcast_arrays). As NumPy's, an
+    array that already has the broadcast shape comes back as itself (writable where it was); the others are
+    read-only broadcast views (NumPy's warn on writing, and a write there would change several elements)."""
     arrays = as_arrays(*arrays)
     shape = broadcast_shapes(*(a.shape for a in arrays))
-    out = [broadcast_to(a, shape) for a in arrays]
+    out = [a if a.shape == shape else broadcast_to(a, shape) for a in arrays]
     return tuple(out) if _version.get() >= "2025.12" else out  # a list before 2025.12
 
 
@@ -88,8 +90,8 @@ def flip(x, /, *, axis=None):
 def moveaxis(x, source, destination, /):
     """Move axes to new positions (standard: manipulation_functions.moveaxis)."""
     x = as_array(x)
-    src = normalize_axes(source, x.ndim)
-    dst = normalize_axes(destination, x.ndim)
+    src = normalize_axes(source, x.ndim, "source")
+    dst = normalize_axes(destination, x.ndim, "destination")
     if len(src) != len(dst):
         raise ValueError(f"source {source} and destination {destination} need the same number of axes")
     return new(x._device.xp.moveaxis(x._data, src, dst), x._device)

@@ -32,7 +32,7 @@ import numpy as np
 from .. import _dtypes as _dt
 from .. import _promotion
 from .._errors import DeviceError
-from ._common import Array, as_array, new, oom_guard
+from ._common import Array, as_array, axis_error, new, oom_guard
 
 __all__ = ["add_layer_norm", "add_layer_norm_linear", "bias_add_inplace", "gelu", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
            "scaled_dot_product_attention",
@@ -314,7 +314,7 @@ def softmax(x, axis=-1):
     if x.ndim == 0:
         raise ValueError("softmax needs at least one dimension")
     if not -x.ndim <= axis < x.ndim:
-        raise IndexError(f"axis {axis} is out of bounds for an array of {x.ndim} dimension(s)")
+        raise axis_error(axis, x.ndim)
     y = None
     kernel = _fused(dev, "softmax")
     if kernel is not None:

@@ -2,7 +2,7 @@
 from .. import _dtypes as _dt
 from .statistical import _own
 from .elementwise import binary_operands
-from ._common import PY_SCALARS, Array, as_array, new, normalize_axes, normalize_axis, oom_guard
+from ._common import PY_SCALARS, Array, as_array, new, normalize_axes, normalize_axis, oom_guard, plain_scalar
 
 
 _LONG_ROW = 4096  # CuPy's argmax gives a long row to few threads: from this length on our kernel runs
@@ -12,10 +12,16 @@ def _arg(fname):
     @oom_guard
     def fn(x, /, *, axis=None, keepdims=False):
         x = as_array(x)
-        if x.size == 0:
-            raise ValueError(f"{fname} of an empty array is undefined")
         xp = x._device.xp
         data = x._data
+        if data.size == 0:
+            # NumPy raises only where a reduced slice is empty: over axis -1 of shape (0, 4) there is no slice
+            # at all, and the result is empty (shape (0,))
+            if axis is None or data.shape[normalize_axis(axis, data.ndim)] == 0:
+                raise ValueError(f"attempt to get {fname} of an empty sequence")
+            ax = normalize_axis(axis, data.ndim)
+            r = xp.moveaxis(data, ax, 0)[0].astype(_dt.I64)  # empty, on the array's own device
+            return new(xp.expand_dims(r, ax) if keepdims else r, x._device)
         if axis is not None:
             axis = normalize_axis(axis, x.ndim)
             if x.ndim == 0:
@@ -80,6 +86,11 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
 
 
 @oom_guard
+def _scalar_or_self(x):
+    p = plain_scalar(x)
+    return x if p is None else p
+
+
 def where(condition, x1, x2=None, /):
     """Elements of x1 where condition, else x2 (standard: searching_functions.where).
     With one argument, NumPy's ``where(condition)`` = ``nonzero(condition)``."""
@@ -89,6 +100,10 @@ def where(condition, x1, x2=None, /):
     if c.__class__ is not Array:
         dev = x1._device if x1.__class__ is Array else (x2._device if x2.__class__ is Array else None)
         c = as_array(c, dev)
+    if x1.__class__ not in PY_SCALARS and x1.__class__ is not Array:
+        x1 = _scalar_or_self(x1)
+    if x2.__class__ not in PY_SCALARS and x2.__class__ is not Array:
+        x2 = _scalar_or_self(x2)
     if x1.__class__ in PY_SCALARS and x2.__class__ in PY_SCALARS:
         from .creation import asarray
         x1 = asarray(x1, device=c._device)

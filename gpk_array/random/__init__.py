@@ -21,6 +21,7 @@ from .. import _hooks
 from .._array import Array
 from .._device import CPU, as_device
 from .._ops._common import new, oom_guard
+from .._ops._common import normalize_axis as _normalize_axis
 from .._ops.creation import asarray as _std_asarray
 
 __all__ = ["RandomState", "Generator", "default_rng", "fast_rng", "FastGenerator", "SeedSequence", "BitGenerator",
@@ -128,7 +129,7 @@ def _shuffle_array(gen, x, axis=0):
             gen.shuffle(x._data, axis=axis)
         return
     d = x._data
-    ax = axis % d.ndim if d.ndim else 0
+    ax = _normalize_axis(axis, d.ndim)
     perm = gen.permutation(d.shape[ax])
     d[...] = x._device.xp.take(d, x._device.xp.asarray(perm), axis=ax)
 
@@ -140,7 +141,7 @@ def _permute_array(gen, x, axis=None):
     if x._device is CPU:
         r = gen.permutation(d) if axis is None else gen.permutation(d, axis=axis)
         return new(r, CPU)
-    ax = 0 if axis is None else axis % d.ndim
+    ax = 0 if axis is None else _normalize_axis(axis, d.ndim)
     perm = gen.permutation(d.shape[ax])
     return new(x._device.xp.take(d, x._device.xp.asarray(perm), axis=ax), x._device)
 
@@ -301,7 +302,7 @@ class Generator:
                 idx = self._gen.permuted(_np.arange(d.size))
                 r = d.reshape(-1)[xp.asarray(idx)].reshape(d.shape)
             else:
-                ax = axis % d.ndim
+                ax = _normalize_axis(axis, d.ndim)
                 shape = [1] * d.ndim
                 shape[ax] = d.shape[ax]
                 base = _np.broadcast_to(_np.arange(d.shape[ax]).reshape(shape), d.shape).copy()
