@@ -60,6 +60,10 @@ from ._numpy import install as _install_numpy_methods  # noqa: E402
 
 _install_operators()
 _install_numpy_methods(Array)
+from ._protocols import install as _install_protocols  # noqa: E402
+
+_install_protocols(Array)
+del _install_protocols
 
 
 # The public names, one list (``from gpk_array import *``; tests/test_docstrings.py checks that it equals the

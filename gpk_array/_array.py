@@ -18,8 +18,8 @@ class Array:
 
     # _base: the Array a view was taken from (set by indexing and NumPy's view methods; read by ``x.base``)
     __slots__ = ("_data", "_device", "_base", "__weakref__")
-    # let NumPy scalars and arrays defer to our reflected operators
-    __array_ufunc__ = None
+    # NumPy's protocols (NEP 13 __array_ufunc__, NEP 18 __array_function__) are installed by gpk_array/__init__
+    # from gpk_array/_protocols.py; the priority makes NumPy's operators defer to ours where they consult it
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):

@@ -69,28 +69,28 @@ def isscalar(element):
 
 def shape(a):
     """The shape of ``a`` as a tuple (an Array's, or NumPy's ``shape`` of anything else)."""
-    if a.__class__ is Array:
+    if isinstance(a, Array):
         return a._data.shape
     return _np.shape(a)
 
 
 def ndim(a):
     """The number of dimensions of ``a`` (an Array's, or NumPy's ``ndim`` of anything else)."""
-    if a.__class__ is Array:
+    if isinstance(a, Array):
         return a._data.ndim
     return _np.ndim(a)
 
 
 def size(a, axis=None):
     """The number of elements of ``a``, or its length along ``axis`` (NumPy's ``size``)."""
-    if a.__class__ is Array:
+    if isinstance(a, Array):
         return a._data.size if axis is None else a._data.shape[axis]
     return _np.size(a, axis)
 
 
 def iscomplexobj(x):
     """Whether ``x`` has a complex dtype (a Python bool; the values are not looked at)."""
-    if x.__class__ is Array:
+    if isinstance(x, Array):
         return x._data.dtype.kind == "c"
     return _np.iscomplexobj(x)
 
