@@ -27,3 +27,16 @@ def test_result_type_without_arrays_raises_numpys_error_in_plain_words(args):
     got = _message(xp.result_type, *args, exc=ValueError)
     assert got.startswith(want)
     assert re.search(got, got)
+
+
+@pytest.mark.parametrize("obj", ["a duck", b"ab", {1: 2}], ids=["str", "bytes", "dict"])
+def test_asarray_of_strings_words_its_refusal_as_cupy_does(device, obj):
+    """scipy.ndimage.tests.test_filters::TestVectorizedFilter::test_input_validation accepts the wordings of the
+    libraries it knows: CuPy's "Unsupported dtype", array_api_strict's "The array_api_strict namespace does not
+    support the dtype", torch's "new(): invalid data type". gpk_array (backed by CuPy on CUDA) uses CuPy's word."""
+    array_api_strict = pytest.importorskip("array_api_strict")
+    with pytest.raises(TypeError):
+        array_api_strict.asarray(obj)
+    for fn in (xp.asarray, xp.array):
+        with pytest.raises(TypeError, match=f"^Unsupported input type {type(obj).__name__}:"):
+            fn(obj, device=device)
