@@ -89,7 +89,7 @@ def suite_command(suite, subset, extra_dir=None):
     if suite == "scipy":
         mods = SCIPY_CI if subset == "ci" else ["scipy"]
         return ["--pyargs", *mods, "-m", "array_api_backends"], None
-    paths = EXTRA_CI if subset == "ci" else ["tests"]
+    paths = EXTRA_CI if subset == "ci" else ["tests/main"]  # tests/vendoring and tests/run_deps test packaging
     return [str(extra_dir / p) for p in paths], extra_dir
 
 

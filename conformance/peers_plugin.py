@@ -8,7 +8,8 @@ way. How each suite takes the new backend:
   (and ``yield_namespaces()``), called when a test module is imported; both are replaced before collection (and
   rebound in the sklearn modules already imported) by versions that yield gpk_array on ``--peers-device`` in
   float64 and float32, after the selected namespaces of the original.
-- ``scipy``: its ``xp`` fixture (``scipy/conftest.py``) is parametrized over the backends found at import; the
+- ``scipy``: gpk_array follows the standard's 2024.12 version, as SciPy's conftest makes array_api_strict do
+  (its ``devices`` fixture adds a list to ``devices()``, a tuple from 2025.12 on). Its ``xp`` fixture (``scipy/conftest.py``) is parametrized over the backends found at import; the
   fixture's parameters get gpk_array (marked ``array_api_backends``, as the others are) and lose the namespaces
   not selected. gpk_array joins the conftest's set of known backends, so ``np_only`` and ``cpu_only`` markers treat
   it as they treat torch; on a CUDA device it counts as a GPU backend that may run what CuPy may run (a
@@ -44,6 +45,9 @@ def pytest_addoption(parser):
     g.addoption("--peers-namespaces", default="gpk_array,array_api_strict,torch",
                 help="comma-separated namespaces to run (gpk_array is injected; the others must be the suite's own)")
     g.addoption("--peers-device", default="cpu", help="gpk_array's device for the run (cpu, cuda:0, ...)")
+    g.addoption("--peers-api-version", default=None,
+                help="the standard's version gpk_array follows in the run (default: 2024.12 for SciPy, which pins "
+                     "array_api_strict to 2024.12 in its conftest; the library's default elsewhere)")
     g.addoption("--peers-report", help="write {nodeid: [namespace, outcome, message]} here (controller only)")
 
 
@@ -60,6 +64,9 @@ def pytest_configure(config):
     if GPK in config._peers["namespaces"]:
         import gpk_array
         gpk_array.set_default_device(device)
+        version = config.getoption("peers_api_version") or ("2024.12" if suite == "scipy" else None)
+        if version:
+            gpk_array.set_array_api_version(version)
     if suite == "sklearn":
         _patch_sklearn(config._peers["namespaces"], device)
     elif suite == "scipy":
@@ -160,17 +167,29 @@ def _patch_scipy_fixture(fixturedef, selected, device):
     if GPK in selected:
         keep.append(pytest.param(gpk_array, id=GPK, marks=pytest.mark.array_api_backends))
         g["xp_known_backends"].add(GPK)
-        if not _on_host(device):
+        on_gpu = not _on_host(device)
+        if on_gpu:
             g["xp_skip_cpu_only_backends"].add(GPK)
-            original = g["_backends_kwargs_from_request"]
+        original = g["_backends_kwargs_from_request"]
 
-            def _backends_kwargs_from_request(request, skip_or_xfail):
-                reasons = original(request, skip_or_xfail)
-                if GPK in reasons and _cupy_may_run(request, skip_or_xfail):
-                    del reasons[GPK]
-                return reasons
-            g["_backends_kwargs_from_request"] = _backends_kwargs_from_request
+        def _backends_kwargs_from_request(request, skip_or_xfail):
+            reasons = original(request, skip_or_xfail)
+            if on_gpu and GPK in reasons and _cupy_may_run(request, skip_or_xfail):
+                del reasons[GPK]
+            if skip_or_xfail == "skip" and GPK not in reasons and _EAGER <= _named(request, "skip"):
+                reasons[GPK] = ("skipped for every eager backend SciPy knows (" + ", ".join(sorted(_EAGER)) +
+                                "), as gpk_array is one: " + reasons.get("array_api_strict", ""))
+            return reasons
+        g["_backends_kwargs_from_request"] = _backends_kwargs_from_request
     fixturedef.params = keep
+
+
+_EAGER = {"numpy", "array_api_strict", "torch", "cupy"}
+
+
+def _named(request, skip_or_xfail):
+    """The backends that the test's skip/xfail_xp_backends markers name one by one."""
+    return {m.args[0] for m in request.node.iter_markers(f"{skip_or_xfail}_xp_backends") if m.args}
 
 
 def _cupy_may_run(request, skip_or_xfail):
@@ -238,20 +257,23 @@ def pytest_generate_tests(metafunc):
 
 
 def _label(value):
-    """The namespace a parameter value names, or None."""
+    """(label, module) of the namespace a parameter value names, or None. The label is the parameter's id
+    (array-api-extra runs one module as several backends: ``array_api_strict`` and ``array_api_strictest``)."""
     if isinstance(value, str):
-        return value if value in _KNOWN else None
+        return (value, value) if value in _KNOWN else None
     if isinstance(value, functools.partial):
         return _label(value.keywords.get("array_namespace"))
     if inspect.ismodule(value):
-        return value.__name__ if value.__name__ in _KNOWN else None
+        return (value.__name__, value.__name__) if value.__name__ in _KNOWN else None
     if isinstance(value, enum.Enum) and type(value).__name__ == "Backend":
-        return str(value.value)
+        label = value.name.lower().replace("_gpu", ":gpu").replace("_readonly", ":readonly")  # its pytest id
+        return label, str(value.value).split(":")[0]
     return None
 
 
 def namespace_of(item):
-    """The namespace label of a collected test item (None where it does not run per namespace)."""
+    """(label, module) of the namespace a collected test item runs on (None where it does not run per
+    namespace)."""
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return None
@@ -279,16 +301,28 @@ def pytest_collection_modifyitems(config, items):
     selected = set(peers["namespaces"])
     keep, drop = [], []
     for item in items:
-        label = namespace_of(item)
-        base = label.split(":")[0] if label else None
-        if base in selected:
-            item.user_properties += [("peers_namespace", label), ("peers_id", stable_id(item))]
+        found = namespace_of(item)
+        if found is not None and found[1] in selected:
+            item.user_properties += [("peers_namespace", found[0]), ("peers_id", stable_id(item))]
+            if found[0] == GPK and peers["suite"] == "extra":
+                _extra_generic_skips(item)
             keep.append(item)
         else:
             drop.append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+
+
+def _extra_generic_skips(item):
+    """array-api-extra skips array_api_strict in tests of its delegation to the libraries it knows by name
+    (reason "array-agnostic fallback"); gpk_array, not one of them, gets the same fallback and the same skip."""
+    for marker in item.iter_markers("skip_xp_backend"):
+        reason = marker.kwargs.get("reason") or ""
+        if marker.args and getattr(marker.args[0], "name", None) == "ARRAY_API_STRICT" and \
+                "array-agnostic" in reason:
+            item.add_marker(pytest.mark.skip(reason=f"gpk_array, as array_api_strict: {reason}"))
+            return
 
 
 # --- outcomes -----------------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """The peers' runner (conformance/peers.py) and its pytest plugin (conformance/peers_plugin.py): gpk_array is injected
 into scikit-learn's, SciPy's and array-api-extra's own array-API tests, the comparison namespaces run the same
 selection, and a broken gpk_array makes the runner fail."""
+import collections
 import importlib.util
 import json
 import os
@@ -12,7 +13,6 @@ import textwrap
 import pytest
 
 from conformance import peers
-from conformance.peers_plugin import _cupy_may_run, namespace_of  # noqa: F401  (imported: the plugin loads)
 
 from .conftest import requires_gpu
 
@@ -86,6 +86,17 @@ def test_scipy_np_only_marks_skip_gpk_array_as_they_skip_the_others(tmp_path):
         @pytest.mark.skip_xp_backends(cpu_only=True, reason="cpu only")
         def test_cpu_only(xp):
             pass
+
+        @pytest.mark.skip_xp_backends("numpy", reason="lazy backends only")
+        @pytest.mark.skip_xp_backends("cupy", reason="lazy backends only")
+        @pytest.mark.skip_xp_backends("array_api_strict", reason="lazy backends only")
+        @pytest.mark.skip_xp_backends("torch", reason="lazy backends only")
+        def test_lazy_only(xp):
+            pass
+
+        @pytest.mark.skip_xp_backends("array_api_strict", reason="strict only")
+        def test_not_strict(xp):
+            pass
     """))
     # SciPy's conftest is the one its package ships; run these two tests under it as if they were SciPy's
     import scipy
@@ -98,6 +109,9 @@ def test_scipy_np_only_marks_skip_gpk_array_as_they_skip_the_others(tmp_path):
     assert res["test_marks::test_np_only[gpk_array]"][1] == "skipped"
     assert res["test_marks::test_np_only[array_api_strict]"][1] == "skipped"
     assert res["test_marks::test_cpu_only[gpk_array]"][1] == "passed"  # on the CPU device
+    assert res["test_marks::test_lazy_only[gpk_array]"][1] == "skipped"  # skipped for every eager backend
+    assert res["test_marks::test_not_strict[gpk_array]"][1] == "passed"
+    assert res["test_marks::test_not_strict[array_api_strict]"][1] == "skipped"
 
 
 @needs_extra
@@ -116,17 +130,26 @@ def test_extra_backend_enum_gets_gpk_array(tmp_path):
             return xp
     """))
     (tmp_path / "test_lib.py").write_text(textwrap.dedent("""
+        import pytest
+        from array_api_extra._lib._backends import Backend
+
         def test_ones(xp, library):
-            from array_api_extra._lib._backends import Backend
             assert library in list(Backend)
             assert float(xp.sum(xp.ones(3))) == 3.0
+
+        @pytest.mark.skip_xp_backend(Backend.ARRAY_API_STRICT, reason="array-agnostic fallback")
+        def test_delegation(xp):
+            pass
     """))
     report = tmp_path / "r.json"
     proc = _pytest(tmp_path, "--peers-suite=extra", "--peers-namespaces=gpk_array,array_api_strict",
                    f"--peers-report={report}", "test_lib.py")
     res = json.loads(report.read_text())
     assert res["test_lib::test_ones[gpk_array]"][:2] == ["gpk_array", "passed"], proc.stdout[-2000:]
-    assert {v[0] for v in res.values()} <= {"gpk_array", "array_api_strict", "array_api_strict:strictest"}
+    assert res["test_lib::test_ones[array_api_strictest]"][:2] == ["array_api_strictest", "passed"]
+    assert {v[0] for v in res.values()} == {"gpk_array", "array_api_strict", "array_api_strictest"}
+    # a test of delegation to the libraries array-api-extra knows by name skips gpk_array as array_api_strict
+    assert res["test_lib::test_delegation[gpk_array]"][1] == "skipped"
 
 
 BROKEN = '''
@@ -227,3 +250,36 @@ def test_runner_on_cuda(tmp_path):
     r = json.loads(out.read_text())["suites"]["sklearn"]
     assert r["totals"]["gpk_array"].get("passed", 0) > 0
     assert status == 0, r["failures"]
+
+
+class _Node:
+    def __init__(self, *marks):
+        self.marks = marks
+
+    def iter_markers(self, name):
+        return (m for m in self.marks if m.name == name)
+
+
+class _Request:
+    def __init__(self, *marks):
+        self.node = _Node(*marks)
+
+
+def _skip(*args, **kwargs):
+    """A skip_xp_backends mark as SciPy's conftest reads it (name, args, kwargs)."""
+    return collections.namedtuple("Mark", "name args kwargs")("skip_xp_backends", args, kwargs)
+
+
+@pytest.mark.parametrize("marks, runs", [
+    ((), True),
+    ((_skip(cpu_only=True, exceptions=["cupy"]),), True),
+    ((_skip(cpu_only=True, exceptions=["torch"]),), False),
+    ((_skip(np_only=True, exceptions=["cupy"]),), False),
+    ((_skip(cpu_only=True, exceptions=["cupy"]),
+      _skip(cpu_only=True, reason="no delegation")), False),
+    ((_skip("gpk_array"),), False),
+    ((_skip(cpu_only=True, exceptions=["gpk_array"]),), True),
+])
+def test_on_a_gpu_gpk_array_runs_what_scipy_lets_cupy_run(marks, runs):
+    from conformance.peers_plugin import _cupy_may_run
+    assert _cupy_may_run(_Request(*marks), "skip") is runs
