@@ -483,8 +483,8 @@ class Server:
                                param=limit, code="context_length_exceeded")
             seed = opts["seed"]
             try:
-                params = SamplingParams(opts["temperature"], opts["top_k"] or None, opts["top_p"],
-                                        None if seed is None else seed + i)
+                params = SamplingParams(temperature=opts["temperature"], top_k=opts["top_k"] or None,
+                                        top_p=opts["top_p"], seed=None if seed is None else seed + i)
             except ValueError as e:  # the checks above should have caught it
                 raise APIError(400, str(e)) from None
             stops = () if opts["ignore_eos"] or self.eos is None else (self.eos,)
