@@ -163,6 +163,7 @@ class Sequence:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         self.max_new_tokens = max_new_tokens
         self.params = params or SamplingParams()
+        self._on_device = _hs.on_device(self.params)  # its token is the device's argmax (read every step)
         self._rng = None
         self.stop_tokens = frozenset(int(t) for t in stop_tokens)
         self.tokens = []
@@ -321,7 +322,7 @@ class Engine:
         tok, pos = self._io[0], self._io[1]
         if self.graphs is not None:
             if self._graph(("decode", kv_len), self._decode_fn(kv_len)):
-                if all(_hs.on_device(s.params) for s in active):
+                if all(s._on_device for s in active):
                     return self._finish_step(active, self._fetch(), sig)
                 logits, nxt = self._logits, self._next
             else:
@@ -450,7 +451,7 @@ class Engine:
     def _choose(self, seqs, logits, nxt, rows=None):
         """Choose each sequence's next token from its row of logits (rows: their rows, default 0..n-1)."""
         rows = list(range(len(seqs))) if rows is None else rows
-        if all(_hs.on_device(s.params) for s in seqs):
+        if all(s._on_device for s in seqs):
             tokens = _host(nxt if nxt is not None else gp.argmax(logits, axis=-1))[rows]
         else:
             picked = logits if rows == list(range(logits.shape[0])) else take_unchecked(logits, gp.asarray(

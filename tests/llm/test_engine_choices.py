@@ -186,3 +186,21 @@ def test_add_shared_with_cuda_graphs():
     alone = Engine(m, max_batch=1, max_len=128)
     for i, s in enumerate(seqs):
         assert s.tokens == run(alone, [Sequence(PROMPT, max_new_tokens=24, params=SamplingParams(1.0, seed=i))])[0]
+
+
+@pytest.mark.parametrize("k", [0, 5])
+def test_prompt_logprobs_against_float64_log_softmax(device, oracle, k):
+    """The server's echo logprobs (one plain forward on the engine thread): the first token has none, then each
+    token's logprob and the top k under the float64 oracle."""
+    pytest.importorskip("starlette")
+    from gpk_array.llm.server.logprobs import prompt_logprobs
+    ids = PROMPT + [3, 3, 900, 17]
+    got = prompt_logprobs(model(device), ids, k)
+    ref = oracle.log_softmax(ids)
+    assert got[0] is None and len(got) == len(ids)
+    for t in range(1, len(ids)):
+        chosen, tops = got[t]
+        assert chosen == pytest.approx(ref[t - 1, ids[t]], abs=1e-4)
+        assert [i for i, _ in tops] == [i for i, _ in top(ref[t - 1], k)]
+        assert np.allclose([v for _, v in tops], [v for _, v in top(ref[t - 1], k)], atol=1e-4)
+    assert prompt_logprobs(model(device), [5], k) == [None]
