@@ -488,7 +488,7 @@ def self_attention(qkv, num_heads, causal, scale):
     is free), or None where that declines."""
     lead, t = qkv.shape[:-2], qkv.shape[-2]
     d = qkv.shape[-1] // (3 * num_heads)
-    heads = qkv.reshape(lead + (t, 3, num_heads, d))
+    heads = _bits_contiguous(qkv).reshape(lead + (t, 3, num_heads, d))  # (a view: the model's qkv is contiguous)
     q, k, v = (heads[..., i, :, :].swapaxes(-2, -3) for i in range(3))
     y = scaled_dot_product_attention(q, k, v, None, causal, scale)
     if y is None:
