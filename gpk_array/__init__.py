@@ -91,7 +91,7 @@ __all__ = [
     "Array", "DeviceError", "GpkArrayError", "OutOfMemoryError", "add_layer_norm", "add_layer_norm_linear",
     "bfloat16", "bias_add_inplace", "default_device", "float16", "float32_matmul_precision", "gelu",
     "get_float32_matmul_precision", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
-    "scaled_dot_product_attention", "sched", "set_array_api_version", "set_default_device",
+    "scaled_dot_product_attention", "sched", "self_attention", "set_array_api_version", "set_default_device",
     "set_float32_matmul_precision", "softmax",
     # NumPy's names beside the standard's (gpk_array._numpy): functions, ufuncs, dtype names, submodules
     "False_", "NAN", "NINF", "NZERO", "PINF", "PZERO", "ScalarType", "True_", "absolute", "allclose", "amax",

@@ -482,5 +482,22 @@ def scaled_dot_product_attention(q, k, v, mask, causal, scale):
     return y if y is not None else blas.matmul(p, cupy.ascontiguousarray(v), tf32=t)
 
 
+def self_attention(qkv, num_heads, causal, scale):
+    """Multi-head self-attention of a fused (..., T, 3 * H * D) projection: the heads as strided views of qkv into
+    scaled_dot_product_attention (the fused kernel writes its result in (..., T, H, D) order, so the reshape back
+    is free), or None where that declines."""
+    lead, t = qkv.shape[:-2], qkv.shape[-2]
+    d = qkv.shape[-1] // (3 * num_heads)
+    heads = _bits_contiguous(qkv).reshape(lead + (t, 3, num_heads, d))  # (a view: the model's qkv is contiguous)
+    q, k, v = (heads[..., i, :, :].swapaxes(-2, -3) for i in range(3))
+    y = scaled_dot_product_attention(q, k, v, None, causal, scale)
+    if y is None:
+        return None
+    y = y.swapaxes(-2, -3)
+    if not y.flags.c_contiguous:
+        y = _bits_contiguous(y)   # (the GEMM path's (..., H, T, D) result; CuPy cannot copy bfloat16 itself)
+    return y.reshape(lead + (t, num_heads * d))
+
+
 argmax_last_axis = _nn.argmax_last_axis
 kv_cache_attention = _nn.decode_attention

@@ -10,9 +10,9 @@ None where the kernel does not cover the case (then the caller runs its other pa
 - any strides with the last axis contiguous, every other stride a multiple of 8 elements and every base pointer
   16-byte aligned: q, k, v may be strided views of one fused (B, T, 3, H, D) QKV projection, as GPT-2's are.
 
-The result follows q's layout: where q is a (B, H, T, D) view of a (B, T, H, D) array (its head stride smaller
-than its row stride), the output is allocated (B, T, H, D) and returned as the same kind of view, so the model's
-transpose back to (B, T, H * D) is free; otherwise it is C-contiguous.
+The result follows q's layout: where q is a (..., H, T, D) view of a (..., T, H, D) array (its head stride smaller
+than its row stride), the output is allocated (..., T, H, D) and returned as the same kind of view, so the model's
+transpose back to (..., T, H * D) is free; otherwise it is C-contiguous.
 
 Nothing here synchronizes, copies to the host or allocates anything but the result, so a call can be recorded in
 a CUDA graph; on SM90 in a capture it is a programmatic dependent launch (the kernel waits before it reads).
@@ -93,9 +93,9 @@ def _collapse(shape, stride_sets):
 
 
 def _out_layout(q_shape, q_strides):
-    """"bthd" where q is a (B, H, T, D) view of a (B, T, H, D) layout (its head stride below its row stride), else
-    "c" (a C-contiguous result)."""
-    if len(q_shape) == 4 and q_shape[1] > 1 and q_shape[2] > 1 and 0 < q_strides[1] < q_strides[2]:
+    """"bthd" where q is a (..., H, T, D) view of a (..., T, H, D) layout (its head stride below its row stride),
+    else "c" (a C-contiguous result)."""
+    if len(q_shape) >= 3 and q_shape[-3] > 1 and q_shape[-2] > 1 and 0 < q_strides[-3] < q_strides[-2]:
         return "bthd"
     return "c"
 
@@ -173,8 +173,8 @@ def attention(q, k, v, causal, scale, block_m=None, out=None):
         if out.shape != q.shape or out.dtype != q.dtype:
             return None
     elif _out_layout(q.shape, q.strides) == "bthd":
-        B, H, T, D = q.shape
-        out = cupy.empty((B, T, H, D), dtype=q.dtype).transpose(0, 2, 1, 3)
+        H, T, D = q.shape[-3:]
+        out = cupy.empty(q.shape[:-3] + (T, H, D), dtype=q.dtype).swapaxes(-2, -3)
     else:
         out = cupy.empty(q.shape, dtype=q.dtype)
     strides = []

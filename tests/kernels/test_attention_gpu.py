@@ -197,3 +197,29 @@ def test_through_the_namespace(dtype, monkeypatch):
     y = gp.scaled_dot_product_attention(gq, gk, gv, causal=True, scale=0.125)
     assert len(calls) == n
     _check(host(y), want, dtype, "namespace, GEMM path")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gpt2_forward_uses_the_kernel(dtype, monkeypatch):
+    """A small GPT-2 (head dim 64) in float16/bfloat16 on cuda:0, whose attention now runs the fused kernel (counted),
+    against the same weights in float64 on the CPU device: logits of 200 tokens, batch 2."""
+    import gpk_array as gp
+    from gpk_array import _gpu
+    from gpk_array.llm import GPT2, GPT2Config, random_weights
+    calls = []
+    real = _gpu._attn.attention
+    monkeypatch.setattr(_gpu._attn, "attention", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    cfg = GPT2Config(vocab_size=500, n_positions=256, n_embd=256, n_layer=2, n_head=4)
+    w = random_weights(cfg, seed=1, std=0.05)
+    dt = gp.float16 if dtype == "float16" else gp.bfloat16
+    gpu = GPT2.from_weights(cfg, w, device="cuda:0", dtype=dt)
+    cpu = GPT2.from_weights(cfg, w, device="cpu", dtype=gp.float64)
+    tokens = np.random.default_rng(0).integers(0, 500, (2, 200))
+    got = np.asarray(gp.astype(gpu(tokens), gp.float64).to_device("cpu"))
+    want = np.asarray(cpu(tokens).to_device("cpu"))
+    assert len(calls) == cfg.n_layer, "the model's attention did not take the fused kernel"
+    err = np.abs(got - want)
+    tol = {"float16": 1e-2, "bfloat16": 6e-2}[dtype]
+    assert err.max() <= tol * np.abs(want).max(), (
+        f"logits: max abs error {err.max():.3g} at {np.unravel_index(err.argmax(), err.shape)}, "
+        f"max |ref| {np.abs(want).max():.3g}")
