@@ -30,12 +30,11 @@ import os
 import re
 import sys
 import threading
-import time
 import weakref
 
 import numpy as np
 
-from . import _aio, _cuda, _nptag
+from . import _aio, _clock, _cuda, _nptag
 from ._pacing import TokenBucket
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 
@@ -65,16 +64,6 @@ QOS_TIERS = ("guaranteed", "burstable", "best_effort")
 _RANK = {"guaranteed": 0, "burstable": 1, "best_effort": 2}
 _DEFAULT_CONTENTION = {"burstable": 0.5, "best_effort": 0.25}
 
-# The scheduler's clock and its sleeps. Every read of the time in this module and every sleep it takes goes through
-# these three globals, and the token buckets read _pacing._monotonic, so that tests can run the scheduler on a
-# simulated clock by rebinding them (tests/sched/conftest.py: fake_clock); nothing else rebinds them. (A blocked
-# best-effort allocation waits on _cond with a timeout, its deadline read from _monotonic; _aio's event poller keeps
-# the real clock, which only sets how often it polls.) A call through a module global costs what
-# ``time.monotonic()`` (a global plus an attribute lookup) did, so the hot path pays nothing for the indirection,
-# and with these bindings the behaviour is that of the direct calls.
-_monotonic = time.monotonic
-_sleep = time.sleep  # blocking pacing waits: pace(), launch()
-_async_sleep = asyncio.sleep  # waits on the event loop: pace_async(), run(), wait_for_memory()
 _CUDA_ERROR_MEMORY_ALLOCATION = 2  # cudaErrorMemoryAllocation (CuPy does not export the constant to Python)
 
 # The current context of this thread / asyncio task: None or (ctx, parent_entry, what _nptag.end restores).
@@ -462,7 +451,7 @@ class Scheduler:
                 if refusal[0] == "device" and ctx.qos == "best_effort":
                     timeout = ctx.wait_timeout
                     if timeout and not _in_event_loop():
-                        now = _monotonic()
+                        now = _clock.monotonic()
                         if deadline is None:
                             deadline = now + timeout
                             waiting = True
@@ -506,7 +495,7 @@ class Scheduler:
             conf = ctx._confined
             sms = conf[1] if conf and ctx.stream is conf[0] and not ctx._destroyed else 0
             if sms:
-                self._confined_until = _monotonic() + self.confine_hold_s
+                self._confined_until = _clock.monotonic() + self.confine_hold_s
             held = self._confined_by
             if held.get(ctx, 0) != sms:
                 if sms:
@@ -519,7 +508,7 @@ class Scheduler:
         """Whether a context of a higher tier than ``ctx`` has work in flight or was active within ``window``
         seconds (default ``activity_window_s``)."""
         rank = _RANK[ctx.qos]
-        now = _monotonic()
+        now = _clock.monotonic()
         if window is None:
             window = self.activity_window_s
         for c in tuple(self.contexts.values()):
@@ -619,7 +608,7 @@ class _Cache:
         self.name = name
         self.evict = evict
         self.nbytes = nbytes
-        self.last_used = _monotonic()
+        self.last_used = _clock.monotonic()
 
     def size(self):
         n = self.nbytes
@@ -780,7 +769,7 @@ class Context:
             # charges is what was allocated here, never memory that a view only looks at
             _current.set((self, entry, _cpu_enter()))
         self._entered.append(None)
-        self._last_activity = _monotonic()
+        self._last_activity = _clock.monotonic()
         return self
 
     def __exit__(self, exc_type, exc, tb):
@@ -819,7 +808,7 @@ class Context:
 
         def allocate(size):
             if not self._destroyed and held() + size + 512 <= self.max_vram:
-                self._last_activity = _monotonic()  # higher-tier activity is what paces lower tiers
+                self._last_activity = _clock.monotonic()  # higher-tier activity is what paces lower tiers
                 try:
                     return fast(size)
                 except oom:
@@ -837,7 +826,7 @@ class Context:
         """The slow path of the context's allocator: budget check with eviction, then the context's pool."""
         if self._destroyed:
             raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed; cannot allocate")
-        self._last_activity = _monotonic()
+        self._last_activity = _clock.monotonic()
         pool = self._pool
         budget = self.max_vram
         rsize = -(-size // 512) * 512
@@ -995,7 +984,7 @@ class Context:
         with _lock:
             entry = self._caches.get(name)
             if entry is not None:
-                entry.last_used = _monotonic()
+                entry.last_used = _clock.monotonic()
                 self._caches.move_to_end(name)
         return entry is not None
 
@@ -1022,7 +1011,7 @@ class Context:
         """
         nbytes = parse_bytes(nbytes, "nbytes")
         timeout = self.wait_timeout if timeout is None else _check_seconds(timeout, "timeout")
-        deadline = _monotonic() + (timeout or 0.0)
+        deadline = _clock.monotonic() + (timeout or 0.0)
         delay = 1e-3
         counted = False
         try:
@@ -1043,14 +1032,14 @@ class Context:
                         refusal = self._sched._refusal(self, nbytes, 0)
                     if refusal is None:
                         return
-                if _monotonic() >= deadline:
+                if _clock.monotonic() >= deadline:
                     raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(nbytes)}: "
                                f"{refusal[1]}; waited {timeout:g} s")
                 if not counted:
                     counted = True
                     with self._lock:
                         self._queued += 1
-                await _async_sleep(min(delay, max(0.0, deadline - _monotonic())))
+                await _clock.async_sleep(min(delay, max(0.0, deadline - _clock.monotonic())))
                 delay = min(delay * 2.0, 0.05)
         finally:
             if counted:
@@ -1085,7 +1074,7 @@ class Context:
         conf = self._confined
         if conf and self.stream is conf[0]:
             return conf[1]
-        if held and _monotonic() >= sched._confined_until:
+        if held and _clock.monotonic() >= sched._confined_until:
             held = 0  # no confined context stepped within the hold: nothing to plan around
         rate = self._rate() if self._paced else 1.0
         if rate >= 1.0 and not held:
@@ -1202,7 +1191,7 @@ class Context:
         time between an event recorded then and one recorded now (time the stream sat idle before the mark is
         not counted), on the CPU the host time.
         """
-        now = _monotonic()
+        now = _clock.monotonic()
         self._last_activity = now
         with self._lock:
             self._steps += 1
@@ -1227,7 +1216,7 @@ class Context:
                 self._mark = ev
         else:
             with self._lock:
-                self._mark = _monotonic()
+                self._mark = _clock.monotonic()
 
     def _throttle(self):
         if not self._paced:
@@ -1243,7 +1232,7 @@ class Context:
             with self._lock:
                 self._queued += 1
             try:
-                _sleep(delay)
+                _clock.sleep(delay)
             finally:
                 with self._lock:
                     self._queued -= 1
@@ -1263,7 +1252,7 @@ class Context:
             with self._lock:
                 self._queued += 1
             try:
-                await _async_sleep(delay)
+                await _clock.async_sleep(delay)
             finally:
                 with self._lock:
                     self._queued -= 1
@@ -1306,12 +1295,12 @@ class Context:
                     with self._lock:
                         self._pending.append((start, end))
             else:
-                t0 = _monotonic()
+                t0 = _clock.monotonic()
                 res = fn(*args, **kwargs)
                 if self._paced:
                     with self._lock:
-                        self._charge(_monotonic() - t0)
-            self._last_activity = _monotonic()
+                        self._charge(_clock.monotonic() - t0)
+            self._last_activity = _clock.monotonic()
         with self._lock:
             self._launches += 1
         return res
@@ -1452,7 +1441,7 @@ def _alloc_hook(data, device):
         return
     ctx = entry[0]
     if ctx._cuda:
-        ctx._last_activity = _monotonic()  # CuPy memory is charged by the context's pool allocator
+        ctx._last_activity = _clock.monotonic()  # CuPy memory is charged by the context's pool allocator
         return
     if not isinstance(data, np.ndarray):
         return
@@ -1471,7 +1460,7 @@ def _alloc_hook(data, device):
         return  # allocated outside every context: wrapping it (or a view of it) allocates nothing
     nbytes = owner.nbytes
     if nbytes:
-        ctx._last_activity = _monotonic()
+        ctx._last_activity = _clock.monotonic()
         ctx._charge_numpy(owner, nbytes)
 
 

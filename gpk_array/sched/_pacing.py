@@ -6,13 +6,9 @@ charged its measured duration. When the balance is negative the next step waits 
 over any long window the context is busy at most ``rate`` of the time (plus ``burst``).
 """
 
-import time
+from . import _clock
 
 __all__ = ["TokenBucket"]
-
-# The buckets' clock: a module global that tests rebind to a simulated clock together with _core's (see _core's
-# _monotonic); a call through it costs what the direct time.monotonic call did.
-_monotonic = time.monotonic
 
 
 class TokenBucket:
@@ -23,7 +19,7 @@ class TokenBucket:
             raise ValueError(f"burst must be > 0 seconds, got {burst!r}")
         self.burst = float(burst)
         self.tokens = self.burst
-        self._last = _monotonic()
+        self._last = _clock.monotonic()
         self.charged_s = 0.0
 
     def _refill(self, rate, now):
@@ -41,7 +37,7 @@ class TokenBucket:
     def delay(self, rate, now=None):
         """Seconds to wait before the next step at ``rate``; 0 when the balance is not negative."""
         if now is None:
-            now = _monotonic()
+            now = _clock.monotonic()
         self._refill(rate, now)
         if self.tokens >= 0.0:
             return 0.0
