@@ -47,10 +47,10 @@ from ._core import (
     initialize,
     list_contexts,
     list_partitions,
-    parse_bytes,
     shutdown,
     stats,
 )
+from ._parse import parse_bytes
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 
 __all__ = [

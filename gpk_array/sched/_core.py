@@ -27,7 +27,6 @@ import contextlib
 import contextvars
 import logging
 import os
-import re
 import sys
 import threading
 import weakref
@@ -36,6 +35,7 @@ import numpy as np
 
 from . import _aio, _clock, _cuda, _nptag
 from ._pacing import TokenBucket
+from ._parse import check_fraction, check_seconds, device_key, fmt_bytes, parse_bytes, parse_device
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 
 __all__ = [
@@ -114,85 +114,6 @@ def _raise_oom(msg, failures):
         from failures[0][2]
 
 
-# --- small parsers -----------------------------------------------------------------------------------------------
-
-_UNITS = {
-    "": 1, "b": 1,
-    "k": 10**3, "kb": 10**3, "kib": 2**10,
-    "m": 10**6, "mb": 10**6, "mib": 2**20,
-    "g": 10**9, "gb": 10**9, "gib": 2**30,
-    "t": 10**12, "tb": 10**12, "tib": 2**40,
-}
-
-
-def parse_bytes(value, what="size"):
-    """Bytes from an int, a float, or a string such as ``"512MiB"``, ``"1.5 GB"``."""
-    if isinstance(value, bool):
-        raise TypeError(f"{what} must be a number of bytes, got {value!r}")
-    if isinstance(value, (int, np.integer)):
-        n = int(value)
-    elif isinstance(value, (float, np.floating)):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError(f"{what} must be finite, got {value!r}")
-        n = int(value)
-    elif isinstance(value, str):
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value)
-        if m is None or m.group(2).lower() not in _UNITS:
-            raise ValueError(f"cannot parse {what} {value!r} (examples: 1048576, '512MiB', '2GB')")
-        n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    else:
-        raise TypeError(f"{what} must be a number of bytes or a string like '512MiB', got {type(value).__name__}")
-    if n < 0:
-        raise ValueError(f"{what} must be >= 0, got {n}")
-    return n
-
-
-def _check_seconds(value, what):
-    """``value`` as a float of seconds >= 0 (None stays None); TypeError / ValueError naming ``what`` otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{what} must be a number of seconds or None, got {type(value).__name__} {value!r}")
-    v = float(value)
-    if not v >= 0.0:  # (NaN too)
-        raise ValueError(f"{what} must be >= 0 seconds or None, got {value!r}")
-    return v
-
-
-def _check_fraction(value, what):
-    """``value`` as a float in (0, 1]; TypeError / ValueError naming ``what`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{what} must be a number in (0, 1], got {type(value).__name__} {value!r}")
-    v = float(value)
-    if not 0.0 < v <= 1.0:
-        raise ValueError(f"{what} must be in (0, 1], got {value!r}")
-    return v
-
-
-def _parse_device(device):
-    """``("cpu", None)`` or ``("cuda", index)`` from 0, "cpu", "cuda", "cuda:1", a gpk_array or CuPy device."""
-    if isinstance(device, bool):
-        raise TypeError(f"not a device: {device!r}")
-    if isinstance(device, (int, np.integer)):
-        if device < 0:
-            raise ValueError(f"device index must be >= 0, got {device}")
-        return ("cuda", int(device))
-    dev_id = getattr(device, "id", None)
-    if isinstance(dev_id, int) and not isinstance(device, str) and "cupy" in type(device).__module__:
-        return ("cuda", dev_id)
-    text = str(device).strip().lower()
-    m = re.search(r"(cpu|cuda)(?::(\d+))?", text)
-    if m is None:
-        raise ValueError(f"unknown device {device!r}: use 'cpu', 'cuda', 'cuda:N' or an index")
-    if m.group(1) == "cpu":
-        return ("cpu", None)
-    return ("cuda", int(m.group(2) or 0))
-
-
-def _device_key(parsed):
-    return "cpu" if parsed[0] == "cpu" else f"cuda:{parsed[1]}"
-
-
 def _physical_available():
     try:
         import psutil  # noqa: PLC0415
@@ -212,14 +133,6 @@ def _in_event_loop():
     except RuntimeError:
         return False
     return True
-
-
-def _fmt(n):
-    n = int(n)
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n} B ({n / size:.2f} {unit})"
-    return f"{n} B"
 
 
 # --- scheduler (one per device) ---------------------------------------------------------------------------------
@@ -243,14 +156,14 @@ class Scheduler:
         confine_hold_s=0.5,
         switch_interval=5e-6,
     ):
-        parsed = _parse_device(device)
+        parsed = parse_device(device)
         self.kind, self.device_id = parsed
-        self.device = _device_key(parsed)
+        self.device = device_key(parsed)
         if isinstance(overcommit, bool) or not isinstance(overcommit, (int, float, np.integer, np.floating)):
             raise TypeError(f"overcommit must be a number >= 1.0, got {type(overcommit).__name__} {overcommit!r}")
         if not overcommit >= 1.0:
             raise ValueError(f"overcommit must be >= 1.0, got {overcommit!r}")
-        wait_timeout = _check_seconds(wait_timeout, "wait_timeout")
+        wait_timeout = check_seconds(wait_timeout, "wait_timeout")
         if int(max_inflight) < 1:
             raise ValueError(f"max_inflight must be >= 1, got {max_inflight!r}")
         shares = dict(_DEFAULT_CONTENTION)
@@ -334,18 +247,18 @@ class Scheduler:
         if not ctx._cuda:
             used = ctx._cpu_used
             if used + nbytes > ctx.max_vram:
-                return ("budget", f"exceeds its budget: budget {_fmt(ctx.max_vram)}, in use {_fmt(used)}, "
-                                  f"request {_fmt(nbytes)}")
+                return ("budget", f"exceeds its budget: budget {fmt_bytes(ctx.max_vram)}, in use {fmt_bytes(used)}, "
+                                  f"request {fmt_bytes(nbytes)}")
         headroom = self._headroom(exclude=ctx)
         free = self._free(counted)
         avail = free - headroom
         if nbytes <= avail:
             return None
         used = ctx._cpu_used if not ctx._cuda else ctx._pool.used_bytes()
-        return ("device", f"device {self.device} has {_fmt(max(avail, 0))} unreserved free "
-                          f"(free {_fmt(max(free, 0))}, reserved for guaranteed contexts/partitions "
-                          f"{_fmt(headroom)}); budget {_fmt(ctx.max_vram)}, in use {_fmt(used)}, "
-                          f"request {_fmt(nbytes)}")
+        return ("device", f"device {self.device} has {fmt_bytes(max(avail, 0))} unreserved free "
+                          f"(free {fmt_bytes(max(free, 0))}, reserved for guaranteed contexts/partitions "
+                          f"{fmt_bytes(headroom)}); budget {fmt_bytes(ctx.max_vram)}, in use {fmt_bytes(used)}, "
+                          f"request {fmt_bytes(nbytes)}")
 
     # eviction ------------------------------------------------------------------------------------------------
 
@@ -475,7 +388,7 @@ class Scheduler:
                     hint = ""
                 with ctx._lock:
                     ctx._refusals += 1
-                _raise_oom(f"context {ctx.name!r} ({ctx.qos}) cannot allocate {_fmt(nbytes)}: {refusal[1]}{hint}",
+                _raise_oom(f"context {ctx.name!r} ({ctx.qos}) cannot allocate {fmt_bytes(nbytes)}: {refusal[1]}{hint}",
                            failures)
         finally:
             if waiting:
@@ -528,9 +441,9 @@ class Scheduler:
         avail = free - headroom
         if memory > avail:
             raise AdmissionError(
-                f"cannot admit {what} {name!r} on {self.device}: its reservation {_fmt(memory)} exceeds the "
-                f"unreserved free memory {_fmt(max(avail, 0))} (free {_fmt(max(free, 0))}, already reserved for "
-                f"guaranteed contexts/partitions {_fmt(headroom)})")
+                f"cannot admit {what} {name!r} on {self.device}: its reservation {fmt_bytes(memory)} exceeds the "
+                f"unreserved free memory {fmt_bytes(max(avail, 0))} (free {fmt_bytes(max(free, 0))}, already reserved for "
+                f"guaranteed contexts/partitions {fmt_bytes(headroom)})")
 
     def _admit_context(self, name, budget, qos, partition):
         if partition is not None:
@@ -538,8 +451,8 @@ class Scheduler:
             if committed + budget > partition.memory:
                 raise AdmissionError(
                     f"cannot admit context {name!r} in partition {partition.name!r}: budgets would sum to "
-                    f"{_fmt(committed + budget)} (existing {_fmt(committed)} + {_fmt(budget)}) over the "
-                    f"partition's memory {_fmt(partition.memory)}")
+                    f"{fmt_bytes(committed + budget)} (existing {fmt_bytes(committed)} + {fmt_bytes(budget)}) over the "
+                    f"partition's memory {fmt_bytes(partition.memory)}")
             return
         if qos == "guaranteed":
             self._admit_reservation("guaranteed context", name, budget)
@@ -554,9 +467,9 @@ class Scheduler:
             if committed + budget > limit:
                 raise AdmissionError(
                     f"cannot admit burstable context {name!r} on {self.device}: burstable budgets would sum to "
-                    f"{_fmt(committed + budget)} (existing {_fmt(committed)} + {_fmt(budget)}), over "
-                    f"{self.overcommit:g} x {_fmt(max(base, 0))} = {_fmt(limit)} (free {_fmt(max(free, 0))} "
-                    f"minus {_fmt(headroom)} reserved for guaranteed contexts/partitions, plus {_fmt(held_b)} "
+                    f"{fmt_bytes(committed + budget)} (existing {fmt_bytes(committed)} + {fmt_bytes(budget)}), over "
+                    f"{self.overcommit:g} x {fmt_bytes(max(base, 0))} = {fmt_bytes(limit)} (free {fmt_bytes(max(free, 0))} "
+                    f"minus {fmt_bytes(headroom)} reserved for guaranteed contexts/partitions, plus {fmt_bytes(held_b)} "
                     f"held by burstable contexts)")
         # best_effort: always admitted
 
@@ -866,9 +779,9 @@ class Context:
             with self._lock:
                 self._refusals += 1
             raise _oom(
-                f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(size)}: the device is out of "
-                f"memory: budget {_fmt(self.max_vram)}, in use {_fmt(pool.used_bytes())}, held by its pool "
-                f"{_fmt(pool.total_bytes())}, request {_fmt(size)} ({e})") from e
+                f"context {self.name!r} ({self.qos}) cannot allocate {fmt_bytes(size)}: the device is out of "
+                f"memory: budget {fmt_bytes(self.max_vram)}, in use {fmt_bytes(pool.used_bytes())}, held by its pool "
+                f"{fmt_bytes(pool.total_bytes())}, request {fmt_bytes(size)} ({e})") from e
         finally:
             pool.set_limit(size=self.max_vram)
 
@@ -884,8 +797,8 @@ class Context:
                 with self._lock:
                     self._refusals += 1
                 _raise_oom(
-                    f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(rsize)}: exceeds its budget: "
-                    f"budget {_fmt(self.max_vram)}, in use {_fmt(pool.used_bytes())}, request {_fmt(rsize)}",
+                    f"context {self.name!r} ({self.qos}) cannot allocate {fmt_bytes(rsize)}: exceeds its budget: "
+                    f"budget {fmt_bytes(self.max_vram)}, in use {fmt_bytes(pool.used_bytes())}, request {fmt_bytes(rsize)}",
                     failures)
             self._sched._evict(victim, failures)
         for c_name, cache, err in failures:
@@ -1010,7 +923,7 @@ class Context:
         seconds (default: the context's ``wait_timeout``). Nothing is reserved: allocate right after.
         """
         nbytes = parse_bytes(nbytes, "nbytes")
-        timeout = self.wait_timeout if timeout is None else _check_seconds(timeout, "timeout")
+        timeout = self.wait_timeout if timeout is None else check_seconds(timeout, "timeout")
         deadline = _clock.monotonic() + (timeout or 0.0)
         delay = 1e-3
         counted = False
@@ -1020,9 +933,9 @@ class Context:
                 with _lock:
                     used = self.used_bytes()
                     if used + nbytes > self.max_vram:
-                        raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(nbytes)}: exceeds "
-                                   f"its budget: budget {_fmt(self.max_vram)}, in use {_fmt(used)}, request "
-                                   f"{_fmt(nbytes)}")
+                        raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {fmt_bytes(nbytes)}: exceeds "
+                                   f"its budget: budget {fmt_bytes(self.max_vram)}, in use {fmt_bytes(used)}, request "
+                                   f"{fmt_bytes(nbytes)}")
                     refusal = self._sched._refusal(self, nbytes, 0)
                 if refusal is None:
                     return
@@ -1033,7 +946,7 @@ class Context:
                     if refusal is None:
                         return
                 if _clock.monotonic() >= deadline:
-                    raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(nbytes)}: "
+                    raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {fmt_bytes(nbytes)}: "
                                f"{refusal[1]}; waited {timeout:g} s")
                 if not counted:
                     counted = True
@@ -1648,7 +1561,7 @@ def get_scheduler(device=None):
             if _default is None:
                 raise RuntimeError("gpk_array.sched is not initialized: call sched.initialize(device) first")
             return _default
-        key = _device_key(_parse_device(device))
+        key = device_key(parse_device(device))
         sched = _schedulers.get(key)
         if sched is None:
             raise RuntimeError(f"gpk_array.sched is not initialized for {key}: call sched.initialize({key!r})")
@@ -1681,7 +1594,7 @@ def create_partition(name, memory, compute_share=1.0, device=None):
     memory = parse_bytes(memory, "memory")
     if memory <= 0:
         raise ValueError("partition memory must be > 0")
-    share = _check_fraction(compute_share, "compute_share")
+    share = check_fraction(compute_share, "compute_share")
     with _lock:
         sched = get_scheduler(device)
         if name in _partitions:
@@ -1745,8 +1658,8 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
     if budget <= 0:
         raise ValueError(f"max_vram must be > 0, got {max_vram!r}")
     if bandwidth is not None:
-        bandwidth = _check_fraction(bandwidth, "bandwidth")
-    wait_timeout = _check_seconds(wait_timeout, "wait_timeout")
+        bandwidth = check_fraction(bandwidth, "bandwidth")
+    wait_timeout = check_seconds(wait_timeout, "wait_timeout")
     if partition is not None and not isinstance(partition, (str, Partition)):
         raise TypeError(f"partition must be a Partition, its name or None, got {type(partition).__name__}")
     with _lock:
@@ -1756,7 +1669,7 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
             if partition._destroyed:
                 raise ValueError(f"partition {partition.name!r} was destroyed")
             sched = partition._sched
-            if device is not None and _device_key(_parse_device(device)) != sched.device:
+            if device is not None and device_key(parse_device(device)) != sched.device:
                 raise ValueError(f"partition {partition.name!r} is on {sched.device}, not {device!r}")
         else:
             sched = get_scheduler(device)
