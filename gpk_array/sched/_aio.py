@@ -22,12 +22,9 @@ import warnings
 import weakref
 
 from . import _cuda
+from ._state import current_context
 
-__all__ = ["install_task_factory", "run", "await_event", "current_ctx_getter", "note_unwrapped_enter",
-           "note_unwrapped_exit"]
-
-# set by _core at import: a zero-argument function returning the current Context or None
-current_ctx_getter = None
+__all__ = ["install_task_factory", "run", "await_event", "note_unwrapped_enter", "note_unwrapped_exit"]
 
 
 class _GuardedCoroutine(collections.abc.Coroutine):
@@ -40,7 +37,7 @@ class _GuardedCoroutine(collections.abc.Coroutine):
 
     def _step(self, method, *args):
         prev = _cuda.active_context()
-        _cuda.activate(current_ctx_getter())
+        _cuda.activate(current_context())
         try:
             return method(*args)
         finally:

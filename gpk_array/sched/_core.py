@@ -24,7 +24,6 @@ recently used first). Best-effort requests then wait (bounded by ``wait_timeout`
 import asyncio
 import collections
 import contextlib
-import contextvars
 import logging
 import os
 import sys
@@ -36,6 +35,7 @@ import numpy as np
 from . import _aio, _clock, _cuda, _nptag
 from ._pacing import TokenBucket
 from ._parse import check_fraction, check_seconds, device_key, fmt_bytes, parse_bytes, parse_device
+from ._state import COND, CURRENT, LOCK, WAITERS, current_context
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 
 __all__ = [
@@ -66,30 +66,13 @@ _DEFAULT_CONTENTION = {"burstable": 0.5, "best_effort": 0.25}
 
 _CUDA_ERROR_MEMORY_ALLOCATION = 2  # cudaErrorMemoryAllocation (CuPy does not export the constant to Python)
 
-# The current context of this thread / asyncio task: None or (ctx, parent_entry, what _nptag.end restores).
-_current = contextvars.ContextVar("gpk_array_sched_current", default=None)
-
-# One lock for all ledgers; memory waiters sleep on the condition.
-_lock = threading.RLock()
-_cond = threading.Condition(_lock)
-
 _schedulers = {}  # device key -> Scheduler
 _default = None  # the Scheduler that create_context uses when neither device nor partition says otherwise
 _contexts = {}  # name -> live Context
 _partitions = {}  # name -> live Partition
 _graveyard = []  # pools of destroyed CUDA contexts with blocks still in use by live arrays
-_waiters = [0]  # threads sleeping on _cond (memory frees only notify when someone waits)
 _charged = {}  # id(numpy owner) -> _Charge, for NumPy buffers charged to a CPU context
 _hook_state = {"installed": False, "previous": None}
-
-
-def current_context():
-    """The context entered in this thread / task, or None."""
-    entry = _current.get()
-    return None if entry is None else entry[0]
-
-
-_aio.current_ctx_getter = current_context
 
 
 def _oom(msg):
@@ -210,7 +193,7 @@ class Scheduler:
     def __repr__(self):
         return f"<gpk_array.sched.Scheduler {self.device} contexts={len(self.contexts)}>"
 
-    # ledger (call with _lock held) -------------------------------------------------------------------------
+    # ledger (call with LOCK held) -------------------------------------------------------------------------
 
     def _held(self, ctx):
         return ctx._pool.total_bytes() if ctx._cuda else ctx._cpu_used
@@ -263,7 +246,7 @@ class Scheduler:
     # eviction ------------------------------------------------------------------------------------------------
 
     def _victims(self, ctx, kind, tried):
-        """Next thing to evict for ``ctx`` (call with _lock held): ('pool', c) or ('cache', c, entry) or None.
+        """Next thing to evict for ``ctx`` (call with LOCK held): ('pool', c) or ('cache', c, entry) or None.
 
         ``tried`` (one set per request) holds what this request already evicted: each context's pool and each
         registered cache (by context and name) at most once, so a cache whose ``evict()`` registers it again (or
@@ -317,7 +300,7 @@ class Scheduler:
                     c._evicted_bytes += released
             return released
         _, c, entry = victim
-        with _lock:
+        with LOCK:
             if c._caches.get(entry.name) is not entry:
                 return 0  # gone meanwhile
             del c._caches[entry.name]
@@ -351,7 +334,7 @@ class Scheduler:
         waiting = False
         try:
             while True:
-                with _lock:
+                with LOCK:
                     ctx._check_alive()
                     refusal = self._refusal(ctx, nbytes, counted)
                     if refusal is None:
@@ -371,12 +354,12 @@ class Scheduler:
                             with ctx._lock:
                                 ctx._queued += 1
                         if now < deadline:
-                            with _lock:
-                                _waiters[0] += 1
+                            with LOCK:
+                                WAITERS[0] += 1
                                 try:
-                                    _cond.wait(min(deadline - now, 0.01))
+                                    COND.wait(min(deadline - now, 0.01))
                                 finally:
-                                    _waiters[0] -= 1
+                                    WAITERS[0] -= 1
                             tried.clear()
                             continue
                         hint = f"; waited {timeout:g} s"
@@ -404,7 +387,7 @@ class Scheduler:
         boundaries: ``_confined_sms`` is what the contexts outside plan their GEMMs around (every confined context
         of a scheduler shares one green context, so one set of SMs), until ``_confined_until`` (``confine_hold_s``
         after a confined context's last step: one that stops stepping stops counting)."""
-        with _lock:
+        with LOCK:
             conf = ctx._confined
             sms = conf[1] if conf and ctx.stream is conf[0] and not ctx._destroyed else 0
             if sms:
@@ -498,7 +481,7 @@ class Partition:
     def stats(self):
         """A dict of this partition's numbers: name, device, memory, compute_share, the names of its contexts,
         ``committed`` (the sum of their budgets) and ``held`` (bytes they hold now)."""
-        with _lock:
+        with LOCK:
             held = sum(self._sched._held(c) for c in self.contexts.values())
             return {
                 "name": self.name,
@@ -544,7 +527,7 @@ class _Charge:
         self.ref = None
 
     def commit(self):
-        """Record the charge (call with _lock held)."""
+        """Record the charge (call with LOCK held)."""
         if self.key in _charged:  # another thread charged the same buffer meanwhile
             return
         ctx = self.ctx
@@ -557,7 +540,7 @@ class _Charge:
         self.active = True
 
     def release(self, _ref=None):
-        with _lock:
+        with LOCK:
             if _charged.get(self.key) is self:
                 del _charged[self.key]
             if self.active:
@@ -567,8 +550,8 @@ class _Charge:
                 ctx._sched._cpu_total -= self.nbytes
                 ctx._records.discard(self)
             self.ref = None
-            if _waiters[0]:
-                _cond.notify_all()
+            if WAITERS[0]:
+                COND.notify_all()
 
 
 def _no_commit():
@@ -665,7 +648,7 @@ class Context:
         # no lock: the session count is a list whose append/pop are atomic.
         if self._destroyed:
             raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed")
-        entry = _current.get()
+        entry = CURRENT.get()
         if entry is not None and entry[0].device != self.device:
             raise ValueError(
                 f"cannot enter context {self.name!r} ({self.device}) inside context {entry[0].name!r} "
@@ -676,21 +659,21 @@ class Context:
             _cuda.activate(None if entry is None else entry[0])
             raise
         if self._cuda:
-            _current.set((self, entry, None))
+            CURRENT.set((self, entry, None))
         else:
             # NumPy allocates through our tagged handler while a CPU context is current (see _nptag): what the hook
             # charges is what was allocated here, never memory that a view only looks at
-            _current.set((self, entry, _cpu_enter()))
+            CURRENT.set((self, entry, _cpu_enter()))
         self._entered.append(None)
         self._last_activity = _clock.monotonic()
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        entry = _current.get()
+        entry = CURRENT.get()
         if entry is None or entry[0] is not self:
             raise RuntimeError(f"scheduler context {self.name!r} exited out of order (not the current context)")
         parent = entry[1]
-        _current.set(parent)
+        CURRENT.set(parent)
         self._entered.pop()
         if not self._cuda:
             _cpu_exit(entry[2])
@@ -791,7 +774,7 @@ class Context:
         tried = set()
         failures = []
         while pool.used_bytes() + rsize > self.max_vram:
-            with _lock:
+            with LOCK:
                 victim = self._sched._victims(self, "budget", tried)
             if victim is None:
                 with self._lock:
@@ -817,7 +800,7 @@ class Context:
             sched._in_flight += nbytes
 
         if reserved:  # no check, but count the bytes until cudaMalloc has returned
-            with _lock:
+            with LOCK:
                 commit()
         else:
             sched._admit(self, nbytes, nbytes, commit)
@@ -831,7 +814,7 @@ class Context:
                 released = 0
                 tried = set()
                 while True:
-                    with _lock:
+                    with LOCK:
                         victim = sched._victims(self, "device", tried)
                     if victim is None:
                         break
@@ -840,10 +823,10 @@ class Context:
                     raise
                 return cp.cuda.MemoryPointer(cp.cuda.Memory(nbytes), 0)
         finally:
-            with _lock:
+            with LOCK:
                 sched._in_flight -= nbytes
-                if _waiters[0]:
-                    _cond.notify_all()
+                if WAITERS[0]:
+                    COND.notify_all()
 
     def _charge_numpy(self, owner, nbytes):
         """CPU: charge a NumPy buffer (its owning array) to this context, or raise OutOfMemoryError."""
@@ -852,7 +835,7 @@ class Context:
         if self._reserved:
             # Within a reservation only the budget can refuse: reservations are admitted against what is free
             # and nobody else may use them, so the device check would always pass.
-            with _lock:
+            with LOCK:
                 if not self._destroyed and self._cpu_used + nbytes <= self.max_vram:
                     rec.commit()
                     done = True
@@ -876,8 +859,8 @@ class Context:
         before = self._pool.total_bytes()
         self._note_peak()
         self._pool.free_all_blocks()
-        with _lock:
-            _cond.notify_all()
+        with LOCK:
+            COND.notify_all()
         return before - self._pool.total_bytes()
 
     def register_cache(self, name, evict, nbytes=None):
@@ -889,12 +872,12 @@ class Context:
         self._check_alive()
         if not callable(evict):
             raise TypeError("evict must be callable")
-        with _lock:
+        with LOCK:
             self._caches[name] = _Cache(name, evict, nbytes)
 
     def touch_cache(self, name):
         """Mark a registered cache as just used (least recently used caches are evicted first)."""
-        with _lock:
+        with LOCK:
             entry = self._caches.get(name)
             if entry is not None:
                 entry.last_used = _clock.monotonic()
@@ -903,7 +886,7 @@ class Context:
 
     def unregister_cache(self, name):
         """Forget the cache registered as ``name`` (it is no longer evicted); whether one was registered."""
-        with _lock:
+        with LOCK:
             return self._caches.pop(name, None) is not None
 
     def used_bytes(self):
@@ -930,7 +913,7 @@ class Context:
         try:
             while True:
                 self._check_alive()
-                with _lock:
+                with LOCK:
                     used = self.used_bytes()
                     if used + nbytes > self.max_vram:
                         raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {fmt_bytes(nbytes)}: exceeds "
@@ -941,7 +924,7 @@ class Context:
                     return
                 if self._cuda:
                     self.free_cache()
-                    with _lock:
+                    with LOCK:
                         refusal = self._sched._refusal(self, nbytes, 0)
                     if refusal is None:
                         return
@@ -1349,7 +1332,7 @@ def _alloc_hook(data, device):
     allocates nothing and is charged nothing; a view of a fresh temporary charges the temporary). Buffers owned by
     foreign objects (bytes, mmap, pinned memory) are not NumPy's to count.
     """
-    entry = _current.get()
+    entry = CURRENT.get()
     if entry is None:
         return
     ctx = entry[0]
@@ -1394,7 +1377,7 @@ def _prealloc_hook(nbytes, device):
     reserved: the buffer is charged when it is wrapped, as any other."""
     if nbytes < PREALLOC_MIN_BYTES or (device is not _cpu_device and device != "cpu"):
         return
-    entry = _current.get()
+    entry = CURRENT.get()
     if entry is None:
         return
     ctx = entry[0]
@@ -1489,7 +1472,7 @@ _SWITCH_KINDS = ("cuda",)  # device kinds whose contexts count (GPU work is what
 
 
 def _update_switch_interval():
-    """(with _lock held) At most the schedulers' ``switch_interval`` while a guaranteed context and a paced one live
+    """(with LOCK held) At most the schedulers' ``switch_interval`` while a guaranteed context and a paced one live
     (on any devices: one interpreter), else the program's interval back. An interval the program set meanwhile is
     the program's: never lengthened, and not overwritten on the way back."""
     global _switch_saved, _switch_set
@@ -1540,7 +1523,7 @@ def initialize(device=0, total_vram_budget=None, **config):
     """
     global _default
     sched = Scheduler(device, total_vram_budget, **config)
-    with _lock:
+    with LOCK:
         old = _schedulers.get(sched.device)
         if old is not None and (old.contexts or old.partitions):
             raise RuntimeError(
@@ -1556,7 +1539,7 @@ def initialize(device=0, total_vram_budget=None, **config):
 
 def get_scheduler(device=None):
     """The scheduler of ``device`` (default: the last initialized)."""
-    with _lock:
+    with LOCK:
         if device is None:
             if _default is None:
                 raise RuntimeError("gpk_array.sched is not initialized: call sched.initialize(device) first")
@@ -1575,7 +1558,7 @@ def shutdown():
         destroy_context(ctx)
     for part in list(_partitions.values()):
         destroy_partition(part)
-    with _lock:
+    with LOCK:
         _schedulers.clear()
         _default = None
         _uninstall_hook()
@@ -1595,7 +1578,7 @@ def create_partition(name, memory, compute_share=1.0, device=None):
     if memory <= 0:
         raise ValueError("partition memory must be > 0")
     share = check_fraction(compute_share, "compute_share")
-    with _lock:
+    with LOCK:
         sched = get_scheduler(device)
         if name in _partitions:
             raise ValueError(f"a partition named {name!r} already exists")
@@ -1608,7 +1591,7 @@ def create_partition(name, memory, compute_share=1.0, device=None):
 
 def get_partition(name):
     """The live partition named ``name`` (``KeyError`` if there is none)."""
-    with _lock:
+    with LOCK:
         try:
             return _partitions[name]
         except KeyError:
@@ -1617,26 +1600,26 @@ def get_partition(name):
 
 def list_partitions():
     """The live partitions, in creation order."""
-    with _lock:
+    with LOCK:
         return list(_partitions.values())
 
 
 def destroy_partition(name_or_part):
     """Destroy a partition and every context in it."""
-    with _lock:
+    with LOCK:
         part = _partitions.get(name_or_part) if isinstance(name_or_part, str) else name_or_part
         if part is None:
             raise KeyError(f"no partition named {name_or_part!r}")
         members = list(part.contexts.values())
     for ctx in members:
         destroy_context(ctx)
-    with _lock:
+    with LOCK:
         if not part._destroyed:
             part._destroyed = True
             part._sched.partitions.pop(part.name, None)
             if _partitions.get(part.name) is part:
                 del _partitions[part.name]
-            _cond.notify_all()
+            COND.notify_all()
 
 
 def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=None, *, device=None,
@@ -1662,7 +1645,7 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
     wait_timeout = check_seconds(wait_timeout, "wait_timeout")
     if partition is not None and not isinstance(partition, (str, Partition)):
         raise TypeError(f"partition must be a Partition, its name or None, got {type(partition).__name__}")
-    with _lock:
+    with LOCK:
         if isinstance(partition, str):
             partition = get_partition(partition)
         if partition is not None:
@@ -1690,7 +1673,7 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
 
 def get_context(name):
     """The live context named ``name`` (``KeyError`` if there is none)."""
-    with _lock:
+    with LOCK:
         try:
             return _contexts[name]
         except KeyError:
@@ -1699,7 +1682,7 @@ def get_context(name):
 
 def list_contexts():
     """The live contexts, in creation order."""
-    with _lock:
+    with LOCK:
         return list(_contexts.values())
 
 
@@ -1709,7 +1692,7 @@ def destroy_context(name_or_ctx):
     Destroying twice is a no-op; using the context afterwards raises :class:`ContextDestroyedError`. Arrays still
     alive keep their blocks (the pool stays alive until they are freed, then its memory goes back to the device).
     """
-    with _lock:
+    with LOCK:
         if isinstance(name_or_ctx, str):
             ctx = _contexts.get(name_or_ctx)
             if ctx is None:
@@ -1759,23 +1742,23 @@ def destroy_context(name_or_ctx):
             ctx._mark = None
             ctx._busy_event = None
             if ctx._pool.used_bytes() > 0:
-                with _lock:
+                with LOCK:
                     _graveyard.append((ctx._pool, ctx.device_id))
-    with _lock:
-        _cond.notify_all()
+    with LOCK:
+        COND.notify_all()
     _reap_graveyard()
 
 
 def _reap_graveyard():
     """Free the pools of destroyed contexts whose last arrays are gone."""
-    with _lock:
+    with LOCK:
         items = list(_graveyard)
     for pool, dev in items:
         if pool.used_bytes() == 0:
             with _on_device(dev):
                 pool.free_all_blocks()
             if pool.total_bytes() == 0:
-                with _lock:
+                with LOCK:
                     try:
                         _graveyard.remove((pool, dev))
                     except ValueError:
@@ -1791,14 +1774,14 @@ def stats():
     ever held (CUDA: its pool's total, an upper bound of its peak use; CPU: exact).
     """
     _reap_graveyard()
-    with _lock:
+    with LOCK:
         ctxs = list(_contexts.values())
         parts = list(_partitions.values())
         scheds = list(_schedulers.values())
     out = {"contexts": {c.name: c.stats() for c in ctxs}, "partitions": {p.name: p.stats() for p in parts},
            "devices": {}}
     for s in scheds:
-        with _lock:
+        with LOCK:
             try:
                 free = s._free()
             except Exception:
