@@ -34,7 +34,6 @@ from ._core import (
     Context,
     Partition,
     Scheduler,
-    alloc_hook,
     context_session,
     create_context,
     create_partition,
@@ -50,6 +49,7 @@ from ._core import (
     shutdown,
     stats,
 )
+from ._hook import alloc_hook
 from ._parse import parse_bytes
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 

@@ -32,7 +32,8 @@ import weakref
 
 import numpy as np
 
-from . import _aio, _clock, _cuda, _nptag
+from . import _aio, _clock, _cuda, _hook
+from ._hook import Charge, cpu_enter, cpu_exit
 from ._pacing import TokenBucket
 from ._parse import check_fraction, check_seconds, device_key, fmt_bytes, parse_bytes, parse_device
 from ._state import COND, CURRENT, LOCK, WAITERS, current_context
@@ -71,8 +72,6 @@ _default = None  # the Scheduler that create_context uses when neither device no
 _contexts = {}  # name -> live Context
 _partitions = {}  # name -> live Partition
 _graveyard = []  # pools of destroyed CUDA contexts with blocks still in use by live arrays
-_charged = {}  # id(numpy owner) -> _Charge, for NumPy buffers charged to a CPU context
-_hook_state = {"installed": False, "previous": None}
 
 
 def _oom(msg):
@@ -514,46 +513,6 @@ class _Cache:
             return 0
 
 
-class _Charge:
-    """A NumPy buffer charged to a CPU context; released by a weak-reference callback when the buffer dies."""
-
-    __slots__ = ("ctx", "nbytes", "key", "active", "ref")
-
-    def __init__(self, ctx, nbytes, key):
-        self.ctx = ctx
-        self.nbytes = nbytes
-        self.key = key
-        self.active = False
-        self.ref = None
-
-    def commit(self):
-        """Record the charge (call with LOCK held)."""
-        if self.key in _charged:  # another thread charged the same buffer meanwhile
-            return
-        ctx = self.ctx
-        _charged[self.key] = self
-        ctx._records.add(self)
-        ctx._cpu_used += self.nbytes
-        ctx._sched._cpu_total += self.nbytes
-        if ctx._cpu_used > ctx._peak:
-            ctx._peak = ctx._cpu_used
-        self.active = True
-
-    def release(self, _ref=None):
-        with LOCK:
-            if _charged.get(self.key) is self:
-                del _charged[self.key]
-            if self.active:
-                self.active = False
-                ctx = self.ctx
-                ctx._cpu_used -= self.nbytes
-                ctx._sched._cpu_total -= self.nbytes
-                ctx._records.discard(self)
-            self.ref = None
-            if WAITERS[0]:
-                COND.notify_all()
-
-
 def _no_commit():
     pass
 
@@ -663,7 +622,7 @@ class Context:
         else:
             # NumPy allocates through our tagged handler while a CPU context is current (see _nptag): what the hook
             # charges is what was allocated here, never memory that a view only looks at
-            CURRENT.set((self, entry, _cpu_enter()))
+            CURRENT.set((self, entry, cpu_enter()))
         self._entered.append(None)
         self._last_activity = _clock.monotonic()
         return self
@@ -676,7 +635,7 @@ class Context:
         CURRENT.set(parent)
         self._entered.pop()
         if not self._cuda:
-            _cpu_exit(entry[2])
+            cpu_exit(entry[2])
         _cuda.activate(None if parent is None else parent[0])
         return False
 
@@ -830,7 +789,7 @@ class Context:
 
     def _charge_numpy(self, owner, nbytes):
         """CPU: charge a NumPy buffer (its owning array) to this context, or raise OutOfMemoryError."""
-        rec = _Charge(self, nbytes, id(owner))
+        rec = Charge(self, nbytes, id(owner))
         done = False
         if self._reserved:
             # Within a reservation only the budget can refuse: reservations are admitted against what is free
@@ -1320,144 +1279,6 @@ def _on_device(device_id):
         rt.setDevice(prev)
 
 
-# --- the allocation hooks ------------------------------------------------------------------------------------------
-
-
-def _alloc_hook(data, device):
-    """Called by the core for every backing array it wraps. Cheap when no context is current.
-
-    CPU: charges the buffer that owns ``data``'s memory (``data`` itself or the NumPy array at the end of its
-    ``base`` chain) to the current context, once, if NumPy allocated it while a CPU context was current (see
-    _nptag: a view of memory that existed before, an array made outside any context or a user's NumPy array,
-    allocates nothing and is charged nothing; a view of a fresh temporary charges the temporary). Buffers owned by
-    foreign objects (bytes, mmap, pinned memory) are not NumPy's to count.
-    """
-    entry = CURRENT.get()
-    if entry is None:
-        return
-    ctx = entry[0]
-    if ctx._cuda:
-        ctx._last_activity = _clock.monotonic()  # CuPy memory is charged by the context's pool allocator
-        return
-    if not isinstance(data, np.ndarray):
-        return
-    if ctx._destroyed:
-        raise ContextDestroyedError(f"scheduler context {ctx.name!r} was destroyed; cannot allocate")
-    owner = data
-    base = owner.base
-    while base is not None:
-        if not isinstance(base, np.ndarray):
-            return  # memory owned by a foreign object (bytes, mmap, pinned buffer): not NumPy's to count
-        owner = base
-        base = owner.base
-    if id(owner) in _charged or not owner.flags.owndata:
-        return
-    if _tag_name is not None and _tag_name(owner) != _nptag.NAME:
-        return  # allocated outside every context: wrapping it (or a view of it) allocates nothing
-    nbytes = owner.nbytes
-    if nbytes:
-        ctx._last_activity = _clock.monotonic()
-        ctx._charge_numpy(owner, nbytes)
-
-
-alloc_hook = _alloc_hook  # public name, for tests and for callers that wrap arrays themselves
-_tag_name = _nptag.handler_name if _nptag.available else None
-
-# Requests at least this large are checked against the budget before NumPy allocates them (gpk_array._hooks
-# .prealloc_hook, called by the creation functions); smaller ones only when wrapped, as every allocation is: a
-# refused small request costs at most this much memory for a moment, and skipping the check keeps small creations
-# as cheap inside a context as the charge alone makes them.
-PREALLOC_MIN_BYTES = 1 << 16
-
-
-def _prealloc_hook(nbytes, device):
-    """Called by the core's creation functions with the size of a buffer before allocating it (installed only while
-    a CPU context is entered somewhere, see _cpu_enter): raises OutOfMemoryError, after evicting caches or
-    waiting as a real request would, when the current CPU context could not take ``nbytes`` more. Nothing is
-    reserved: the buffer is charged when it is wrapped, as any other."""
-    if nbytes < PREALLOC_MIN_BYTES or (device is not _cpu_device and device != "cpu"):
-        return
-    entry = CURRENT.get()
-    if entry is None:
-        return
-    ctx = entry[0]
-    if ctx._cuda or nbytes > sys.maxsize:  # (NumPy refuses such sizes itself: "array is too big")
-        return
-    if ctx._destroyed:
-        raise ContextDestroyedError(f"scheduler context {ctx.name!r} was destroyed; cannot allocate")
-    ctx._precheck_numpy(int(nbytes))
-
-
-_hooks_mod = None  # gpk_array._hooks, bound at install (lazily: the package imports this module late)
-_cpu_device = None  # gpk_array's CPU device, bound at install
-
-# CPU sessions entered anywhere in the process (one item each): the pre-allocation hook is installed while there
-# is one, so that creations outside every context pay one global None check. No lock (the enter path stays cheap):
-# list append/pop and the attribute stores are atomic, and a thread that leaves the last session checks again after
-# removing the hook, putting it back if another thread entered meanwhile. So the hook is installed whenever a session
-# is; the one gap is a thread switch between those two steps of the leaving thread, during which a creation in a
-# session just entered elsewhere skips its pre-check (and is still charged, and refused if it does not fit, when
-# wrapped, as every allocation is).
-_cpu_sessions = []
-_np_var, _np_default, _np_tag = _nptag._var, _nptag._default, _nptag._tag  # (_var None: no tagging)
-
-
-def _cpu_enter():
-    """Entering a CPU context: install the pre-allocation hook, make NumPy allocate through our tagged handler here
-    (_nptag.begin, its common case inline: this runs on every ``with ctx:``); returns what _cpu_exit restores."""
-    _cpu_sessions.append(None)
-    if _hooks_mod is not None:
-        _hooks_mod.prealloc_hook = _prealloc_hook
-    var = _np_var
-    if var is None:
-        return None
-    prev = var.get()
-    if prev is _np_default:
-        var.set(_np_tag)
-        return prev
-    return _nptag.begin()
-
-
-def _cpu_exit(prev):
-    if prev is not None:
-        _np_var.set(prev)
-    _cpu_sessions.pop()
-    hooks = _hooks_mod
-    if not _cpu_sessions and hooks is not None:
-        hooks.prealloc_hook = None
-        if _cpu_sessions:  # another thread entered meanwhile
-            hooks.prealloc_hook = _prealloc_hook
-
-
-def _install_hook():
-    global _hooks_mod, _cpu_device
-    import gpk_array._hooks as hooks  # noqa: PLC0415 (lazy: avoid importing the package at module import)
-    from gpk_array._device import CPU  # noqa: PLC0415
-
-    _cpu_device = CPU
-    _hooks_mod = hooks
-    if _cpu_sessions:
-        hooks.prealloc_hook = _prealloc_hook
-    if hooks.alloc_hook is _alloc_hook:
-        return
-    _hook_state["previous"] = hooks.alloc_hook
-    _hook_state["installed"] = True
-    hooks.alloc_hook = _alloc_hook
-
-
-def _uninstall_hook():
-    global _hooks_mod
-    import gpk_array._hooks as hooks  # noqa: PLC0415
-
-    if hooks.alloc_hook is _alloc_hook:
-        hooks.alloc_hook = _hook_state["previous"]
-    _hooks_mod = None
-    if hooks.prealloc_hook is _prealloc_hook:
-        hooks.prealloc_hook = None
-    _hook_state["installed"] = False
-    _hook_state["previous"] = None
-
-
 # --- host-side priority: the interpreter's switch interval ---------------------------------------------------------
 #
 # Threads of one process share one interpreter. A guaranteed context's thread whose synchronize has returned waits
@@ -1531,7 +1352,7 @@ def initialize(device=0, total_vram_budget=None, **config):
                 f"({sorted(old.contexts) + sorted(old.partitions)}); destroy them or call shutdown() first")
         _schedulers[sched.device] = sched
         _default = sched
-        _install_hook()
+        _hook.install()
     if _in_event_loop():
         _aio.install_task_factory()
     return sched
@@ -1561,7 +1382,7 @@ def shutdown():
     with LOCK:
         _schedulers.clear()
         _default = None
-        _uninstall_hook()
+        _hook.uninstall()
         _update_switch_interval()
     _reap_graveyard()
 
@@ -1715,7 +1536,7 @@ def destroy_context(name_or_ctx):
         caches = list(ctx._caches.values())
         ctx._caches.clear()
         for rec in list(ctx._records):  # CPU charges no longer count anywhere...
-            rec.active = False  # ...but stay in _charged until their buffer dies: a view taken later in another
+            rec.active = False  # ...but stay in _hook.charged until their buffer dies: a view taken later in another
         ctx._records.clear()  # context allocates nothing (the weak reference's callback removes them)
         sched._cpu_total -= ctx._cpu_used
         ctx._cpu_used = 0
