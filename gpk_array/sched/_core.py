@@ -26,13 +26,12 @@ import collections
 import contextlib
 import logging
 import os
-import sys
 import threading
 import weakref
 
 import numpy as np
 
-from . import _aio, _clock, _cuda, _hook
+from . import _aio, _clock, _cuda, _hook, _switch
 from ._hook import Charge, cpu_enter, cpu_exit
 from ._pacing import TokenBucket
 from ._parse import check_fraction, check_seconds, device_key, fmt_bytes, parse_bytes, parse_device
@@ -1279,46 +1278,6 @@ def _on_device(device_id):
         rt.setDevice(prev)
 
 
-# --- host-side priority: the interpreter's switch interval ---------------------------------------------------------
-#
-# Threads of one process share one interpreter. A guaranteed context's thread whose synchronize has returned waits
-# for the interpreter while a paced context's thread runs Python (its launches, its pacing), up to the switch
-# interval (CPython's default 5 ms). Measured on the H200 (benchmarks/results/h200_2026-11-30_s6_diag_switch_*):
-# the guaranteed step's p99 with two best-effort GEMM threads was 1.27-1.36x its p99 alone at 50 us, 1.19-1.23x
-# at 10 us and 0.95-1.04x at 5 us, with the best-effort throughput unchanged.
-
-_switch_saved = None  # the program's interval before the scheduler shortened it (None: not shortened)
-_switch_set = None    # the interval the scheduler set (as sys.getswitchinterval reports it)
-_SWITCH_KINDS = ("cuda",)  # device kinds whose contexts count (GPU work is what waits for the interpreter)
-
-
-def _update_switch_interval():
-    """(with LOCK held) At most the schedulers' ``switch_interval`` while a guaranteed context and a paced one live
-    (on any devices: one interpreter), else the program's interval back. An interval the program set meanwhile is
-    the program's: never lengthened, and not overwritten on the way back."""
-    global _switch_saved, _switch_set
-    want, guaranteed, paced = None, False, False
-    for sc in _schedulers.values():
-        if sc.kind in _SWITCH_KINDS and sc.switch_interval > 0.0 and sc.contexts:
-            for c in sc.contexts.values():
-                if c._paced:
-                    paced = True
-                else:
-                    guaranteed = True
-            want = sc.switch_interval if want is None else min(want, sc.switch_interval)
-    cur = sys.getswitchinterval()
-    if want is not None and guaranteed and paced:
-        if _switch_set is None or cur != _switch_set:  # not ours (yet, or any more): the program's value
-            _switch_saved = cur
-        if min(want, _switch_saved) != cur:
-            sys.setswitchinterval(min(want, _switch_saved))
-        _switch_set = sys.getswitchinterval()
-    elif _switch_set is not None:
-        if cur == _switch_set:
-            sys.setswitchinterval(_switch_saved)
-        _switch_saved = _switch_set = None
-
-
 # --- module-level API ---------------------------------------------------------------------------------------------
 
 
@@ -1383,7 +1342,7 @@ def shutdown():
         _schedulers.clear()
         _default = None
         _hook.uninstall()
-        _update_switch_interval()
+        _switch.update(_schedulers.values())
     _reap_graveyard()
 
 
@@ -1487,7 +1446,7 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
             sched._paced_cuda += 1  # while any live, unpaced contexts' graph captures check for them (_sm_target)
         if partition is not None:
             partition.contexts[name] = ctx
-        _update_switch_interval()
+        _switch.update(_schedulers.values())
     _reap_graveyard()
     return ctx
 
@@ -1532,7 +1491,7 @@ def destroy_context(name_or_ctx):
             del _contexts[ctx.name]
         if ctx.partition is not None and ctx.partition.contexts.get(ctx.name) is ctx:
             del ctx.partition.contexts[ctx.name]
-        _update_switch_interval()
+        _switch.update(_schedulers.values())
         caches = list(ctx._caches.values())
         ctx._caches.clear()
         for rec in list(ctx._records):  # CPU charges no longer count anywhere...

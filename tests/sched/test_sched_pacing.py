@@ -216,7 +216,7 @@ def test_switch_interval_while_guaranteed_and_paced_coexist(monkeypatch):
     CPU device here, through _SWITCH_KINDS), and restored (the program's own value) when either side is gone, on
     shutdown; never lengthened; a value the program sets meanwhile is kept."""
     import sys
-    from gpk_array.sched import _core
+    from gpk_array.sched import _switch
     sched.shutdown()
     before = sys.getswitchinterval()
     sched.initialize("cpu", total_vram_budget=1_000_000)
@@ -224,7 +224,7 @@ def test_switch_interval_while_guaranteed_and_paced_coexist(monkeypatch):
     sched.create_context("b", 1000, qos="best_effort")
     assert sys.getswitchinterval() == pytest.approx(before)             # CPU devices: not by default
     sched.shutdown()
-    monkeypatch.setattr(_core, "_SWITCH_KINDS", ("cuda", "cpu"))
+    monkeypatch.setattr(_switch, "_SWITCH_KINDS", ("cuda", "cpu"))
     try:
         sys.setswitchinterval(0.004)
         sched.initialize("cpu", total_vram_budget=1_000_000)
