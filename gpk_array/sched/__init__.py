@@ -30,10 +30,7 @@ Module-level functions: :func:`initialize`, :func:`shutdown`, :func:`create_cont
 
 from ._aio import install_task_factory, run
 from ._core import (
-    QOS_TIERS,
     Context,
-    Partition,
-    Scheduler,
     context_session,
     create_context,
     create_partition,
@@ -50,6 +47,7 @@ from ._core import (
     stats,
 )
 from ._hook import alloc_hook
+from ._ledger import QOS_TIERS, Partition, Scheduler
 from ._parse import parse_bytes
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 

@@ -24,7 +24,8 @@ import weakref
 from . import _cuda
 from ._state import current_context
 
-__all__ = ["install_task_factory", "run", "await_event", "note_unwrapped_enter", "note_unwrapped_exit"]
+__all__ = ["install_task_factory", "run", "in_event_loop", "await_event", "note_unwrapped_enter",
+           "note_unwrapped_exit"]
 
 
 class _GuardedCoroutine(collections.abc.Coroutine):
@@ -113,6 +114,15 @@ def run(main, *, debug=None):
         return await main
 
     return asyncio.run(_main(), debug=debug)
+
+
+def in_event_loop():
+    """Whether the calling thread runs an asyncio event loop now."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 _unwrapped = threading.local()

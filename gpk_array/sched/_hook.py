@@ -7,7 +7,6 @@ CPU context is entered somewhere. :func:`install` / :func:`uninstall` put them i
 """
 
 import sys
-import weakref
 
 import numpy as np
 

@@ -18,8 +18,8 @@ _SWITCH_KINDS = ("cuda",)  # device kinds whose contexts count (GPU work is what
 
 def update(schedulers):
     """(with LOCK held) The interval at most the ``switch_interval`` of ``schedulers`` (every live one) while a
-    guaranteed context and a paced one live (on any devices: one interpreter), else the program's interval back. An interval the program set meanwhile is
-    the program's: never lengthened, and not overwritten on the way back."""
+    guaranteed context and a paced one live (on any devices: one interpreter), else the program's interval back.
+    An interval the program set meanwhile is the program's: never lengthened, and not overwritten on the way back."""
     global _switch_saved, _switch_set
     want, guaranteed, paced = None, False, False
     for sc in schedulers:
