@@ -379,6 +379,13 @@ class Scheduler:
                     return True
         return False
 
+    def _lower_tier_paced(self, ctx):
+        """Whether a paced context of a lower tier than ``ctx`` lives that a green context was (or may still be)
+        made for."""
+        rank = RANK[ctx.qos]
+        return any(c._paced and c._confined is not False and not c._destroyed and RANK[c.qos] > rank
+                   for c in tuple(self.contexts.values()))  # False: no green context could be made for it
+
     # admission -------------------------------------------------------------------------------------------------
 
     def _admit_reservation(self, what, name, memory):
