@@ -29,8 +29,8 @@ Module-level functions: :func:`initialize`, :func:`shutdown`, :func:`create_cont
 """
 
 from ._aio import install_task_factory, run
+from ._context import Context
 from ._core import (
-    Context,
     context_session,
     create_context,
     create_partition,
