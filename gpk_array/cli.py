@@ -72,7 +72,7 @@ port_number = _number(int, 0, 65535, what="in [0, 65535] (0: any free port)")
 
 def _positive_bytes(text, option):
     """The byte count of a size such as 4MiB or 1000000 (gpk_array.sched's parser), which must be above 0."""
-    from .sched._core import parse_bytes
+    from .sched._parse import parse_bytes
     try:
         n = parse_bytes(text, option)
     except (TypeError, ValueError) as e:
