@@ -204,3 +204,20 @@ def test_prompt_logprobs_against_float64_log_softmax(device, oracle, k):
         assert [i for i, _ in tops] == [i for i, _ in top(ref[t - 1], k)]
         assert np.allclose([v for _, v in tops], [v for _, v in top(ref[t - 1], k)], atol=1e-4)
     assert prompt_logprobs(model(device), [5], k) == [None]
+
+
+def test_a_bias_outside_the_vocabulary_fails_its_sequence_only(oracle):
+    """SamplingParams cannot know the vocabulary: a logit_bias id beyond it is refused by the engine for that
+    sequence alone (at check time, or by finishing it with "error"); the sequence beside it decodes as alone."""
+    engine = Engine(model("cpu"), max_batch=2, max_len=64)
+    good = Sequence(PROMPT, max_new_tokens=12)
+    bad = Sequence(PROMPT, max_new_tokens=12, params=SamplingParams(logit_bias={5000: 1.0}))
+    try:
+        engine.add([good, bad])
+    except ValueError as e:
+        assert "5000" in str(e)
+        engine.add([good])
+    while engine.active:
+        engine.step()
+    assert bad.finish_reason in (None, "error") and (bad.finish_reason is None or "5000" in bad.error)
+    assert good.tokens == oracle.greedy(PROMPT, 12) and engine.free == 2
