@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from .kernels_bench import _time_per_call
+
 SHAPES = [  # (B, H, T, D, dtype, causal, layout)
     (1, 12, 1024, 64, "float16", True, "bhtd"),
     (8, 12, 1024, 64, "float16", True, "bhtd"),
@@ -38,27 +40,9 @@ SHAPES = [  # (B, H, T, D, dtype, causal, layout)
 QUICK = SHAPES[:2]
 
 
-def _gpu_us(cupy, fn, reps=25, target_s=2e-3):
-    """Median GPU microseconds per call over batches of back-to-back calls (CUDA events around each batch)."""
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-    fn()
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    one = max(cupy.cuda.get_elapsed_time(start, end) * 1e-3, 1e-7)
-    batch = int(min(500, max(1, target_s // one)))
-    for _ in range(batch):
-        fn()
-    times = []
-    for _ in range(reps):
-        start.record()
-        for _ in range(batch):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) * 1e3 / batch)
-    return float(np.median(times))
+def _gpu_us(cupy, fn):
+    """Median GPU microseconds per call over batches of back-to-back calls (kernels_bench's CUDA-event timer)."""
+    return _time_per_call(cupy, fn, reps=25, warmup=1) * 1e6
 
 
 def _host_us(cupy, fn, n=200):

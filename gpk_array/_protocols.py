@@ -28,8 +28,7 @@ import numpy as _np
 
 from ._array import Array
 from ._device import CPU
-
-_PY_SCALARS = (builtins.bool, int, float, complex)
+from ._ops._common import PY_SCALARS as _PY_SCALARS
 _INF = float("inf")
 _FALLBACK = object()   # a ufunc or function gpk_array does not implement: NumPy on the CPU, TypeError on CUDA
 

@@ -276,14 +276,7 @@ class Engine:
         seqs = list(seqs)
         if not seqs:
             return []
-        if len(seqs) > self.free:
-            raise RuntimeError(f"{len(seqs)} sequences for {self.free} free slots")
-        for s in seqs:
-            self.check(s)
-        self._ahead = None  # the set of sequences changes (ids of gone sequences may be reused by new ones)
-        free = [i for i, s in enumerate(self.slots) if s is None]
-        for s, i in zip(seqs, free):
-            s.slot, self.slots[i] = i, s
+        self._claim(seqs)
         if len(seqs) == 1 and self.graphs is not None:
             logits, nxt = self._prefill_graph(seqs[0])
         else:
@@ -345,14 +338,7 @@ class Engine:
         first = seqs[0]
         if any(s.prompt != first.prompt for s in seqs[1:]):
             raise ValueError("add_shared takes sequences of one prompt")
-        if len(seqs) > self.free:
-            raise RuntimeError(f"{len(seqs)} sequences for {self.free} free slots")
-        for s in seqs:
-            self.check(s)
-        self._ahead = None
-        free = [i for i, s in enumerate(self.slots) if s is None]
-        for s, i in zip(seqs, free):
-            s.slot, self.slots[i] = i, s
+        self._claim(seqs)
         n = len(first.prompt)
         if self.graphs is not None:
             logits, nxt = self._prefill_graph(first)
@@ -365,6 +351,17 @@ class Engine:
                 layer[:, s.slot, :, :n] = layer[:, first.slot, :, :n]
         self._choose(seqs, logits, nxt, [0] * len(seqs))
         return seqs
+
+    def _claim(self, seqs):
+        """Check seqs and give each a free slot (RuntimeError when there are too few)."""
+        if len(seqs) > self.free:
+            raise RuntimeError(f"{len(seqs)} sequences for {self.free} free slots")
+        for s in seqs:
+            self.check(s)
+        self._ahead = None  # the set of sequences changes (ids of gone sequences may be reused by new ones)
+        free = [i for i, s in enumerate(self.slots) if s is None]
+        for s, i in zip(seqs, free):
+            s.slot, self.slots[i] = i, s
 
     def release(self, seq, reason=None):
         """Free seq's slot (finishing it with ``reason`` if it was still running)."""

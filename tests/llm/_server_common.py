@@ -1,6 +1,7 @@
 """What the server tests share: the tiny model and tokenizer, a server on 127.0.0.1 (uvicorn in a thread) and a
 client of it, module-scoped. Import after the importorskip of starlette, uvicorn and httpx."""
 import pathlib
+import time
 
 import httpx
 import pytest
@@ -38,3 +39,13 @@ def client(server):
 
 def greedy_text(model, tok, prompt, n):
     return tok.decode(generate(model, tok.encode(prompt), max_new_tokens=n, stop_tokens=[tok.eos_token_id]))
+
+
+def wait_until(ready, polls=20_000):
+    """Poll ready() every millisecond until it is true, at most ``polls`` times (a bound against hangs, not a
+    timing assertion); returns its last value."""
+    for _ in range(polls):
+        if ready():
+            return True
+        time.sleep(0.001)
+    return ready()

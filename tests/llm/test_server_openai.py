@@ -6,7 +6,6 @@ the parameter for that request alone, with the requests beside it untouched."""
 import concurrent.futures
 import itertools
 import threading
-import time
 
 import pytest
 
@@ -19,7 +18,7 @@ from gpk_array.llm import GPT2, GPT2Config, generate, random_weights  # noqa: E4
 from gpk_array.llm.server import DEFAULT_CHAT_MAX_TOKENS, ServerThread, create_app  # noqa: E402
 
 from ._oracle import NumpyGPT2, top  # noqa: E402
-from ._server_common import NAME, TIMEOUT, greedy_text, model, server, tok  # noqa: E402,F401
+from ._server_common import NAME, TIMEOUT, greedy_text, model, server, tok, wait_until  # noqa: E402,F401
 
 EOS = 1023  # the tiny tokenizer's <|endoftext|>
 
@@ -462,9 +461,7 @@ def test_one_failing_choice_fails_its_request_only(model, tok, monkeypatch):
                 return c.post("/v1/completions", json=body)
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             f_good = pool.submit(post, good)
-            end = time.monotonic() + 20
-            while not srv.engine.active and time.monotonic() < end:
-                time.sleep(0.001)
+            wait_until(lambda: srv.engine.active)
             f_bad = pool.submit(post, bad)
             r_good, r_bad = f_good.result(), f_bad.result()
     assert hit.is_set()

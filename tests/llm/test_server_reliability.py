@@ -8,7 +8,6 @@ import json
 import pathlib
 import re
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -25,7 +24,7 @@ from gpk_array.llm.server import ServerThread, create_app  # noqa: E402
 
 generate_mod = importlib.import_module("gpk_array.llm.generate")  # the module (the package exports the function)
 
-from ._server_common import NAME, TIMEOUT, TINY, client, greedy_text, model, server, tok  # noqa: E402,F401
+from ._server_common import NAME, TIMEOUT, TINY, client, greedy_text, model, server, tok, wait_until  # noqa: E402,F401
 
 
 def assert_openai_error(r, status, param="any"):
@@ -97,9 +96,8 @@ def test_one_sequence_failing_in_the_engine_fails_only_its_request(model, tok, m
 
     def flaky(logits, params, rng):
         if params.seed == bad_seed:
-            end = time.monotonic() + 20  # wait (bounded) until the valid request is queued, then fail beside it
-            while len(srv.engine.active) < 2 and not srv.loop.waiting and time.monotonic() < end:
-                time.sleep(0.001)
+            # wait (bounded) until the valid request is queued, then fail beside it
+            wait_until(lambda: len(srv.engine.active) >= 2 or srv.loop.waiting)
             if len(srv.engine.active) == 2:
                 failed.set()
                 raise RuntimeError("boom in one sequence")
@@ -115,9 +113,7 @@ def test_one_sequence_failing_in_the_engine_fails_only_its_request(model, tok, m
                 return c.post("/v1/completions", json=body)
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             f_bad = pool.submit(post, bad)
-            end = time.monotonic() + 20
-            while not (srv.engine.active or srv.loop.waiting) and time.monotonic() < end:
-                time.sleep(0.001)  # the bad one is in the engine first
+            wait_until(lambda: srv.engine.active or srv.loop.waiting)  # the bad one is in the engine first
             f_good = pool.submit(post, good)
             r_bad, r_good = f_bad.result(), f_good.result()
         assert failed.is_set()
