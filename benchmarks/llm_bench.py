@@ -1,7 +1,7 @@
 """GPT-2 124M inference on a GPU, float16, random weights: gpk_array.llm against transformers in the same run.
 
-Rows: decode tokens/s at batch 1 and batch 32 (ours with CUDA graphs, and eager), prefill latency of 1,024
-tokens, and the HTTP server with 64 concurrent streaming clients (aggregate tokens/s, time to first token p50 and
+Rows: decode tokens/s at batch 1 and batch 32 (ours with CUDA graphs, eager, and sampled at temperature 1, top-k 50,
+top-p 0.95), prefill latency of 1,024 tokens, and the HTTP server with 64 concurrent streaming clients (aggregate tokens/s, time to first token p50 and
 p99). Baselines: transformers' GPT2LMHeadModel on the same GPU, float16 and float32, eager attention, with its own
 KV cache, driven by the same kind of loop (one host sync per token).
 
@@ -77,14 +77,19 @@ def _synthetic_tokenizer(path):
 # --- ours ----------------------------------------------------------------------------------------------------
 
 
-def ours_decode(model, batch, steps, cuda_graphs=None, prompt_len=16):
-    """(tokens/s of greedy decode steps over ``batch`` sequences, how they ran); a first pass captures graphs."""
-    from gpk_array.llm import Engine, Sequence
+SAMPLED = dict(temperature=1.0, top_k=50, top_p=0.95)  # issue 21's sampled setting
+
+
+def ours_decode(model, batch, steps, cuda_graphs=None, prompt_len=16, params=None):
+    """(tokens/s of decode steps over ``batch`` sequences, greedy or under ``params`` (SamplingParams keywords),
+    how they ran); a first pass captures graphs."""
+    from gpk_array.llm import Engine, SamplingParams, Sequence
     engine = Engine(model, max_batch=batch, max_len=prompt_len + steps + 1, cuda_graphs=cuda_graphs)
     rng = np.random.default_rng(0)
     vocab = model.config.vocab_size - 1
     for timed in (False, True):
-        seqs = [Sequence(rng.integers(0, vocab, prompt_len), max_new_tokens=steps + 1) for _ in range(batch)]
+        seqs = [Sequence(rng.integers(0, vocab, prompt_len), max_new_tokens=steps + 1,
+                         params=SamplingParams(**params, seed=i) if params else None) for i in range(batch)]
         engine.add(seqs)
         start = time.perf_counter()
         while engine.active:
@@ -288,6 +293,8 @@ def run(quick=False, device="cuda:0"):
             row(f"decode batch {batch}", tps, "tok/s", b.get("fp16"), b.get("fp32"), TARGETS[f"decode_b{batch}"], how)
             tps, how = ours_decode(model, batch, min(steps, 64), cuda_graphs=False)
             row(f"decode batch {batch}, no graphs", tps, "tok/s", note=how)
+            tps, how = ours_decode(model, batch, steps, params=SAMPLED)
+            row(f"decode batch {batch}, sampled", tps, "tok/s", note=f"{how}; T=1, top-k 50, top-p 0.95")
         b = base(hf_prefill, 1024)
         row("prefill 1024 tokens, batch 1", ours_prefill(model), "ms", b.get("fp16"), b.get("fp32"),
             TARGETS["prefill_1024"])
