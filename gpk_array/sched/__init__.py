@@ -29,12 +29,10 @@ Module-level functions: :func:`initialize`, :func:`shutdown`, :func:`create_cont
 """
 
 from ._aio import install_task_factory, run
-from ._context import Context
-from ._core import (
+from ._api import (
     context_session,
     create_context,
     create_partition,
-    current_context,
     destroy_context,
     destroy_partition,
     get_context,
@@ -46,9 +44,11 @@ from ._core import (
     shutdown,
     stats,
 )
+from ._context import Context
 from ._hook import alloc_hook
 from ._ledger import QOS_TIERS, Partition, Scheduler
 from ._parse import parse_bytes
+from ._state import current_context
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 
 __all__ = [
