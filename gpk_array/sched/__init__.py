@@ -82,7 +82,7 @@ __all__ = [
 
 
 def __getattr__(name):
-    # gpk_array.OutOfMemoryError lives in the core; resolve it when asked (the core may land after this module).
+    # gpk_array.OutOfMemoryError is the core's (gpk_array._errors), resolved when first asked for.
     if name == "OutOfMemoryError":
         return out_of_memory_error()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

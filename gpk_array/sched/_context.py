@@ -128,8 +128,8 @@ class Context(ContextAllocator, ContextPacing):
     # entering ------------------------------------------------------------------------------------------------
 
     def __enter__(self):
-        # The hot path of every ``with ctx:`` (measured per call against a bare op: see benchmarks/sched_bench.py);
-        # no lock: the session count is a list whose append/pop are atomic.
+        # The hot path of every ``with ctx:`` (benchmarks/sched_bench.py times it against a bare op); no lock: the
+        # session count is a list whose append/pop are atomic.
         if self._destroyed:
             raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed")
         entry = CURRENT.get()
