@@ -49,8 +49,8 @@ def _arm(module):
 
     def __getattr__(attr):
         if package and not attr.startswith("__"):
-            # a submodule (``from . import _cuda`` inside gpk_array/sched/_core.py probes the package for it):
-            # import it without running the package, as importing ``gpk_array.sched._core`` directly does; running
+            # a submodule (``from . import _aio`` inside gpk_array/sched/_api.py probes the package for it):
+            # import it without running the package, as importing ``gpk_array.sched._api`` directly does; running
             # the package here, in the middle of a submodule, would import that submodule again, half run
             sub = f"{module.__name__}.{attr}"
             if importlib.util.find_spec(sub) is not None:

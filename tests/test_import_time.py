@@ -175,12 +175,12 @@ assert parse_bytes("1GiB") == 1 << 30
 assert pending(gpk_array.sched) and "asyncio" not in sys.modules
 assert not any(m.startswith("gpk_array.sched.") for m in sys.modules if m != "gpk_array.sched._parse"), \
     sorted(m for m in sys.modules if m.startswith("gpk_array.sched"))
-import gpk_array.sched._core
-core = sys.modules["gpk_array.sched._core"]
-assert pending(gpk_array.sched) and not pending(core) and "gpk_array.sched._aio" in sys.modules
-assert gpk_array.sched.create_context is core.create_context and not pending(gpk_array.sched)
+import gpk_array.sched._api
+api = sys.modules["gpk_array.sched._api"]
+assert pending(gpk_array.sched) and not pending(api) and "gpk_array.sched._aio" in sys.modules
+assert gpk_array.sched.create_context is api.create_context and not pending(gpk_array.sched)
 assert gpk_array.sched.parse_bytes is parse_bytes and gpk_array.sched._parse is sys.modules["gpk_array.sched._parse"]
-assert gpk_array.sched._core is core and gpk_array.sched._aio is sys.modules["gpk_array.sched._aio"]
+assert gpk_array.sched._api is api and gpk_array.sched._aio is sys.modules["gpk_array.sched._aio"]
 print("ok")
 """, GPK_DEVICE="cpu")
     assert out.strip() == "ok"

@@ -29,12 +29,10 @@ Module-level functions: :func:`initialize`, :func:`shutdown`, :func:`create_cont
 """
 
 from ._aio import install_task_factory, run
-from ._context import Context
-from ._core import (
+from ._api import (
     context_session,
     create_context,
     create_partition,
-    current_context,
     destroy_context,
     destroy_partition,
     get_context,
@@ -46,9 +44,11 @@ from ._core import (
     shutdown,
     stats,
 )
+from ._context import Context
 from ._hook import alloc_hook
 from ._ledger import QOS_TIERS, Partition, Scheduler
 from ._parse import parse_bytes
+from ._state import current_context
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 
 __all__ = [
@@ -82,7 +82,7 @@ __all__ = [
 
 
 def __getattr__(name):
-    # gpk_array.OutOfMemoryError lives in the core; resolve it when asked (the core may land after this module).
+    # gpk_array.OutOfMemoryError is the core's (gpk_array._errors), resolved when first asked for.
     if name == "OutOfMemoryError":
         return out_of_memory_error()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,7 +13,7 @@ import numpy as np
 from . import _aio, _clock, _cuda
 from ._alloc import ContextAllocator
 from ._hook import cpu_enter, cpu_exit
-from ._ledger import oom
+from ._ledger import GRAVEYARD, log_cache_failure, oom
 from ._pacing import ContextPacing, TokenBucket
 from ._parse import check_seconds, fmt_bytes, parse_bytes
 from ._state import COND, CURRENT, LOCK, current_context
@@ -128,8 +128,8 @@ class Context(ContextAllocator, ContextPacing):
     # entering ------------------------------------------------------------------------------------------------
 
     def __enter__(self):
-        # The hot path of every ``with ctx:`` (measured per call against a bare op: see benchmarks/sched_bench.py);
-        # no lock: the session count is a list whose append/pop are atomic.
+        # The hot path of every ``with ctx:`` (benchmarks/sched_bench.py times it against a bare op); no lock: the
+        # session count is a list whose append/pop are atomic.
         if self._destroyed:
             raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed")
         entry = CURRENT.get()
@@ -357,6 +357,52 @@ class Context(ContextAllocator, ContextPacing):
         del src
         _cuda.activate(current_context())
         return out
+
+    # destruction ---------------------------------------------------------------------------------------------
+
+    def _detach(self):
+        """(LOCK held, the context just marked destroyed) Take it out of its scheduler's ledger; its CPU charges no
+        longer count anywhere. Returns its registered caches, which :meth:`_release` evicts."""
+        sched = self._sched
+        sched._remove(self)
+        caches = list(self._caches.values())
+        self._caches.clear()
+        for rec in list(self._records):  # CPU charges no longer count anywhere...
+            rec.active = False  # ...but stay in _hook.charged until their buffer dies: a view taken later in another
+        self._records.clear()  # context allocates nothing (the weak reference's callback removes them)
+        sched._cpu_total -= self._cpu_used
+        self._cpu_used = 0
+        return caches
+
+    def _release(self, caches):
+        """(outside the lock) Evict ``caches``; on CUDA wait for the context's streams, destroy its confined stream,
+        free its pool's cached blocks, and leave the pool to the graveyard while live arrays still use it."""
+        for entry in caches:
+            try:
+                entry.evict()
+            except Exception as e:  # noqa: BLE001 (a failing cache must not keep the context alive: logged)
+                log_cache_failure(self.name, entry.name, e)
+        if not self._cuda:
+            return
+        with _cuda.on_device(self.device_id):
+            conf = self._confined
+            for stream in (self._full_stream, conf[0] if conf else None):
+                if stream is not None:
+                    stream.synchronize()
+            self._sched._note_confined(self)  # destroyed: out of the confined set
+            if conf:
+                self._confined = None
+                if not self._entered:  # a session still inside may have it as CuPy's current stream: keep it then
+                    self.stream = self._full_stream
+                    _cuda.destroy_stream(conf[2])
+            self._note_peak()
+            self._pool.free_all_blocks()
+            self._pending.clear()
+            self._mark = None
+            self._busy_event = None
+            if self._pool.used_bytes() > 0:
+                with LOCK:
+                    GRAVEYARD.append((self._pool, self.device_id))
 
     # stats ---------------------------------------------------------------------------------------------------
 

@@ -156,6 +156,23 @@ class Scheduler:
     def __repr__(self):
         return f"<gpk_array.sched.Scheduler {self.device} contexts={len(self.contexts)}>"
 
+    def _add(self, ctx):
+        """(LOCK held) Enter an admitted context in this ledger and in its partition's."""
+        self.contexts[ctx.name] = ctx
+        if ctx._paced and ctx._cuda:
+            self._paced_cuda += 1  # while any live, unpaced contexts' graph captures check for them (_sm_target)
+        if ctx.partition is not None:
+            ctx.partition.contexts[ctx.name] = ctx
+
+    def _remove(self, ctx):
+        """(LOCK held) Take a destroyed context out of this ledger and out of its partition's."""
+        if self.contexts.get(ctx.name) is ctx:
+            del self.contexts[ctx.name]
+            if ctx._paced and ctx._cuda:
+                self._paced_cuda -= 1
+        if ctx.partition is not None and ctx.partition.contexts.get(ctx.name) is ctx:
+            del ctx.partition.contexts[ctx.name]
+
     # ledger (call with LOCK held) -------------------------------------------------------------------------
 
     def _held(self, ctx):

@@ -19,8 +19,7 @@ NumPy 1.22, part of its stable ABI); it is called here through ctypes, once, to 
 (``current_allocator``, NumPy's own), which entering and leaving a context then set directly (a ``ContextVar.set``,
 about what setting the scheduler's own current context costs, where a ctypes call costs several times that). When
 any of that is unavailable, :data:`available` is False and the hook falls back to charging every owner it has not
-charged yet (views of memory allocated outside a context are then charged to the context, as before this module
-existed).
+charged yet (views of memory allocated outside a context are then charged to the context too).
 """
 
 import contextvars

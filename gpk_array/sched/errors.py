@@ -1,8 +1,8 @@
 """Exceptions raised by the scheduler.
 
 ``AdmissionError`` and ``ContextDestroyedError`` live here (the core re-exports them).
-``OutOfMemoryError`` belongs to the core (``gpk_array._errors``); :func:`out_of_memory_error` resolves it lazily
-and falls back to a local class of the same name while the core does not provide it yet.
+``OutOfMemoryError`` belongs to the core (``gpk_array._errors``); :func:`out_of_memory_error` imports it on first
+use and falls back to a local class of the same name where that import fails.
 """
 
 __all__ = ["AdmissionError", "ContextDestroyedError", "out_of_memory_error"]
@@ -32,7 +32,7 @@ def out_of_memory_error():
     if _resolved is not None:
         return _resolved
     try:
-        from gpk_array._errors import OutOfMemoryError as cls  # noqa: PLC0415 (lazy: the core may not exist yet)
+        from gpk_array._errors import OutOfMemoryError as cls  # noqa: PLC0415 (lazy: on first use, not at import)
     except ImportError:
         return _FallbackOutOfMemoryError
     _resolved = cls

@@ -1,7 +1,7 @@
 """Fixtures for gpk_array.sched tests.
 
 CPU tests drive the allocation hook directly with NumPy arrays (``wrap``), the way the core does for every
-backing array it wraps, so the scheduler's logic is covered whether or not the core namespace exists yet.
+backing array it wraps, so the scheduler's logic is covered apart from the namespace's own calls.
 
 No test asserts on wall-clock time: pacing, waits and windows are checked on a simulated clock (``fake_clock``),
 as values and counts computed from it, or as the order in which things happened. The wall clock only bounds how

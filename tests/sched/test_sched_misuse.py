@@ -178,3 +178,30 @@ def test_concurrent_threads_no_deadlock(cpu_sched, alloc):
     for c in ctxs[:3]:
         assert c.used_bytes() <= c.max_vram
     sched.shutdown()
+
+
+@pytest.mark.parametrize("kind", ["context", "partition"])
+def test_contexts_and_partitions_report_names_alike(cpu_sched, kind):
+    """Contexts and partitions are looked up by name the same way (one registry): a name that is not a non-empty
+    string is a TypeError, a name taken a ValueError, a name not live (or None) a KeyError, each naming the kind."""
+    create = sched.create_context if kind == "context" else sched.create_partition
+    get = sched.get_context if kind == "context" else sched.get_partition
+    destroy = sched.destroy_context if kind == "context" else sched.destroy_partition
+    listed = sched.list_contexts if kind == "context" else sched.list_partitions
+    for bad in ("", 3, None):
+        with pytest.raises(TypeError, match=f"^{kind} name must be a non-empty string"):
+            create(bad, 1000)
+    first = create("x", 1000)
+    with pytest.raises(ValueError, match=f"^a {kind} named 'x' already exists$"):
+        create("x", 1000)
+    assert get("x") is first and listed() == [first]
+    for missing in ("y", None):
+        with pytest.raises(KeyError, match=f"no {kind} named {missing!r}"):
+            destroy(missing)
+    with pytest.raises(KeyError, match=f"no {kind} named 'y'"):
+        get("y")
+    destroy("x")
+    assert listed() == []
+    with pytest.raises(KeyError, match=f"no {kind} named 'x'"):
+        get("x")
+    destroy(first)  # the object itself, destroyed already: a no-op

@@ -1,12 +1,13 @@
-"""Contexts and the module-level API (being split into modules by concept)."""
+"""The module-level API of gpk_array.sched: schedulers per device, contexts and partitions by name, stats."""
 
 import contextlib
 
-from . import _aio, _cuda, _hook, _switch
+from . import _aio, _hook, _switch
 from ._context import Context
-from ._ledger import GRAVEYARD, QOS_TIERS, RANK, Partition, Scheduler, log_cache_failure, reap_graveyard
+from ._ledger import GRAVEYARD, QOS_TIERS, RANK, Partition, Scheduler, reap_graveyard
 from ._parse import check_fraction, check_seconds, device_key, parse_bytes, parse_device
-from ._state import COND, LOCK, current_context
+from ._registry import Registry
+from ._state import COND, LOCK
 
 __all__ = [
     "initialize",
@@ -16,7 +17,6 @@ __all__ = [
     "get_context",
     "destroy_context",
     "list_contexts",
-    "current_context",
     "create_partition",
     "get_partition",
     "destroy_partition",
@@ -25,14 +25,10 @@ __all__ = [
     "context_session",
 ]
 
-
 _schedulers = {}  # device key -> Scheduler
 _default = None  # the Scheduler that create_context uses when neither device nor partition says otherwise
-_contexts = {}  # name -> live Context
-_partitions = {}  # name -> live Partition
-
-
-# --- module-level API ---------------------------------------------------------------------------------------------
+_contexts = Registry("context")  # the live contexts
+_partitions = Registry("partition")  # the live partitions
 
 
 def initialize(device=0, total_vram_budget=None, **config):
@@ -88,9 +84,9 @@ def get_scheduler(device=None):
 def shutdown():
     """Destroy every context and partition, forget all schedulers and uninstall the allocation hook."""
     global _default
-    for ctx in list(_contexts.values()):
+    for ctx in _contexts.values():
         destroy_context(ctx)
-    for part in list(_partitions.values()):
+    for part in _partitions.values():
         destroy_partition(part)
     with LOCK:
         _schedulers.clear()
@@ -100,50 +96,39 @@ def shutdown():
     reap_graveyard()
 
 
-def _check_name(name, what):
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"{what} name must be a non-empty string, got {name!r}")
-
-
 def create_partition(name, memory, compute_share=1.0, device=None):
     """Reserve ``memory`` on the device for a group of contexts that share ``compute_share`` of its time."""
-    _check_name(name, "partition")
+    _partitions.check_name(name)
     memory = parse_bytes(memory, "memory")
     if memory <= 0:
         raise ValueError("partition memory must be > 0")
     share = check_fraction(compute_share, "compute_share")
     with LOCK:
         sched = get_scheduler(device)
-        if name in _partitions:
-            raise ValueError(f"a partition named {name!r} already exists")
+        _partitions.check_new(name)
         sched._admit_reservation("partition", name, memory)
         part = Partition(sched, name, memory, share)
         sched.partitions[name] = part
-        _partitions[name] = part
+        _partitions.add(part)
         return part
 
 
 def get_partition(name):
     """The live partition named ``name`` (``KeyError`` if there is none)."""
     with LOCK:
-        try:
-            return _partitions[name]
-        except KeyError:
-            raise KeyError(f"no partition named {name!r}") from None
+        return _partitions.get(name)
 
 
 def list_partitions():
     """The live partitions, in creation order."""
     with LOCK:
-        return list(_partitions.values())
+        return _partitions.values()
 
 
 def destroy_partition(name_or_part):
     """Destroy a partition and every context in it."""
     with LOCK:
-        part = _partitions.get(name_or_part) if isinstance(name_or_part, str) else name_or_part
-        if part is None:
-            raise KeyError(f"no partition named {name_or_part!r}")
+        part = _partitions.resolve(name_or_part)
         members = list(part.contexts.values())
     for ctx in members:
         destroy_context(ctx)
@@ -151,8 +136,7 @@ def destroy_partition(name_or_part):
         if not part._destroyed:
             part._destroyed = True
             part._sched.partitions.pop(part.name, None)
-            if _partitions.get(part.name) is part:
-                del _partitions[part.name]
+            _partitions.discard(part)
             COND.notify_all()
 
 
@@ -166,7 +150,7 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
     :meth:`Context.pace` / :meth:`Context.launch` / :meth:`Context.run`. ``partition``: a :class:`Partition`
     or its name. ``device``: which initialized scheduler (default: the partition's, else the last initialized).
     """
-    _check_name(name, "context")
+    _contexts.check_name(name)
     if not isinstance(qos, str):
         raise TypeError(f"qos must be a string, one of {QOS_TIERS}, got {type(qos).__name__} {qos!r}")
     if qos not in RANK:
@@ -190,16 +174,11 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
                 raise ValueError(f"partition {partition.name!r} is on {sched.device}, not {device!r}")
         else:
             sched = get_scheduler(device)
-        if name in _contexts:
-            raise ValueError(f"a context named {name!r} already exists")
+        _contexts.check_new(name)
         sched._admit_context(name, budget, qos, partition)
         ctx = Context(sched, name, budget, qos, bandwidth, partition, wait_timeout)
-        sched.contexts[name] = ctx
-        _contexts[name] = ctx
-        if ctx._paced and ctx._cuda:
-            sched._paced_cuda += 1  # while any live, unpaced contexts' graph captures check for them (_sm_target)
-        if partition is not None:
-            partition.contexts[name] = ctx
+        sched._add(ctx)
+        _contexts.add(ctx)
         _switch.update(_schedulers.values())
     reap_graveyard()
     return ctx
@@ -208,16 +187,13 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
 def get_context(name):
     """The live context named ``name`` (``KeyError`` if there is none)."""
     with LOCK:
-        try:
-            return _contexts[name]
-        except KeyError:
-            raise KeyError(f"no context named {name!r}") from None
+        return _contexts.get(name)
 
 
 def list_contexts():
     """The live contexts, in creation order."""
     with LOCK:
-        return list(_contexts.values())
+        return _contexts.values()
 
 
 def destroy_context(name_or_ctx):
@@ -227,57 +203,14 @@ def destroy_context(name_or_ctx):
     alive keep their blocks (the pool stays alive until they are freed, then its memory goes back to the device).
     """
     with LOCK:
-        if isinstance(name_or_ctx, str):
-            ctx = _contexts.get(name_or_ctx)
-            if ctx is None:
-                raise KeyError(f"no context named {name_or_ctx!r}")
-        else:
-            ctx = name_or_ctx
+        ctx = _contexts.resolve(name_or_ctx)
         if ctx._destroyed:
             return
         ctx._destroyed = True
-        sched = ctx._sched
-        if sched.contexts.get(ctx.name) is ctx:
-            del sched.contexts[ctx.name]
-            if ctx._paced and ctx._cuda:
-                sched._paced_cuda -= 1
-        if _contexts.get(ctx.name) is ctx:
-            del _contexts[ctx.name]
-        if ctx.partition is not None and ctx.partition.contexts.get(ctx.name) is ctx:
-            del ctx.partition.contexts[ctx.name]
+        _contexts.discard(ctx)
+        caches = ctx._detach()
         _switch.update(_schedulers.values())
-        caches = list(ctx._caches.values())
-        ctx._caches.clear()
-        for rec in list(ctx._records):  # CPU charges no longer count anywhere...
-            rec.active = False  # ...but stay in _hook.charged until their buffer dies: a view taken later in another
-        ctx._records.clear()  # context allocates nothing (the weak reference's callback removes them)
-        sched._cpu_total -= ctx._cpu_used
-        ctx._cpu_used = 0
-    for entry in caches:
-        try:
-            entry.evict()
-        except Exception as e:  # noqa: BLE001 (a failing cache must not keep the context alive: logged)
-            log_cache_failure(ctx.name, entry.name, e)
-    if ctx._cuda:
-        with _cuda.on_device(ctx.device_id):
-            conf = ctx._confined
-            for stream in (ctx._full_stream, conf[0] if conf else None):
-                if stream is not None:
-                    stream.synchronize()
-            ctx._sched._note_confined(ctx)  # destroyed: out of the confined set
-            if conf:
-                ctx._confined = None
-                if not ctx._entered:  # a session still inside may have it as CuPy's current stream: keep it then
-                    ctx.stream = ctx._full_stream
-                    _cuda.destroy_stream(conf[2])
-            ctx._note_peak()
-            ctx._pool.free_all_blocks()
-            ctx._pending.clear()
-            ctx._mark = None
-            ctx._busy_event = None
-            if ctx._pool.used_bytes() > 0:
-                with LOCK:
-                    GRAVEYARD.append((ctx._pool, ctx.device_id))
+    ctx._release(caches)
     with LOCK:
         COND.notify_all()
     reap_graveyard()
@@ -293,8 +226,8 @@ def stats():
     """
     reap_graveyard()
     with LOCK:
-        ctxs = list(_contexts.values())
-        parts = list(_partitions.values())
+        ctxs = _contexts.values()
+        parts = _partitions.values()
         scheds = list(_schedulers.values())
     out = {"contexts": {c.name: c.stats() for c in ctxs}, "partitions": {p.name: p.stats() for p in parts},
            "devices": {}}
