@@ -12,6 +12,12 @@ D = 64 (64 and 128 queries per CTA: the evidence for attention.choose_block_m), 
 our GPU TFLOP/s (causal counts half the score matrix), host microseconds per call of ours (the time to issue a call
 with nothing to wait on), and the largest error against float64 on the first batch x head (relative to max |ref|).
 
+Floors (H200, float16, causal: half the score matrix): 1x12x1024x64 is 1.6 GFLOP (2.4 us at ~660 TFLOP/s, about
+what mma.sync reaches) and 6.3 MB moved (1.3 us at 4.8 TB/s): launch latency and the longest CTA's 16 key tiles
+in a row dominate, expect 10-20 us (torch: 47 us in the issue). 8x12x1024x64 is 12.9 GFLOP (20 us) and 50 MB
+(10 us): compute-bound, expect 30-50 us; the 128-query CTAs (half the shared-memory reads per flop) should win
+there, the 64-query ones at batch 1 (192 CTAs against 96 on 132 SMs).
+
 ``run()`` prints the table and returns the rows (dicts).
 """
 from __future__ import annotations
