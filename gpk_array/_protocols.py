@@ -28,6 +28,7 @@ import numpy as _np
 
 from ._array import Array
 from ._device import CPU
+from ._errors import HostOnlyError
 
 _PY_SCALARS = (builtins.bool, int, float, complex)
 _INF = float("inf")
@@ -74,7 +75,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if dev is None:
         dev = self._device
     if dev is not CPU and host:
-        raise TypeError(_host_operand_message(f"numpy.{ufunc.__name__}", dev))
+        raise HostOnlyError(_host_operand_message(f"numpy.{ufunc.__name__}", dev))
     if ours is _FALLBACK:
         return _ufunc_fallback(ufunc, method, inputs, kwargs, dev)
     if host and out is not None:
@@ -193,12 +194,12 @@ def _ufunc_fallback(ufunc, method, inputs, kwargs, dev):
                 fn = getattr(fn, method, None)
             if fn is not None:
                 return _call_on_backing(fn, inputs, kwargs, dev)
-            raise TypeError(f"scipy.special.{name}{'' if method == '__call__' else '.' + method} has no CuPy "
+            raise HostOnlyError(f"scipy.special.{name}{'' if method == '__call__' else '.' + method} has no CuPy "
                             f"implementation (cupyx.scipy.special) for arrays on {dev}; compute it on the host "
                             "explicitly: scipy.special."
                             f"{name}(x.to_device(\"cpu\"))")
         what = f"numpy.{name}" + ("" if method == "__call__" else f".{method}")
-        raise TypeError(f"{what} is not implemented by gpk_array for arrays on {dev}; compute it on the host "
+        raise HostOnlyError(f"{what} is not implemented by gpk_array for arrays on {dev}; compute it on the host "
                         f"explicitly: {what}(x.to_device(\"cpu\")) (NumPy does not copy device memory implicitly)")
     memo = {}
     args = _to_numpy(inputs, memo)
@@ -279,7 +280,7 @@ def _function_slow(self, func, entry, args, kwargs, host):
     dev = _device_in((args, kwargs)) or self._device
     name = _func_name(func)
     if dev is not CPU and host:
-        raise TypeError(_host_operand_message(name, dev))
+        raise HostOnlyError(_host_operand_message(name, dev))
     fits = impl is not None and len(args) <= maxpos and (names is None or names.issuperset(kwargs))
     if fits:
         if like and kwargs.get("device") is None:
@@ -292,7 +293,7 @@ def _function_slow(self, func, entry, args, kwargs, host):
             extra = sorted(set(kwargs) - names) if names is not None else []
             why = (f"is implemented by gpk_array without the argument(s) {', '.join(extra)}" if extra else
                    f"is implemented by gpk_array with at most {maxpos} positional arguments")
-        raise TypeError(f"{name} {why} for arrays on {dev}; compute it on the host explicitly with the arrays "
+        raise HostOnlyError(f"{name} {why} for arrays on {dev}; compute it on the host explicitly with the arrays "
                         "moved there: x.to_device(\"cpu\") (device memory is never copied implicitly)")
     memo = {}
     a = _to_numpy(args, memo)
