@@ -21,7 +21,10 @@ each module (a run cut short keeps what it did); the summary counts, per module,
 gpk_array, and lists where CuPy works and gpk_array does not, and where values differ.
 
 ``--device cpu`` (no CuPy needed) checks gpk_array on the CPU device against NumPy: a run of the probe itself on a
-machine without a GPU. SCIPY_ARRAY_API=1 is set here, before SciPy is imported.
+machine without a GPU. ``--stand-in`` runs gpk_array on the test suite's stand-in CUDA device with a stand-in
+``cupyx.scipy`` holding CuPy's names (conformance/results/cupyx_scipy_names.json, from CuPy's source; each computes
+with SciPy on the device memory): the routing a real GPU will take, values by construction SciPy's, a prediction
+and not a measurement. SCIPY_ARRAY_API=1 is set here, before SciPy is imported.
 """
 import argparse
 import contextlib
@@ -174,7 +177,7 @@ def _match(a, b, tol):
 
 
 def _error(e):
-    return f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+    return f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
 
 
 # --- the backends ---------------------------------------------------------------------------------------------------
@@ -188,6 +191,7 @@ def _backends(device):
 
     def gp_host(r):
         if isinstance(r, gp.Array):
+            SEEN_DEVICES.add(str(r.device))
             return np.asarray(r.to_device("cpu"))
         un = getattr(r, "unwrapped", None)
         if un is not None and not callable(un) and not isinstance(un, (tuple, list)):
@@ -218,6 +222,9 @@ def _backends(device):
             out["cupy"] = (cp_conv, cp_host, cupy, lambda mod, name: getattr(importlib.import_module(f"scipy.{mod}"),
                                                                              name))
     return out
+
+
+SEEN_DEVICES = set()   # the devices of the gpk_array Arrays in the result being read
 
 
 def _gpk_scipy_fn(mod, name):
@@ -268,7 +275,7 @@ def probe(device, dtypes, modules, timeout, json_out=None):
                 continue
             for dtype in dtypes:
                 report["functions"].append(_probe_one(mod, name, claim, dtype, backends, timeout))
-        report["summary"] = _summary(report["functions"])
+        report["summary"] = _summary(report["functions"], device)
         if json_out:
             with open(json_out, "w") as f:
                 json.dump(report, f, indent=1, default=str)
@@ -299,10 +306,12 @@ def _probe_one(mod, name, claim, dtype, backends, timeout):
             return entry
         entry["call"] = f"{name}({', '.join(map(str, call[0]))}{', xp=...' if 'xp' in call[1] else ''})"
         entry["numpy"] = "ok"
+        entry["array_inputs"] = any(isinstance(k, str) for k in call[0]) or "xp" in call[1]
         results = {}
         for bname, (conv, host, xp, get) in backends.items():
             try:
                 f = get(mod, name)
+                SEEN_DEVICES.clear()
                 with _deadline(timeout):
                     args, kw = _build(call, data, conv, xp)
                     if "xp" in kw and bname != "cupy":
@@ -313,6 +322,8 @@ def _probe_one(mod, name, claim, dtype, backends, timeout):
                     raise TypeError(f"no arrays in the result ({type(r).__name__})")
                 results[bname] = leaves
                 entry[bname] = {"ok": True}
+                if bname != "cupy":
+                    entry[bname]["result_devices"] = sorted(SEEN_DEVICES)
             except Exception as e:
                 entry[bname] = {"ok": False, "error": _error(e)}
         oracle = results.get("cupy", ref)
@@ -328,7 +339,13 @@ def _probe_one(mod, name, claim, dtype, backends, timeout):
     return entry
 
 
-def _summary(rows):
+def _works(e, device):
+    """Whether a gpk_array call worked: no exception, and on a CUDA device no result on the CPU device (a result
+    computed on the host from host values is not a device result)."""
+    return bool(e.get("ok")) and (device == "cpu" or "cpu" not in e.get("result_devices", []))
+
+
+def _summary(rows, device):
     out = {}
     for r in rows:
         s = out.setdefault(f"{r['module']}/{r['dtype']}", {
@@ -340,18 +357,39 @@ def _summary(rows):
         s["numpy_call_found"] += 1
         cupy_ok = r.get("cupy", {}).get("ok", False)
         d, n = r.get("gpk_direct", {}), r.get("gpk_namespace", {})
-        gpk_ok = d.get("ok", False) or n.get("ok", False)
+        on = device if r.get("array_inputs", True) else "cpu"   # no arrays in the call: no device to be on
+        dok, nok = _works(d, on), _works(n, on)
+        gpk_ok = dok or nok
         s["cupy_ok"] += cupy_ok
         s["gpk_ok"] += gpk_ok
-        s["gpk_direct_ok"] += d.get("ok", False)
-        s["gpk_namespace_ok"] += n.get("ok", False)
-        matching = (d.get("ok") and d.get("match")) or (n.get("ok") and n.get("match"))
+        s["gpk_direct_ok"] += dok
+        s["gpk_namespace_ok"] += nok
+        matching = (dok and d.get("match")) or (nok and n.get("match"))
         s["gpk_ok_and_matching"] += bool(matching)
         if cupy_ok and not gpk_ok:
             s["cupy_ok_gpk_not"].append(r["function"])
         if gpk_ok and not matching:
             s["value_mismatch"].append(r["function"])
     return out
+
+
+@contextlib.contextmanager
+def _stand_in():
+    """The test suite's stand-in cuda:0 (made the default device) with a stand-in cupyx.scipy of CuPy's names."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, root)
+    from tests.numpy_compat.fakecupyx import fake_cupyx
+    from tests.numpy_compat.fakegpu import fake_cuda_device
+    import gpk_array as gp
+    with open(os.path.join(root, "conformance", "results", "cupyx_scipy_names.json")) as f:
+        names = json.load(f)["modules"]
+    with fake_cuda_device() as dev, fake_cupyx(names):
+        old = gp._device._default
+        gp.set_default_device(dev)
+        try:
+            yield
+        finally:
+            gp._device._default = old
 
 
 def _print(report):
@@ -364,6 +402,53 @@ def _print(report):
               f"{', '.join(s['cupy_ok_gpk_not'][:12])}")
 
 
+def markdown(cpu, cuda):
+    """docs/scipy.md's per-module lists from a CPU report and a CUDA (or stand-in) report."""
+    lines = []
+    by = {}
+    for rep, dev in ((cpu, "cpu"), (cuda, "cuda")):
+        for f in rep["functions"]:
+            if f["dtype"] == "float64":
+                by.setdefault((f["module"], f["function"]), {})[dev] = f
+    modules = []
+    for (m, _) in by:
+        if m not in modules:
+            modules.append(m)
+    for m in modules:
+        rows = {n: v for (mm, n), v in by.items() if mm == m}
+        unprobed = sorted(n for n, v in rows.items() if v.get("cpu", {}).get("numpy") != "ok")
+        probed = sorted(n for n in rows if n not in unprobed)
+
+        def ok(v, key, device="cuda"):
+            e = v.get(key, {})
+            return _works(e, device) and e.get("match")
+        cpu_ok = [n for n in probed if ok(rows[n].get("cpu", {}), "gpk_namespace", "cpu")]
+        cpu_bad = [n for n in probed if n not in cpu_ok]
+        cu = {n: rows[n].get("cuda", {}) for n in probed}
+        hostonly = [n for n in probed if not cu[n].get("array_inputs", True)]
+        probed_dev = [n for n in probed if n not in hostonly]
+        direct = [n for n in probed_dev if ok(cu[n], "gpk_direct")]
+        via = [n for n in probed_dev if n not in direct and ok(cu[n], "gpk_namespace")]
+        bad = [n for n in probed_dev if n not in direct and n not in via]
+        lines.append(f"### scipy.{m}\n")
+        lines.append(f"- probed: {len(probed)} of {len(rows)} functions (no candidate call fits the others)")
+        lines.append(f"- CPU device, `gpk_array.scipy.{m}`: {len(cpu_ok)} of {len(probed)}"
+                     + (f"; not: {', '.join(f'`{n}`' for n in cpu_bad)} (random draws or SciPy's own failures)"
+                        if cpu_bad else ""))
+        lines.append(f"- CUDA, SciPy's own function on the Arrays (`scipy.{m}.f(x)`): {len(direct)}: "
+                     + ", ".join(f"`{n}`" for n in direct))
+        lines.append(f"- CUDA, only through `gpk_array.scipy.{m}` (CuPy's `cupyx.scipy.{m}`, or gpk_array.linalg): "
+                     f"{len(via)}: " + ", ".join(f"`{n}`" for n in via))
+        lines.append(f"- CUDA, neither (HostOnlyError): {len(bad)}: " + ", ".join(f"`{n}`" for n in bad))
+        if hostonly:
+            lines.append("- called without arrays (SciPy's results, on the CPU): "
+                         + ", ".join(f"`{n}`" for n in hostonly))
+        if unprobed:
+            lines.append("- not probed: " + ", ".join(f"`{n}`" for n in unprobed))
+        lines.append("")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda:0")
@@ -371,9 +456,25 @@ def main(argv=None):
     ap.add_argument("--modules", nargs="+", default=MODULES)
     ap.add_argument("--timeout", type=int, default=20, help="seconds per call")
     ap.add_argument("--json", help="write the report here (after each module)")
+    ap.add_argument("--stand-in", action="store_true",
+                    help="the stand-in CUDA device and cupyx.scipy of the test suite (no GPU needed)")
+    ap.add_argument("--markdown", nargs=2, metavar=("CPU.json", "CUDA.json"),
+                    help="print docs/scipy.md's per-module lists from two reports, and exit")
     a = ap.parse_args(argv)
+    if a.markdown:
+        with open(a.markdown[0]) as f, open(a.markdown[1]) as g:
+            print(markdown(json.load(f), json.load(g)))
+        return 0
     try:
-        report = probe(a.device, a.dtype, a.modules, a.timeout, a.json)
+        if a.stand_in:
+            with _stand_in():
+                report = probe("cuda:0", a.dtype, a.modules, a.timeout, a.json)
+            report["stand_in"] = True
+            if a.json:
+                with open(a.json, "w") as f:
+                    json.dump(report, f, indent=1, default=str)
+        else:
+            report = probe(a.device, a.dtype, a.modules, a.timeout, a.json)
     except Exception:
         traceback.print_exc()
         return 2

@@ -13,9 +13,9 @@ wrapper that
   (``linalg.det`` and ``linalg.inv``, which CuPy lacks, by gpk_array.linalg's); with none, a ``HostOnlyError`` (a
   TypeError) names the function and the way out, ``x.to_device("cpu")``.
 
-Results come back as gpk_array's: CuPy arrays as Arrays on their device, NumPy arrays and NumPy scalars as Arrays on
-the CPU device, inside tuples, lists, dicts and SciPy's result objects (those are wrapped in a proxy that converts
-what is read from them). A class (``interpolate.CubicSpline``, ``spatial.KDTree``) is served as a factory whose
+Results come back as gpk_array's: CuPy arrays as Arrays on their device, NumPy arrays as Arrays on the CPU device
+(NumPy scalars too, from calls on the CPU device), inside tuples, lists, dicts and SciPy's result objects (those
+are wrapped in a proxy that converts what is read from them). A class (``interpolate.CubicSpline``, ``spatial.KDTree``) is served as a factory whose
 objects' methods take and give Arrays the same way; constants and exceptions are SciPy's own objects; submodules
 (``signal.windows``) are served as modules of the same kind.
 """
@@ -231,7 +231,9 @@ def convert(r, dev, unwrap=False):
             return Array._new(r, CPU)
         return r
     if isinstance(r, _np.generic):   # before Python's scalars: numpy.float64 is a float
-        return Array._new(_np.asarray(r), CPU) if r.dtype.kind in _SUPPORTED_KINDS else r
+        # a host value: a 0-d Array of a CPU call; from a CUDA call (SciPy reduced to a host scalar) as it is,
+        # rather than an Array on a device the call was not on
+        return Array._new(_np.asarray(r), CPU) if dev is CPU and r.dtype.kind in _SUPPORTED_KINDS else r
     if isinstance(r, (Array, bool, int, float, complex, str, bytes)):
         return r
     mod = type(r).__module__.split(".")[0]
