@@ -164,7 +164,9 @@ class _CallOnly:
         return out
 
     def __getattr__(self, method):
-        raise ValueError(f"method {method} is not supported for numpy.{self.__name__} on gpk_array arrays")
+        if method in ("reduce", "accumulate", "reduceat", "outer", "at"):
+            raise ValueError(f"method {method} is not supported for numpy.{self.__name__} on gpk_array arrays")
+        raise AttributeError(method)
 
 
 _CALL_ONLY = {"matmul": "matmul", "vecdot": "vecdot", "matvec": "matvec", "vecmat": "vecmat",
@@ -222,7 +224,7 @@ def _cupyx_special(name):
     """cupyx.scipy.special's function of that name (imported on first use), or None."""
     try:
         mod = importlib.import_module("cupyx.scipy.special")
-    except ImportError:
+    except Exception:   # not installed, or a CuPy that cannot load here
         return None
     return getattr(mod, name, None)
 

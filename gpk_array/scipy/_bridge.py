@@ -169,7 +169,7 @@ def _cupyx(sub, name):
     """CuPy's cupyx.scipy.<sub>.<name> (imported on first use), or None where CuPy has none."""
     try:
         mod = importlib.import_module(f"cupyx.scipy.{sub}")
-    except ImportError:
+    except Exception:   # not installed, no such module, or a CuPy that cannot load here
         return None
     return getattr(mod, name, None)
 
