@@ -23,6 +23,7 @@ SciPy's special-function ufuncs (``scipy.special.erf``, ...) called on a CUDA Ar
 import builtins
 import importlib
 import sys
+from _thread import get_ident as _get_ident
 
 import numpy as _np
 
@@ -36,6 +37,8 @@ _FALLBACK = object()   # a ufunc or function gpk_array does not implement: NumPy
 
 # the ufunc object (NumPy's, SciPy's, ...) -> our ufunc object, or _FALLBACK
 _UFUNCS = {}
+# (NumPy function, thread) pairs whose gpk_array implementation is running
+_ACTIVE = set()
 # the NumPy function -> (our function or None, the most positional arguments it takes, the keyword names it takes
 # (None: any), whether the call is NumPy's like= dispatch of a creation function (ours takes device= instead))
 _FUNCS = {}
@@ -274,7 +277,16 @@ def array_function(self, func, types, args, kwargs):
         return _function_slow(self, func, entry, args, kwargs, host)
     if like and kwargs.get("device") is None:   # NumPy's Python-level creation functions pass device=None
         kwargs["device"] = self._device
-    return impl(*args, **kwargs)
+    key = (func, _get_ident())
+    if key in _ACTIVE:
+        # our implementation of func handed an Array back to NumPy's func (an argument it passes through, such as
+        # isclose's atol=): NumPy's own implementation now, or this would recurse
+        return _function_slow(self, func, (None, 0, frozenset(), False), args, kwargs, host)
+    _ACTIVE.add(key)
+    try:
+        return impl(*args, **kwargs)
+    finally:
+        _ACTIVE.discard(key)
 
 
 def _function_slow(self, func, entry, args, kwargs, host):
@@ -284,10 +296,17 @@ def _function_slow(self, func, entry, args, kwargs, host):
     if dev is not CPU and host:
         raise HostOnlyError(_host_operand_message(name, dev))
     fits = impl is not None and len(args) <= maxpos and (names is None or names.issuperset(kwargs))
-    if fits:
+    key = (func, _get_ident())
+    if fits and key not in _ACTIVE:
         if like and kwargs.get("device") is None:
             kwargs["device"] = self._device
-        return impl(*args, **kwargs)
+        _ACTIVE.add(key)
+        try:
+            return impl(*args, **kwargs)
+        finally:
+            _ACTIVE.discard(key)
+    if fits:
+        impl = None   # re-entered from our own implementation: NumPy's below
     if dev is not CPU:
         if impl is None:
             why = "is not implemented by gpk_array"
@@ -296,7 +315,7 @@ def _function_slow(self, func, entry, args, kwargs, host):
             why = (f"is implemented by gpk_array without the argument(s) {', '.join(extra)}" if extra else
                    f"is implemented by gpk_array with at most {maxpos} positional arguments")
         raise HostOnlyError(f"{name} {why} for arrays on {dev}; compute it on the host explicitly with the arrays "
-                        "moved there: x.to_device(\"cpu\") (device memory is never copied implicitly)")
+                            "moved there: x.to_device(\"cpu\") (device memory is never copied implicitly)")
     memo = {}
     a = _to_numpy(args, memo)
     k = _to_numpy(kwargs, memo)
