@@ -1,54 +1,47 @@
 """Special functions on both devices, where SciPy looks for them: ``xp.special``.
 
 SciPy (1.17, with ``SCIPY_ARRAY_API=1``) computes ``scipy.special.erf(x)`` of an array library it has no native
-namespace for with ``xp.special.erf`` when the library's namespace has one, else on NumPy (which a CUDA Array
-refuses). This module is that ``xp.special`` for gpk_array: it serves the special functions CuPy has
-(``cupyx.scipy.special``, where CuPy is installed), each running CuPy's on a CUDA Array's memory (zero-copy) and
-SciPy's on the CPU device's (as NumPy arrays, zero-copy), results as Arrays on the inputs' device. Without CuPy it
-serves nothing, and SciPy keeps its own paths.
+namespace for with ``xp.special.erf`` when the library's namespace has one, else with a composition of other
+special functions or on NumPy (which a CUDA Array refuses). This module is that ``xp.special`` for gpk_array: every
+function of ``scipy.special``, running
 
-``gpk_array.scipy.special`` is the user-facing namespace (every name of ``scipy.special``); this one is the hook.
+- on the CPU device SciPy's own on the Arrays' memory as NumPy arrays (zero-copy), NumPy's results as Arrays;
+- on a CUDA device SciPy's own on the Arrays' CuPy memory, which SciPy dispatches as for CuPy arrays (to
+  ``cupyx.scipy.special`` or a composition of CuPy's), else CuPy's ``cupyx.scipy.special`` namesake; results as
+  Arrays on the device, and ``HostOnlyError`` where CuPy has no way either.
+
+``gpk_array.scipy.special`` is the user-facing namespace; this one is the hook SciPy calls (it never hands Arrays
+back to SciPy's ``scipy.special``, which would come here again).
 """
-import importlib as _importlib
-
 from ._array import Array as _Array
 from ._device import CPU as _CPU
 
 
-def _cupyx_special():
-    try:
-        return _importlib.import_module("cupyx.scipy.special")
-    except Exception:   # not installed, or a CuPy that cannot load here: no special functions of CuPy's
-        return None
+def _scipy_special():
+    import scipy.special
+    return scipy.special
 
 
 def __getattr__(name):
     if name.startswith("_"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    cx = _cupyx_special()
-    fn = getattr(cx, name, None) if cx is not None else None
-    if fn is None or not callable(fn):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r} (cupyx.scipy.special has none)")
-    import scipy.special
-    host = getattr(scipy.special, name, None)
-    if host is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r} (scipy.special has none)")
-    f = _function(name, fn, host)
+    host = getattr(_scipy_special(), name, None)
+    if host is None or not callable(host) or isinstance(host, type):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r} (scipy.special has no function "
+                             f"{name!r})")
+    f = _function(name, host)
     globals()[name] = f
     return f
 
 
 def __dir__():
-    cx = _cupyx_special()
-    if cx is None:
-        return []
-    import scipy.special
-    return sorted(n for n in dir(cx) if not n.startswith("_") and callable(getattr(cx, n, None))
-                  and hasattr(scipy.special, n))
+    sp = _scipy_special()
+    return sorted(n for n in getattr(sp, "__all__", dir(sp)) if not n.startswith("_")
+                  and callable(getattr(sp, n, None)) and not isinstance(getattr(sp, n), type))
 
 
-def _function(name, device_fn, host_fn):
-    from .scipy._bridge import backing, convert
+def _function(name, host_fn):
+    from .scipy._bridge import backing, convert, on_device
 
     def fn(*args, **kwargs):
         dev = None
@@ -58,12 +51,12 @@ def _function(name, device_fn, host_fn):
                 if dev is not _CPU:
                     break
         if dev is not None and dev is not _CPU:
-            return convert(device_fn(*backing(args), **backing(kwargs)), dev, unwrap=True)
+            return on_device("special", name, host_fn, args, kwargs, dev, via_arrays=False)
         return convert(host_fn(*backing(args), **backing(kwargs)), _CPU, unwrap=True)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__module__ = __name__
-    fn.__doc__ = (f"``scipy.special.{name}`` on gpk_array Arrays: CuPy's ``cupyx.scipy.special.{name}`` on a CUDA "
-                  f"device, SciPy's on the CPU device; Arrays on the inputs' device (the hook SciPy calls as "
-                  f"``xp.special.{name}``).")
+    fn.__doc__ = (f"``scipy.special.{name}`` on gpk_array Arrays: SciPy's on the CPU device's memory; on a CUDA "
+                  f"device SciPy's on the CuPy memory or CuPy's ``cupyx.scipy.special.{name}``; Arrays on the "
+                  f"inputs' device (the hook SciPy calls as ``xp.special.{name}``).")
     return fn

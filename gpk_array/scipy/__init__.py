@@ -8,18 +8,19 @@ Arrays and gives Arrays on their device:
 - on the CPU device it is SciPy's own function on the Arrays' memory as NumPy arrays (zero-copy: SciPy's primary,
   most tested path), results as Arrays on the CPU device (without Arrays among the arguments: SciPy's function as
   called);
-- on a CUDA device it is SciPy's own function where SciPy computes it with the array API (on the device, through
-  gpk_array's namespace), else CuPy's ``cupyx.scipy`` namesake on the Arrays' CuPy memory (zero-copy), as SciPy does
-  for CuPy arrays; where neither can, a ``gpk_array.HostOnlyError`` (a TypeError) names the function and the way
-  out, ``x.to_device("cpu")``. Nothing is copied between the host and the device implicitly.
+- on a CUDA device it is SciPy's own function on the Arrays' CuPy memory (zero-copy), which SciPy dispatches as for
+  CuPy arrays (to ``cupyx.scipy`` or its array-API code), else SciPy's function through gpk_array's namespace, else
+  CuPy's ``cupyx.scipy`` namesake directly; where none can, a ``gpk_array.HostOnlyError`` (a TypeError) names the
+  function and the way out, ``x.to_device("cpu")`` (``gpk_array.scipy._bridge.on_device``). Nothing is copied
+  between the host and the device implicitly.
 
 Set ``SCIPY_ARRAY_API=1`` before SciPy is imported for SciPy's array-API support (without it, SciPy converts
 everything to NumPy: the CPU device still works, and on CUDA every call goes to ``cupyx.scipy``).
 
 ``scipy.special``'s ufuncs called directly on CUDA Arrays (``scipy.special.erf(x)``) reach ``cupyx.scipy.special``
 through ``Array.__array_ufunc__`` as they do for CuPy arrays, and SciPy (1.17) looks for ``xp.special`` where it has
-no native namespace for an array library: ``gpk_array.special`` serves CuPy's special functions there. docs/scipy.md
-lists what works where.
+no native namespace for an array library: ``gpk_array.special`` serves scipy.special's functions there, on both
+devices. docs/scipy.md lists what works where.
 """
 import importlib
 

@@ -6,12 +6,12 @@ wrapper that
 
 - with Arrays on the CPU device calls SciPy's ``f`` on their memory as NumPy arrays (zero-copy: SciPy's primary
   path, compiled code included); with no Arrays at all, SciPy's ``f`` as called;
-- with Arrays on a CUDA device calls SciPy's ``f`` with them (SciPy's array-API support computes on the device
-  through gpk_array's namespace), and where SciPy cannot run it there (it asks for the NumPy memory of device data,
-  which gpk_array refuses with ``HostOnlyError``, or its compiled code refuses the Arrays) calls CuPy's
-  ``cupyx.scipy`` namesake on the Arrays' CuPy memory (zero-copy), as SciPy itself does for CuPy arrays
-  (``linalg.det`` and ``linalg.inv``, which CuPy lacks, by gpk_array.linalg's); with none, a ``HostOnlyError`` (a
-  TypeError) names the function and the way out, ``x.to_device("cpu")``.
+- with Arrays on a CUDA device calls SciPy's ``f`` on their CuPy memory (zero-copy), which SciPy dispatches as it
+  does for CuPy arrays (to ``cupyx.scipy`` or its array-API code: what CuPy's users get), else SciPy's ``f`` on the
+  Arrays themselves (its array-API code through gpk_array's namespace), else CuPy's ``cupyx.scipy`` namesake
+  directly, else gpk_array's own (``linalg.det``, ``linalg.inv``); where none runs (SciPy asks for host memory,
+  which gpk_array and CuPy refuse), a ``HostOnlyError`` (a TypeError) names the function and the way out,
+  ``x.to_device("cpu")`` (``on_device`` below).
 
 Results come back as gpk_array's: CuPy arrays as Arrays on their device, NumPy arrays as Arrays on the CPU device
 (NumPy scalars too, from calls on the CPU device), inside tuples, lists, dicts and SciPy's result objects (those
@@ -106,36 +106,78 @@ def _wrap(modname, sub, name, scipy_obj):
         if dev is CPU:
             # SciPy's NumPy path, its primary one, on the Arrays' memory (zero-copy)
             return convert(scipy_obj(*backing(args), **backing(kwargs)), CPU, unwrap=True)
-        try:
-            return convert(scipy_obj(*args, **kwargs), dev)   # SciPy through the array API, on the device
-        except Exception as failed:
-            fn = _cupyx(sub, name)
-            if fn is None and (sub, name) in _OWN:
-                own = _OWN[(sub, name)]
-                return own(*args, **kwargs)
-            if fn is None:
-                if isinstance(failed, HostOnlyError):
-                    raise HostOnlyError(
-                        f"scipy.{sub}.{name} cannot run on arrays on {dev}: SciPy computes it on the host "
-                        f"(NumPy) and CuPy has no cupyx.scipy.{sub}.{name}; compute it on the host explicitly "
-                        f"with the arrays moved there: x.to_device(\"cpu\") ({failed})") from None
-                raise
-            try:
-                return convert(fn(*backing(args), **backing(kwargs)), dev, unwrap=True)
-            except Exception:
-                if isinstance(failed, HostOnlyError):
-                    raise   # CuPy's own error: SciPy could not have run it on the device anyway
-                raise failed from None
+        return on_device(sub, name, scipy_obj, args, kwargs, dev)
 
     call.__name__ = call.__qualname__ = name
     call.__module__ = modname
     what = "class" if isinstance(scipy_obj, type) else "function"
     call.__doc__ = (f"SciPy's {what} ``scipy.{sub}.{name}`` on gpk_array Arrays, on their device: SciPy's own "
-                    f"(on the CPU device's memory as NumPy arrays; on a CUDA device through the array API, else "
-                    f"CuPy's ``cupyx.scipy.{sub}.{name}``); results as Arrays (see gpk_array.scipy).\n\n"
+                    f"(on the CPU device's memory as NumPy arrays; on a CUDA device on its CuPy memory or through "
+                    f"the array API, else CuPy's ``cupyx.scipy.{sub}.{name}``); results as Arrays (see "
+                    f"gpk_array.scipy).\n\n"
                     + _first_paragraph(scipy_obj))
     call.__wrapped_scipy__ = scipy_obj
     return call
+
+
+# CuPy refuses host conversion with this TypeError (as gpk_array does with HostOnlyError)
+_CUPY_REFUSAL = "Implicit conversion to a NumPy array is not allowed"
+
+
+def _host_only(e):
+    """Whether e says that a computation needed host memory (gpk_array's or CuPy's refusal to convert)."""
+    return isinstance(e, HostOnlyError) or (isinstance(e, TypeError) and _CUPY_REFUSAL in str(e))
+
+
+def on_device(sub, name, scipy_obj, args, kwargs, dev, via_arrays=True):
+    """scipy.<sub>.<name> of arguments holding Arrays on the CUDA device dev, the first way that works:
+
+    1. SciPy's function on the Arrays' CuPy memory (a real CuPy device): SciPy's own dispatch for CuPy arrays, to
+       ``cupyx.scipy`` or its array-API code, exactly what CuPy's users get (with ``SCIPY_ARRAY_API=1``);
+    2. SciPy's function on the Arrays themselves (``via_arrays``): its array-API code through gpk_array's namespace;
+    3. CuPy's ``cupyx.scipy.<sub>.<name>`` on the CuPy memory (SciPy does not dispatch without SCIPY_ARRAY_API,
+       and not every function CuPy has), but not those SciPy knows to differ from its own (ndimage's blocklist);
+    4. gpk_array's own (linalg.det, linalg.inv);
+
+    else the first error that is not a refusal to copy device memory to the host, or HostOnlyError."""
+    failures = []
+    if getattr(dev.xp, "__name__", "") == "cupy":
+        try:
+            return convert(scipy_obj(*backing(args), **backing(kwargs)), dev, unwrap=True)
+        except Exception as e:
+            failures.append(e)
+    if via_arrays:
+        try:
+            return convert(scipy_obj(*args, **kwargs), dev)
+        except Exception as e:
+            failures.append(e)
+    fn = None if name in _cupy_blocklist(sub) else _cupyx(sub, name)
+    if fn is not None:
+        try:
+            return convert(fn(*backing(args), **backing(kwargs)), dev, unwrap=True)
+        except Exception as e:
+            failures.append(e)
+    own = _OWN.get((sub, name))
+    if own is not None:
+        return own(*args, **kwargs)
+    for e in failures:
+        if not _host_only(e):
+            raise e
+    why = "" if fn is not None else f" and CuPy has no cupyx.scipy.{sub}.{name}"
+    raise HostOnlyError(f"scipy.{sub}.{name} cannot run on arrays on {dev}: SciPy computes it on the host "
+                        f"(NumPy){why}; compute it on the host explicitly with the arrays moved there: "
+                        f"x.to_device(\"cpu\")") from (failures[-1] if failures else None)
+
+
+def _cupy_blocklist(sub):
+    """The functions of scipy.<sub> whose cupyx.scipy namesakes SciPy itself does not use (they differ)."""
+    if sub != "ndimage":
+        return ()
+    try:
+        from scipy.ndimage import _support_alternative_backends as sab
+    except ImportError:
+        return ()
+    return getattr(sab, "CUPY_BLOCKLIST", ())
 
 
 def _own_linalg(name):

@@ -78,22 +78,33 @@ def test_scipy_finds_gpk_array_special_as_xp_special(fake):
         pytest.skip("this SciPy does not look for xp.special")
     device, calls = fake
     x = gp.asarray(_X, device=device)
-    assert sorted(dir(gp.special)) == ["erf", "expit", "gammaln", "logsumexp", "xlogy"]
-    assert getattr(gp.special, "i0e", None) is None      # CuPy has none: SciPy keeps its own path for it
+    assert {"erf", "gammaln", "i0e", "airy", "logsumexp", "xlogy"} <= set(dir(gp.special))
     got = scipy.special.erf(x)
     assert isinstance(got, gp.Array) and got.device == device
     assert_match(got, su.erf(_X), device)
     assert ("special", "erf") in calls
     got = scipy.special.logsumexp(x, axis=1)
     assert_match(got, scipy.special.logsumexp(_X, axis=1), device)
+    with pytest.raises(gp.HostOnlyError) as err:           # CuPy has no i0e: the hook says so, naming it
+        scipy.special.i0e(x)
+    assert "scipy.special.i0e" in str(err.value) and 'x.to_device("cpu")' in str(err.value)
 
 
-def test_gpk_array_special_without_cupy_serves_nothing():
-    with fake_cupyx({}):
-        import sys
-        sys.modules.pop("cupyx.scipy.special", None)
-        assert getattr(gp.special, "erf", None) is None
-        assert dir(gp.special) == []
+def test_gpk_array_special_on_the_cpu_is_scipys_on_numpy():
+    """The hook on the CPU device: SciPy's own functions on the Arrays' memory, with or without CuPy; SciPy's
+    compositions of other special functions (stdtr of integers through betainc) are not taken there."""
+    x = gp.asarray(_X, device="cpu")
+    for name in ("erf", "gammaln", "i0e", "expit"):
+        got = getattr(gp.special, name)(x)
+        assert isinstance(got, gp.Array) and got.device == gp.Device("cpu")
+        assert_match(got, getattr(su, name)(_X))
+    df = numpy.asarray([1, 2, 5, 2**40])
+    t = numpy.asarray([-3, 0, 4, 2**40])
+    assert_match(gp.special.stdtr(gp.asarray(df, device="cpu"), gp.asarray(t, device="cpu")), su.stdtr(df, t))
+    assert_match(scipy.special.stdtr(gp.asarray(df, device="cpu"), gp.asarray(t, device="cpu")), su.stdtr(df, t))
+    assert "erf" in dir(gp.special) and gp.special.erf.__doc__
+    with pytest.raises(AttributeError):
+        gp.special.no_such_function
 
 
 def test_gpk_array_scipy_routes_what_scipy_cannot_run_on_the_device(fake):
@@ -174,8 +185,10 @@ class _SciPy:
         return m
 
 
-# what CuPy's cupyx.scipy has of the functions the probed calls reach (CuPy 15's source), for the stand-in
-_CUPYX_OF_PROBE = {"special": ["erf", "gammaln", "logsumexp", "softmax", "betainc", "ndtr", "xlogy"], "signal": ["convolve", "welch"],
+# what CuPy's cupyx.scipy has of the functions the probed calls reach (CuPy 15's source), for the stand-in; and
+# stdtr, which CuPy lacks: on a GPU SciPy's own dispatch for the CuPy memory composes it of CuPy's betainc (the
+# first route of gpk_array.scipy._bridge.on_device), a route the stand-in cannot take (SciPy sees NumPy arrays)
+_CUPYX_OF_PROBE = {"special": ["erf", "gammaln", "logsumexp", "softmax", "betainc", "ndtr", "xlogy", "stdtr"], "signal": ["convolve", "welch"],
                    "fft": ["dct", "fft"], "ndimage": ["gaussian_filter", "zoom"], "stats": ["zscore"]}
 
 
