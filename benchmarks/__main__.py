@@ -1,7 +1,7 @@
 """python -m benchmarks KIND [KIND ...] [--json OUT]: run benchmarks, print tables, write JSON with the GPU, the
 commit and every figure beside its baseline measured in the same run.
 
-KIND: overhead | elementwise | reduction | gemm | linear | cutlass | sched | llm | tokenizer | all
+KIND: overhead | elementwise | reduction | gemm | linear | cutlass | attention | sched | llm | tokenizer | all
 """
 import argparse
 import datetime
@@ -19,6 +19,7 @@ KINDS = {
     "gemm": ("benchmarks.gemm_bench", "run", ("gemm",)),
     "linear": ("benchmarks.gemm_bench", "run", ("linear",)),
     "cutlass": ("benchmarks.cutlass_bench", "run", ()),
+    "attention": ("benchmarks.attention_bench", "run", ()),
     "sched": ("benchmarks.sched_bench", "run", ()),
     "llm": ("benchmarks.llm_bench", "run", ()),
     "tokenizer": ("benchmarks.tokenizer_bench", "run", ()),

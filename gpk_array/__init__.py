@@ -5,8 +5,8 @@ from ._lazy import lazy_submodules as _lazy_submodules  # noqa: E402
 
 # Bound now, run on first attribute read (gpk_array/_lazy.py): `import gpk_array` does not load numpy.random
 # (gpk_array.random), numpy.testing with unittest (gpk_array.testing), the scheduler with asyncio (gpk_array.sched),
-# or the CUDA dispatch layer and its kernel modules (gpk_array._gpu, gpk_array._kernels: the CPU device never reads
-# them). Before anything below imports them; no module __getattr__ here, which would slow every gpk_array.<name> read.
+# the CUDA dispatch layer and its kernel modules (gpk_array._gpu, gpk_array._kernels: the CPU device never reads
+# them), or the SciPy bridges (gpk_array.scipy, gpk_array.special: they import SciPy on first use). Before anything below imports them; no module __getattr__ here, which would slow every gpk_array.<name> read.
 _lazy_submodules(globals(), "random", "testing", "sched", "_gpu", "_kernels", "scipy", "special")
 del _lazy_submodules, _lazy  # noqa: F821  (the import bound the submodule too: keep dir(gpk_array) as it was)
 
@@ -91,8 +91,8 @@ __all__ = [
     "Array", "DeviceError", "GpkArrayError", "HostOnlyError", "OutOfMemoryError", "add_layer_norm",
     "add_layer_norm_linear", "bfloat16", "bias_add_inplace", "default_device", "float16",
     "float32_matmul_precision", "gelu", "get_float32_matmul_precision", "kv_cache_attention", "layer_norm", "linear",
-    "linear_bias_gelu", "scaled_dot_product_attention", "sched", "set_array_api_version", "set_default_device",
-    "set_float32_matmul_precision", "softmax",
+    "linear_bias_gelu", "scaled_dot_product_attention", "sched", "self_attention", "set_array_api_version",
+    "set_default_device", "set_float32_matmul_precision", "softmax",
     # SciPy on both devices (gpk_array.scipy), and the special-function namespace SciPy looks for (xp.special)
     "scipy", "special",
     # NumPy's names beside the standard's (gpk_array._numpy): functions, ufuncs, dtype names, submodules

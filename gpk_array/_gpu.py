@@ -9,8 +9,10 @@ back to plain CuPy code when a name is absent or returns None.
   elements and its sum/prod/max/min/mean/var/std/argmax/argmin where REDUCE_ROUTE says, through
   gpk_array._kernels.elementwise / reduction.
 - ``layer_norm``, ``add_layer_norm``: cuda/nn.cu (one block per row, fp32 statistics), for float32/float16/bfloat16.
-- ``scaled_dot_product_attention`` (no boolean mask): cuBLASLt GEMMs with float32 scores around a fused (causal)
-  softmax kernel from cuda/nn.cu.
+- ``scaled_dot_product_attention`` (no boolean mask): float16/bfloat16 with head dim 64 or 128 (strided views of a
+  fused QKV included; causal needs Lq <= Lk): the fused FlashAttention-2-style kernel of cuda/attention.cu
+  (gpk_array._kernels.attention; ``GPK_FLASH_ATTENTION=0`` turns it off); the rest, float32 included: cuBLASLt
+  GEMMs with float32 scores around a fused (causal) softmax kernel from cuda/nn.cu.
 - ``argmax_last_axis`` (long rows: logits over a vocabulary): cuda/nn.cu, one block per row.
 - ``kv_cache_attention``: cuda/nn.cu, the cache write and the attention of a decode step in one kernel.
 - ``linear`` of up to 8 rows (a decode step): the GEMV of cuda/nn.cu with bias and activation fused;
@@ -43,6 +45,7 @@ import os
 
 import numpy as np
 
+from ._kernels import attention as _attn
 from ._kernels import elementwise as _ew
 from ._kernels import gemm as _gemm
 from ._kernels._common import VersionedDict as _VersionedDict
@@ -185,6 +188,9 @@ def _gemm_mode(value):
 
 
 GEMM_MODE = _gemm_mode(os.environ.get("GPK_GEMM"))
+# scaled_dot_product_attention through the fused kernel of cuda/attention.cu where it covers the call (read once, at
+# import): GPK_FLASH_ATTENTION=0 sends every call to the GEMM + softmax + GEMM path instead
+FLASH_ATTENTION = os.environ.get("GPK_FLASH_ATTENTION", "1") != "0"
 # matmul through cuBLASLt before CuPy's cuBLAS call (same kernels; less host time per call since blas.py's calls
 # are prepared once per pointer set): GPK_GEMM_LT=0 turns it off
 LT_FIRST = os.environ.get("GPK_GEMM_LT", "1") != "0"
@@ -446,12 +452,20 @@ def add_layer_norm(x, r, weight, bias, eps):
 
 
 def scaled_dot_product_attention(q, k, v, mask, causal, scale):
-    """softmax(q k^T * scale) v for float16/bfloat16/float32 without a boolean mask: the scores in float32 from one
-    cuBLASLt batched GEMM, the (causal) softmax in one kernel writing the input dtype, then the second GEMM."""
-    blas = _get_blas()
-    if not blas or mask is not None or not (q.dtype == k.dtype == v.dtype) or q.dtype.itemsize > 4:
+    """softmax(q k^T * scale) v for float16/bfloat16/float32 without a boolean mask: float16/bfloat16 with a head dim
+    of 64 or 128 in the fused attention kernel (gpk_array._kernels.attention: its result follows q's layout); else
+    the scores in float32 from one cuBLASLt batched GEMM, the (causal) softmax in one kernel writing the input
+    dtype, then the second GEMM."""
+    if mask is not None or not (q.dtype == k.dtype == v.dtype) or q.dtype.itemsize > 4:
         return None
     if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
+        return None
+    if FLASH_ATTENTION and q.dtype.itemsize == 2:
+        y = _attn.attention(q, k, v, causal, scale)
+        if y is not None:
+            return y
+    blas = _get_blas()
+    if not blas:
         return None
     import cupy
     t = tf32()
@@ -466,6 +480,23 @@ def scaled_dot_product_attention(q, k, v, mask, causal, scale):
         return None
     y = blas.matmul(p, v, tf32=t)
     return y if y is not None else blas.matmul(p, cupy.ascontiguousarray(v), tf32=t)
+
+
+def self_attention(qkv, num_heads, causal, scale):
+    """Multi-head self-attention of a fused (..., T, 3 * H * D) projection: the heads as strided views of qkv into
+    scaled_dot_product_attention (the fused kernel writes its result in (..., T, H, D) order, so the reshape back
+    is free), or None where that declines."""
+    lead, t = qkv.shape[:-2], qkv.shape[-2]
+    d = qkv.shape[-1] // (3 * num_heads)
+    heads = _bits_contiguous(qkv).reshape(lead + (t, 3, num_heads, d))  # (a view: the model's qkv is contiguous)
+    q, k, v = (heads[..., i, :, :].swapaxes(-2, -3) for i in range(3))
+    y = scaled_dot_product_attention(q, k, v, None, causal, scale)
+    if y is None:
+        return None
+    y = y.swapaxes(-2, -3)
+    if not y.flags.c_contiguous:
+        y = _bits_contiguous(y)   # (the GEMM path's (..., H, T, D) result; CuPy cannot copy bfloat16 itself)
+    return y.reshape(lead + (t, num_heads * d))
 
 
 argmax_last_axis = _nn.argmax_last_axis

@@ -61,7 +61,7 @@ def scalar_result(dt, value):
 def result_type(*args):
     """result_type over dtypes, arrays and Python scalars (scalars count only after the arrays)."""
     if not args:
-        raise ValueError("result_type() needs at least one array or dtype")
+        raise ValueError("at least one array or dtype is required")  # NumPy's words
     dts = []
     scalars = []
     for a in args:
@@ -72,7 +72,7 @@ def result_type(*args):
         else:
             dts.append(_dt.to_dtype(a))
     if not dts:
-        raise ValueError("result_type() needs at least one array or dtype, not only Python scalars")
+        raise ValueError("at least one array or dtype is required: Python scalars alone have no dtype")
     r = dts[0]
     for d in dts[1:]:
         r = result_dtype(r, d)

@@ -72,7 +72,7 @@ port_number = _number(int, 0, 65535, what="in [0, 65535] (0: any free port)")
 
 def _positive_bytes(text, option):
     """The byte count of a size such as 4MiB or 1000000 (gpk_array.sched's parser), which must be above 0."""
-    from .sched._core import parse_bytes
+    from .sched._parse import parse_bytes
     try:
         n = parse_bytes(text, option)
     except (TypeError, ValueError) as e:
@@ -183,6 +183,8 @@ def register(subparsers):
                         "go out together (default: 5; 0: every step's tokens at once)")
     s.add_argument("--max-body-bytes", type=byte_count, default=None,
                    help="largest request body read, e.g. 4MiB; a larger one gets HTTP 413 (default: 4MiB)")
+    s.add_argument("--chat-max-tokens", type=positive_int, default=256,
+                   help="new tokens of a chat reply whose request sets no max_tokens (never past the context)")
 
 
 def build_parser():
@@ -395,7 +397,7 @@ def cmd_serve(args):
           max_queue=args.max_queue, max_len=args.max_len, model_name=args.model_name,
           cuda_graphs=False if args.no_cuda_graphs else None, context_vram=args.context_vram,
           stream_interval=None if args.stream_interval_ms is None else args.stream_interval_ms / 1e3, sock=sock,
-          max_body_bytes=args.max_body_bytes)
+          max_body_bytes=args.max_body_bytes, chat_max_tokens=args.chat_max_tokens)
     return 0
 
 

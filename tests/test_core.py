@@ -340,7 +340,7 @@ def test_gpu_dispatch_offers_the_fused_ops_by_name():
     """gpk_array/_ops/nn.py looks these names up in gpk_array._gpu; the module imports without touching a GPU."""
     import gpk_array._gpu as g
     for name in ("matmul", "linear", "layer_norm", "add_layer_norm", "add_layer_norm_linear",
-                 "scaled_dot_product_attention", "kv_cache_attention", "argmax_last_axis", "gelu"):
+                 "scaled_dot_product_attention", "self_attention", "kv_cache_attention", "argmax_last_axis", "gelu"):
         assert callable(getattr(g, name)), name
     assert g._sm_target() == 0  # outside any scheduler context: every SM
 

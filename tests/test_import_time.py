@@ -162,18 +162,24 @@ print("ok")
 
 
 def test_submodule_of_a_lazy_package_imports_first():
-    """Importing a submodule of gpk_array.sched before the package has run (the CLI's parse_bytes) imports it and
-    the siblings it names with `from . import ...`, without running gpk_array/sched/__init__.py; the package runs
-    on its first other read and then uses those same submodules."""
+    """Importing a submodule of gpk_array.sched before the package has run (the CLI's parse_bytes, from a module
+    that imports nothing of the scheduler nor asyncio; then a module that names its siblings with
+    `from . import ...`) imports it without running gpk_array/sched/__init__.py; the package runs on its first
+    other read and then uses those same submodules."""
     out = _run(r"""
 import sys
-from gpk_array.sched._core import parse_bytes
+from gpk_array.sched._parse import parse_bytes
 from gpk_array._lazy import pending
 import gpk_array
 assert parse_bytes("1GiB") == 1 << 30
-assert pending(gpk_array.sched) and not pending(sys.modules["gpk_array.sched._core"])
+assert pending(gpk_array.sched) and "asyncio" not in sys.modules
+assert not any(m.startswith("gpk_array.sched.") for m in sys.modules if m != "gpk_array.sched._parse"), \
+    sorted(m for m in sys.modules if m.startswith("gpk_array.sched"))
+import gpk_array.sched._core
 core = sys.modules["gpk_array.sched._core"]
+assert pending(gpk_array.sched) and not pending(core) and "gpk_array.sched._aio" in sys.modules
 assert gpk_array.sched.create_context is core.create_context and not pending(gpk_array.sched)
+assert gpk_array.sched.parse_bytes is parse_bytes and gpk_array.sched._parse is sys.modules["gpk_array.sched._parse"]
 assert gpk_array.sched._core is core and gpk_array.sched._aio is sys.modules["gpk_array.sched._aio"]
 print("ok")
 """, GPK_DEVICE="cpu")

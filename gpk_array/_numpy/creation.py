@@ -94,7 +94,8 @@ def _from_object(obj, dt, dev, copy=None):
     if not hasattr(obj, "__array__") and not hasattr(obj, "__cuda_array_interface__") and \
             not hasattr(obj, "__dlpack__") and hasattr(obj, "__len__") and hasattr(obj, "__getitem__"):
         if isinstance(obj, (bytes, str, Mapping)):
-            raise TypeError(f"cannot convert {type(obj).__name__} to a numeric array")
+            raise TypeError(f"Unsupported input type {type(obj).__name__}: gpk_array has no string, bytes or "
+                            "object dtype")
         return _from_object(list(obj), dt, dev, copy)
     return _std.asarray(obj, dtype=dt, device=dev, copy=copy)
 

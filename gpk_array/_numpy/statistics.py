@@ -28,6 +28,9 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     if xp is _np:
         r = xp.median(x._data, axis=_axis(axis), keepdims=keepdims)
     else:
+        if axis is not None:  # NumPy's AxisError and wording (CuPy's median says "Axis overrun")
+            for a in (_axis(axis) if isinstance(_axis(axis), tuple) else (axis,)):
+                normalize_axis(a, x._data.ndim)
         r = _keep(xp.asarray(xp.median(x._data, axis=_axis(axis))), x._data.shape, axis, keepdims)
     return finish(xp.asarray(r), x._device, out)
 

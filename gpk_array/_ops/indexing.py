@@ -174,6 +174,10 @@ def setitem(x, key, value):
     k = _key(key, dev)
     _check_ints(x, k)
     if dev is not CPU:
+        d = x._data
+        if 0 in d.strides and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
+            # a broadcast view (NumPy's are read-only; CuPy would write one element through several indices)
+            raise ValueError("assignment destination is read-only (a broadcast view)")
         check_index_arrays(x, k)
     if value.__class__ is Array:
         if value._device is not dev:

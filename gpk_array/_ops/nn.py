@@ -19,6 +19,7 @@ through ``gpk_array._gpu.matmul``. The signatures:
     _gpu.gelu(x, activation)                       activation is "gelu" (erf) or "gelu_tanh"
     _gpu.bias_add_inplace(out, bias)               returns out
     _gpu.scaled_dot_product_attention(q, k, v, mask, causal, scale)
+    _gpu.self_attention(qkv, num_heads, causal, scale)   qkv (..., T, 3 * num_heads * D) -> (..., T, num_heads * D)
     _gpu.kv_cache_attention(qkv, cache, positions, kv_len, scale)
 
 A decode step captured in a CUDA graph (gpk_array.llm.generate) runs all of this inside a stream capture,
@@ -26,6 +27,7 @@ where CuPy refuses cuBLAS calls (NotImplementedError from its cublas setStream):
 these kernels and ``_gpu.matmul`` launch their own kernels, or call cuBLAS without CuPy's wrappers.
 """
 import math
+import operator
 
 import numpy as np
 
@@ -35,7 +37,7 @@ from .._errors import DeviceError
 from ._common import Array, as_array, axis_error, new, oom_guard
 
 __all__ = ["add_layer_norm", "add_layer_norm_linear", "bias_add_inplace", "gelu", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
-           "scaled_dot_product_attention",
+           "scaled_dot_product_attention", "self_attention",
            "softmax"]
 
 ACTIVATIONS = (None, "gelu", "gelu_tanh", "relu", "silu")
@@ -388,6 +390,39 @@ def _attention(q, k, v, mask, causal, scale, dev):
         s = xp.where(mask, s, float(np.finfo(s.dtype).min))
     p = _softmax(s, -1, xp)
     return matmul(p.astype(v.dtype, copy=False), v).astype(dt, copy=False)
+
+
+@oom_guard
+def self_attention(qkv, num_heads, *, causal=True, scale=None):
+    """Multi-head self-attention of a fused projection, the step between GPT-2's ``c_attn`` and ``c_proj``.
+
+    qkv: (..., T, 3 * C), the queries, keys and values of T tokens side by side (each C = num_heads * D wide, head
+    h in columns [h * D, (h + 1) * D) of its third). Returns (..., T, C): for every head
+    ``softmax(q @ k^T * scale [+ causal mask]) @ v`` (as ``scaled_dot_product_attention``; scale defaults to
+    1/sqrt(D)), the heads side by side again. The same as splitting qkv, moving the heads in front of T,
+    ``scaled_dot_product_attention`` and moving them back, in one call: on CUDA the fused attention kernel reads the
+    heads from qkv in place and writes them in the output's order, with no copies.
+    """
+    (x,), dev = _operands("self_attention", qkv)
+    h = operator.index(num_heads)
+    if x.ndim < 2:
+        raise ValueError(f"self_attention needs qkv of at least 2 dimensions (..., T, 3 * C), got shape {x.shape}")
+    if h < 1 or x.shape[-1] % (3 * h) or x.shape[-1] == 0:
+        raise ValueError(f"self_attention: the last axis of qkv ({x.shape[-1]}) is not 3 * num_heads * head_dim "
+                         f"for num_heads={h}")
+    d = x.shape[-1] // (3 * h)
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    y = None
+    kernel = _fused(dev, "self_attention")
+    if kernel is not None:
+        y = kernel(x, h, bool(causal), scale)
+    if y is None:
+        xp = dev.xp
+        lead, t = x.shape[:-2], x.shape[-2]
+        heads = x.reshape(lead + (t, 3, h, d))
+        q, k, v = (xp.swapaxes(heads[..., i, :, :], -2, -3) for i in range(3))   # (..., H, T, D) views
+        y = xp.swapaxes(_attention(q, k, v, None, causal, scale, dev), -2, -3).reshape(lead + (t, h * d))
+    return new(y, dev)
 
 
 @oom_guard

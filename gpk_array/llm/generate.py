@@ -18,6 +18,7 @@ import numpy as np
 
 import gpk_array as gp
 from .._ops.indexing import take_unchecked
+from . import _host_sampling as _hs
 
 
 # Temperatures below this decode greedily: dividing logits by a tiny temperature overflows (1e-310: every logit
@@ -27,26 +28,60 @@ MIN_TEMPERATURE = 1e-5
 
 @dataclasses.dataclass
 class SamplingParams:
-    """temperature 0 (or below MIN_TEMPERATURE) means greedy; top_k None/0 and top_p None/1.0 keep every token;
-    seed: None (fresh entropy), a non-negative integer or a sequence of them (numpy.random.default_rng's)."""
+    """How a sequence chooses its tokens; each field is checked (ValueError naming it).
+
+    temperature 0 (or below MIN_TEMPERATURE) means greedy; top_k None/0 and top_p None/1.0 keep every token; min_p
+    None/0 keeps every token, else those with a probability of at least min_p times the largest.
+    repetition_penalty (Hugging Face / vLLM semantics, over the prompt and the generated tokens: a positive logit
+    is divided by it, a negative one multiplied), presence_penalty and frequency_penalty (OpenAI semantics, over
+    the generated tokens: a logit drops by frequency_penalty per occurrence plus presence_penalty once),
+    logit_bias ({token id: value added to its logit}) change the logits before the choice, greedy included.
+    seed: None (fresh entropy), a non-negative integer below 2**64 (or a sequence of them:
+    numpy.random.default_rng's). logprobs: None records nothing; k in [0, 20] records, for every token appended
+    to ``Sequence.tokens``, the chosen token's log-probability and the top k (``Sequence.token_logprobs``)."""
     temperature: float = 0.0
     top_k: int | None = None
     top_p: float | None = None
+    min_p: float | None = None
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    logit_bias: dict | None = None
     seed: int | None = None
+    logprobs: int | None = None
 
     def __post_init__(self):
-        if not (isinstance(self.temperature, (int, float, np.number)) and 0 <= self.temperature < float("inf")):
+        if not (_is_number(self.temperature) and 0 <= self.temperature < float("inf")):
             raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
         if self.top_k is not None and not (_is_int(self.top_k) and self.top_k >= 0):
             raise ValueError(f"top_k must be an integer >= 0, got {self.top_k!r}")
-        if self.top_p is not None and not (isinstance(self.top_p, (int, float, np.number)) and 0 < self.top_p <= 1):
+        if self.top_p is not None and not (_is_number(self.top_p) and 0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if self.min_p is not None and not (_is_number(self.min_p) and 0 <= self.min_p <= 1):
+            raise ValueError(f"min_p must be in [0, 1], got {self.min_p!r}")
+        if not (_is_number(self.repetition_penalty) and 0 < self.repetition_penalty < float("inf")):
+            raise ValueError(f"repetition_penalty must be a finite number > 0, got {self.repetition_penalty!r}")
+        for name in ("presence_penalty", "frequency_penalty"):
+            v = getattr(self, name)
+            if not (_is_number(v) and np.isfinite(v)):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+        if self.logit_bias is not None:
+            if not isinstance(self.logit_bias, dict):
+                raise ValueError(f"logit_bias must be a dict {{token id: bias}}, got {type(self.logit_bias).__name__}")
+            for k, v in self.logit_bias.items():
+                if not (_is_int(k) and k >= 0):
+                    raise ValueError(f"logit_bias keys must be token ids (integers >= 0), got {k!r}")
+                if not (_is_number(v) and np.isfinite(v)):
+                    raise ValueError(f"logit_bias values must be finite numbers, got {v!r} for token {k}")
+        if self.logprobs is not None and not (_is_int(self.logprobs) and 0 <= self.logprobs <= 20):
+            raise ValueError(f"logprobs must be None or an integer in [0, 20], got {self.logprobs!r}")
         seed = self.seed
         if seed is None or isinstance(seed, (np.random.SeedSequence, np.random.BitGenerator, np.random.Generator)):
             return
         parts = seed if isinstance(seed, (list, tuple)) and seed else [seed]
-        if not all(_is_int(x) and x >= 0 for x in parts):
-            raise ValueError(f"seed must be None, an integer >= 0 or a non-empty sequence of them, got {seed!r}")
+        if not all(_is_int(x) and 0 <= x < 2 ** 64 for x in parts):
+            raise ValueError(f"seed must be None, an integer in [0, 2**64) or a non-empty sequence of them, "
+                             f"got {seed!r}")
 
     @property
     def greedy(self):
@@ -56,6 +91,10 @@ class SamplingParams:
 
 def _is_int(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _is_number(x):
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
 def _clean_logits(logits):
@@ -93,6 +132,9 @@ def sample(logits, params, rng):
         drop = np.cumsum(sorted_p) - sorted_p >= params.top_p  # keep the smallest prefix reaching top_p
         p[order[drop]] = 0.0
         p /= p.sum()
+    if params.min_p:  # after top-k / top-p: tokens below min_p times the most likely one's probability drop
+        p[p < params.min_p * p.max()] = 0.0
+        p /= p.sum()
     cdf = np.cumsum(p)
     return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), z.size - 1))
 
@@ -101,7 +143,12 @@ class Sequence:
     """One prompt being continued: its generated ``tokens``, and ``finish_reason`` once done
     ("stop": a stop token came (it is not kept), "length": max_new_tokens reached, "cancelled", "error": choosing
     its next token raised, the exception in ``exception`` and its text in ``error``; the other sequences of the
-    batch go on)."""
+    batch go on).
+
+    ``token_logprobs``: None unless ``params.logprobs`` is an integer k; then one ``(logprob, top)`` per token of
+    ``tokens``: the log-softmax of the model's raw logits (before temperature, penalties, bias, top-k/p) at the
+    chosen token, and the k most likely ``(token id, logprob)`` in decreasing order (a stop token that ends the
+    sequence is not appended and has no entry)."""
 
     def __init__(self, prompt, *, max_new_tokens=64, params=None, stop_tokens=(), tag=None):
         if isinstance(prompt, np.ndarray) and prompt.dtype.kind in "iu":  # one C conversion, not one per token
@@ -116,9 +163,11 @@ class Sequence:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         self.max_new_tokens = max_new_tokens
         self.params = params or SamplingParams()
+        self._on_device = _hs.on_device(self.params)  # its token is the device's argmax (read every step)
         self._rng = None
         self.stop_tokens = frozenset(int(t) for t in stop_tokens)
         self.tokens = []
+        self.token_logprobs = None if self.params.logprobs is None else []
         self.finish_reason = None
         self.slot = None
         self.tag = tag  # anything the caller wants to find again
@@ -155,11 +204,13 @@ class Sequence:
             self.finish_reason = "error"
             self.error, self.exception = f"{type(exc).__name__}: {exc}", exc
 
-    def _push(self, token):
+    def _push(self, token, logprob=None):
         if token in self.stop_tokens:
             self.finish_reason = "stop"
             return
         self.tokens.append(token)
+        if self.token_logprobs is not None:
+            self.token_logprobs.append(logprob)
         if len(self.tokens) >= self.max_new_tokens:
             self.finish_reason = "length"
 
@@ -271,7 +322,7 @@ class Engine:
         tok, pos = self._io[0], self._io[1]
         if self.graphs is not None:
             if self._graph(("decode", kv_len), self._decode_fn(kv_len)):
-                if all(s.params.greedy for s in active):
+                if all(s._on_device for s in active):
                     return self._finish_step(active, self._fetch(), sig)
                 logits, nxt = self._logits, self._next
             else:
@@ -283,6 +334,37 @@ class Engine:
         rows = [s.slot for s in active]
         self._choose(active, logits, nxt, rows)
         return active
+
+    def add_shared(self, seqs):
+        """Prefill one prompt once for several sequences of it (an OpenAI request's ``n`` choices) and choose
+        their first tokens; returns them. The first sequence's prefill fills its cache row, whose prompt slots are
+        then copied to the other sequences' rows; each chooses from the same logits with its own parameters."""
+        seqs = list(seqs)
+        if len(seqs) <= 1:
+            return self.add(seqs)
+        first = seqs[0]
+        if any(s.prompt != first.prompt for s in seqs[1:]):
+            raise ValueError("add_shared takes sequences of one prompt")
+        if len(seqs) > self.free:
+            raise RuntimeError(f"{len(seqs)} sequences for {self.free} free slots")
+        for s in seqs:
+            self.check(s)
+        self._ahead = None
+        free = [i for i, s in enumerate(self.slots) if s is None]
+        for s, i in zip(seqs, free):
+            s.slot, self.slots[i] = i, s
+        n = len(first.prompt)
+        if self.graphs is not None:
+            logits, nxt = self._prefill_graph(first)
+        else:
+            logits = self.model(first.prompt_array.reshape(1, n), cache=self.cache,
+                                rows=np.array([first.slot], dtype=np.int64), last=np.array([n - 1]))
+            nxt = None
+        for layer in self.cache.layers:  # (2, batch, n_head, max_len, head_dim): the prompt's slots of its row
+            for s in seqs[1:]:
+                layer[:, s.slot, :, :n] = layer[:, first.slot, :, :n]
+        self._choose(seqs, logits, nxt, [0] * len(seqs))
+        return seqs
 
     def release(self, seq, reason=None):
         """Free seq's slot (finishing it with ``reason`` if it was still running)."""
@@ -329,13 +411,15 @@ class Engine:
         """Cache slots a decode step attends when the highest position it feeds is top: whole kv_blocks."""
         return min(self.max_len, -(-(top + 1) // self.kv_block) * self.kv_block)
 
-    def _push_tokens(self, seqs, tokens):
-        """Append each sequence's chosen token (None: it failed), then free the slots of those that finished."""
-        for s, t in zip(seqs, tokens):
+    def _push_tokens(self, seqs, tokens, entries=None):
+        """Append each sequence's chosen token (None: it failed) and its logprobs entry, then free the slots of
+        those that finished."""
+        entries = entries or [None] * len(seqs)
+        for s, t, e in zip(seqs, tokens, entries):
             if t is None:
                 continue
             try:
-                s._push(int(t))
+                s._push(int(t), e)
             except Exception as e:  # one sequence's failure is its own
                 s.fail(e)
         for s in seqs:
@@ -367,19 +451,25 @@ class Engine:
     def _choose(self, seqs, logits, nxt, rows=None):
         """Choose each sequence's next token from its row of logits (rows: their rows, default 0..n-1)."""
         rows = list(range(len(seqs))) if rows is None else rows
-        if all(s.params.greedy for s in seqs):
+        if all(s._on_device for s in seqs):
             tokens = _host(nxt if nxt is not None else gp.argmax(logits, axis=-1))[rows]
         else:
             picked = logits if rows == list(range(logits.shape[0])) else take_unchecked(logits, gp.asarray(
                 np.array(rows), device=self.device), 0)  # the engine's own rows: no CUDA bounds check
             host = _host(gp.astype(picked, gp.float32))
-            tokens = []
+            tokens, entries = [], []
             for s, row in zip(seqs, host):
                 try:
-                    tokens.append(sample(row, s.params, s.rng))
+                    t = sample(_hs.adjust(row, s), s.params, s.rng)
+                    k = s.params.logprobs
+                    entries.append(None if k is None else _hs.logprob_entry(row, t, k))
+                    tokens.append(t)
                 except Exception as e:  # this sequence's parameters or logits: it alone finishes, with "error"
                     s.fail(e)
                     tokens.append(None)
+                    entries.append(None)
+            self._push_tokens(seqs, tokens, entries)
+            return
         self._push_tokens(seqs, tokens)
 
     def _prefill_graph(self, seq):
@@ -491,7 +581,7 @@ def generate(model, prompts, *, max_new_tokens=64, temperature=0.0, top_k=None, 
     seqs = []
     for i, p in enumerate(batch):
         s = seed if single or seed is None else [seed, i]
-        params = SamplingParams(temperature, top_k, top_p, s)
+        params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=s)
         seqs.append(Sequence(p, max_new_tokens=max_new_tokens, params=params, stop_tokens=stop_tokens))
     max_len = max(len(s.prompt) for s in seqs) + max_new_tokens - 1
     engine = Engine(model, max_batch=min(len(seqs), max_batch or len(seqs)), max_len=max_len,
@@ -526,8 +616,8 @@ def generate_stream(model, prompt, *, max_new_tokens=64, temperature=0.0, top_k=
         prompt = tokenizer.encode(prompt)
     if stop_tokens is None:
         stop_tokens = () if tokenizer is None or tokenizer.eos_token_id is None else (tokenizer.eos_token_id,)
-    seq = Sequence(prompt, max_new_tokens=max_new_tokens, params=SamplingParams(temperature, top_k, top_p, seed),
-                   stop_tokens=stop_tokens)
+    params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    seq = Sequence(prompt, max_new_tokens=max_new_tokens, params=params, stop_tokens=stop_tokens)
     engine = engine or Engine(model, max_batch=1, max_len=len(seq.prompt) + max_new_tokens - 1)
     text = TextStream(tokenizer) if tokenizer is not None else None
     engine.check(seq)

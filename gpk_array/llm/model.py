@@ -129,17 +129,18 @@ class Block:
             y = gp.kv_cache_attention(gp.reshape(qkv, (B, 3, self.n_head, self.head_dim)), step.cache.layers[self.index],
                                       step.decode_positions, step.kv_len, self.scale)
             return gp.linear(gp.reshape(y, (B, T, C)), self.attn_c_proj_weight, self.attn_c_proj_bias)
+        if step.kv_len is None:  # the new tokens attend each other only: one op from projection to heads' outputs
+            if step.cache is not None:
+                heads = gp.reshape(qkv, (B, T, 3, self.n_head, self.head_dim))
+                step.cache.write(self.index, heads[:, :, 1:], step.rows, step.slots)
+            y = gp.self_attention(qkv, self.n_head, causal=True, scale=self.scale)
+            return gp.linear(y, self.attn_c_proj_weight, self.attn_c_proj_bias)
         qkv = gp.reshape(qkv, (B, T, 3, self.n_head, self.head_dim))
-        if step.cache is not None:
-            step.cache.write(self.index, qkv[:, :, 1:], step.rows, step.slots)
+        step.cache.write(self.index, qkv[:, :, 1:], step.rows, step.slots)
         q = gp.permute_dims(qkv[:, :, 0], (0, 2, 1, 3))  # (B, H, T, D)
-        if step.kv_len is None:  # the new tokens attend each other only
-            k = gp.permute_dims(qkv[:, :, 1], (0, 2, 1, 3))
-            v = gp.permute_dims(qkv[:, :, 2], (0, 2, 1, 3))
-            y = gp.scaled_dot_product_attention(q, k, v, causal=True, scale=self.scale)
-        else:  # they attend the cache, where they were just written
-            k, v = step.cache.read(self.index, step.kv_len, step.read_rows)
-            y = gp.scaled_dot_product_attention(q, k, v, causal=False, mask=step.mask, scale=self.scale)
+        # they attend the cache, where they were just written
+        k, v = step.cache.read(self.index, step.kv_len, step.read_rows)
+        y = gp.scaled_dot_product_attention(q, k, v, causal=False, mask=step.mask, scale=self.scale)
         y = gp.reshape(gp.permute_dims(y, (0, 2, 1, 3)), (B, T, C))
         return gp.linear(y, self.attn_c_proj_weight, self.attn_c_proj_bias)
 

@@ -462,6 +462,13 @@ class Tokenizer:
         """Token string of an id, or None."""
         return self._id_to_token.get(token_id)
 
+    def token_bytes(self, token_id):
+        """The bytes token ``token_id`` stands for (a special token: its text's UTF-8; an unused id: b""), the
+        pieces ``decode`` joins before decoding them as UTF-8; ValueError for an id outside the table."""
+        if not (isinstance(token_id, int) and not isinstance(token_id, bool) and 0 <= token_id < len(self._id_bytes)):
+            raise ValueError(f"token id {token_id!r} is out of range [0, {len(self._id_bytes)})")
+        return self._id_bytes[token_id]
+
     # ---- encoding -----------------------------------------------------------------------------
 
     def _bpe_piece(self, piece):

@@ -29,12 +29,8 @@ Module-level functions: :func:`initialize`, :func:`shutdown`, :func:`create_cont
 """
 
 from ._aio import install_task_factory, run
+from ._context import Context
 from ._core import (
-    QOS_TIERS,
-    Context,
-    Partition,
-    Scheduler,
-    alloc_hook,
     context_session,
     create_context,
     create_partition,
@@ -47,10 +43,12 @@ from ._core import (
     initialize,
     list_contexts,
     list_partitions,
-    parse_bytes,
     shutdown,
     stats,
 )
+from ._hook import alloc_hook
+from ._ledger import QOS_TIERS, Partition, Scheduler
+from ._parse import parse_bytes
 from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
 
 __all__ = [

@@ -22,12 +22,10 @@ import warnings
 import weakref
 
 from . import _cuda
+from ._state import current_context
 
-__all__ = ["install_task_factory", "run", "await_event", "current_ctx_getter", "note_unwrapped_enter",
+__all__ = ["install_task_factory", "run", "in_event_loop", "await_event", "note_unwrapped_enter",
            "note_unwrapped_exit"]
-
-# set by _core at import: a zero-argument function returning the current Context or None
-current_ctx_getter = None
 
 
 class _GuardedCoroutine(collections.abc.Coroutine):
@@ -40,7 +38,7 @@ class _GuardedCoroutine(collections.abc.Coroutine):
 
     def _step(self, method, *args):
         prev = _cuda.active_context()
-        _cuda.activate(current_ctx_getter())
+        _cuda.activate(current_context())
         try:
             return method(*args)
         finally:
@@ -116,6 +114,15 @@ def run(main, *, debug=None):
         return await main
 
     return asyncio.run(_main(), debug=debug)
+
+
+def in_event_loop():
+    """Whether the calling thread runs an asyncio event loop now."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 _unwrapped = threading.local()

@@ -1,49 +1,14 @@
-"""Scheduler, partitions and contexts.
+"""Contexts and the module-level API (being split into modules by concept)."""
 
-Memory model (one ledger per device, all numbers in bytes):
-
-* ``held(c)``: what a context occupies on the device: on CUDA the bytes its pool holds (in use + cached), on the
-  CPU device the NumPy buffers charged to it through the allocation hook.
-* A guaranteed context (and a partition) *reserves* its budget: ``headroom`` is the part of all reservations not
-  held yet, and nobody else may eat into it.
-* ``free``: CUDA: ``cudaMemGetInfo`` free bytes minus admitted requests whose cudaMalloc is still running, capped
-  by ``total_vram_budget - sum(held)`` when a total is configured; CPU: ``total - sum(held)`` where the total is
-  the configured ``total_vram_budget`` or the physical memory available at ``initialize``.
-* ``avail = free - headroom``: what can be handed out without breaking a reservation.
-
-Admission (at creation, deterministic for given numbers): guaranteed contexts and partitions iff their reservation
-``<= avail``; burstable iff the sum of burstable budgets ``<= overcommit * (avail + held by burstable)``;
-best-effort always. Contexts in a partition iff the budgets in the partition sum within its memory.
-
-Requests: every request must fit the context's own budget (``OutOfMemoryError`` otherwise, after evicting the
-context's registered caches). Burstable and best-effort requests must also fit ``avail``; before refusing, the
-scheduler frees cached pool blocks (own, then lower tiers) and evicts registered caches (own and lower tiers, least
-recently used first). Best-effort requests then wait (bounded by ``wait_timeout``) for memory to come free.
-"""
-
-import asyncio
-import collections
 import contextlib
-import contextvars
-import logging
-import os
-import re
-import sys
-import threading
-import time
-import weakref
 
-import numpy as np
-
-from . import _aio, _cuda, _nptag
-from ._pacing import TokenBucket
-from .errors import AdmissionError, ContextDestroyedError, out_of_memory_error
+from . import _aio, _cuda, _hook, _switch
+from ._context import Context
+from ._ledger import GRAVEYARD, QOS_TIERS, RANK, Partition, Scheduler, log_cache_failure, reap_graveyard
+from ._parse import check_fraction, check_seconds, device_key, parse_bytes, parse_device
+from ._state import COND, LOCK, current_context
 
 __all__ = [
-    "QOS_TIERS",
-    "Scheduler",
-    "Partition",
-    "Context",
     "initialize",
     "shutdown",
     "get_scheduler",
@@ -58,1559 +23,13 @@ __all__ = [
     "list_partitions",
     "stats",
     "context_session",
-    "parse_bytes",
 ]
 
-QOS_TIERS = ("guaranteed", "burstable", "best_effort")
-_RANK = {"guaranteed": 0, "burstable": 1, "best_effort": 2}
-_DEFAULT_CONTENTION = {"burstable": 0.5, "best_effort": 0.25}
-
-# The scheduler's clock and its sleeps. Every read of the time in this module and every sleep it takes goes through
-# these three globals, and the token buckets read _pacing._monotonic, so that tests can run the scheduler on a
-# simulated clock by rebinding them (tests/sched/conftest.py: fake_clock); nothing else rebinds them. (A blocked
-# best-effort allocation waits on _cond with a timeout, its deadline read from _monotonic; _aio's event poller keeps
-# the real clock, which only sets how often it polls.) A call through a module global costs what
-# ``time.monotonic()`` (a global plus an attribute lookup) did, so the hot path pays nothing for the indirection,
-# and with these bindings the behaviour is that of the direct calls.
-_monotonic = time.monotonic
-_sleep = time.sleep  # blocking pacing waits: pace(), launch()
-_async_sleep = asyncio.sleep  # waits on the event loop: pace_async(), run(), wait_for_memory()
-_CUDA_ERROR_MEMORY_ALLOCATION = 2  # cudaErrorMemoryAllocation (CuPy does not export the constant to Python)
-
-# The current context of this thread / asyncio task: None or (ctx, parent_entry, what _nptag.end restores).
-_current = contextvars.ContextVar("gpk_array_sched_current", default=None)
-
-# One lock for all ledgers; memory waiters sleep on the condition.
-_lock = threading.RLock()
-_cond = threading.Condition(_lock)
 
 _schedulers = {}  # device key -> Scheduler
 _default = None  # the Scheduler that create_context uses when neither device nor partition says otherwise
 _contexts = {}  # name -> live Context
 _partitions = {}  # name -> live Partition
-_graveyard = []  # pools of destroyed CUDA contexts with blocks still in use by live arrays
-_waiters = [0]  # threads sleeping on _cond (memory frees only notify when someone waits)
-_charged = {}  # id(numpy owner) -> _Charge, for NumPy buffers charged to a CPU context
-_hook_state = {"installed": False, "previous": None}
-
-
-def current_context():
-    """The context entered in this thread / task, or None."""
-    entry = _current.get()
-    return None if entry is None else entry[0]
-
-
-_aio.current_ctx_getter = current_context
-
-
-def _oom(msg):
-    return out_of_memory_error()(msg)
-
-
-_log = logging.getLogger("gpk_array.sched")
-
-
-def _log_cache_failure(ctx_name, cache, err):
-    _log.warning("evicting cache %r of context %r failed (the cache is unregistered): %s: %s", cache, ctx_name,
-                 type(err).__name__, err, exc_info=err)
-
-
-def _raise_oom(msg, failures):
-    """Raise OutOfMemoryError(msg); ``failures`` (``(context, cache, error)`` of the caches whose ``evict()`` raised
-    during the request) are named in the message and the first error is its ``__cause__``."""
-    if not failures:
-        raise _oom(msg)
-    parts = ", ".join(f"{cache!r} of context {c!r} ({type(e).__name__}: {e})" for c, cache, e in failures)
-    raise _oom(f"{msg}; evicting cache{'s' if len(failures) > 1 else ''} {parts} failed (unregistered)") \
-        from failures[0][2]
-
-
-# --- small parsers -----------------------------------------------------------------------------------------------
-
-_UNITS = {
-    "": 1, "b": 1,
-    "k": 10**3, "kb": 10**3, "kib": 2**10,
-    "m": 10**6, "mb": 10**6, "mib": 2**20,
-    "g": 10**9, "gb": 10**9, "gib": 2**30,
-    "t": 10**12, "tb": 10**12, "tib": 2**40,
-}
-
-
-def parse_bytes(value, what="size"):
-    """Bytes from an int, a float, or a string such as ``"512MiB"``, ``"1.5 GB"``."""
-    if isinstance(value, bool):
-        raise TypeError(f"{what} must be a number of bytes, got {value!r}")
-    if isinstance(value, (int, np.integer)):
-        n = int(value)
-    elif isinstance(value, (float, np.floating)):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError(f"{what} must be finite, got {value!r}")
-        n = int(value)
-    elif isinstance(value, str):
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value)
-        if m is None or m.group(2).lower() not in _UNITS:
-            raise ValueError(f"cannot parse {what} {value!r} (examples: 1048576, '512MiB', '2GB')")
-        n = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    else:
-        raise TypeError(f"{what} must be a number of bytes or a string like '512MiB', got {type(value).__name__}")
-    if n < 0:
-        raise ValueError(f"{what} must be >= 0, got {n}")
-    return n
-
-
-def _check_seconds(value, what):
-    """``value`` as a float of seconds >= 0 (None stays None); TypeError / ValueError naming ``what`` otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{what} must be a number of seconds or None, got {type(value).__name__} {value!r}")
-    v = float(value)
-    if not v >= 0.0:  # (NaN too)
-        raise ValueError(f"{what} must be >= 0 seconds or None, got {value!r}")
-    return v
-
-
-def _check_fraction(value, what):
-    """``value`` as a float in (0, 1]; TypeError / ValueError naming ``what`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{what} must be a number in (0, 1], got {type(value).__name__} {value!r}")
-    v = float(value)
-    if not 0.0 < v <= 1.0:
-        raise ValueError(f"{what} must be in (0, 1], got {value!r}")
-    return v
-
-
-def _parse_device(device):
-    """``("cpu", None)`` or ``("cuda", index)`` from 0, "cpu", "cuda", "cuda:1", a gpk_array or CuPy device."""
-    if isinstance(device, bool):
-        raise TypeError(f"not a device: {device!r}")
-    if isinstance(device, (int, np.integer)):
-        if device < 0:
-            raise ValueError(f"device index must be >= 0, got {device}")
-        return ("cuda", int(device))
-    dev_id = getattr(device, "id", None)
-    if isinstance(dev_id, int) and not isinstance(device, str) and "cupy" in type(device).__module__:
-        return ("cuda", dev_id)
-    text = str(device).strip().lower()
-    m = re.search(r"(cpu|cuda)(?::(\d+))?", text)
-    if m is None:
-        raise ValueError(f"unknown device {device!r}: use 'cpu', 'cuda', 'cuda:N' or an index")
-    if m.group(1) == "cpu":
-        return ("cpu", None)
-    return ("cuda", int(m.group(2) or 0))
-
-
-def _device_key(parsed):
-    return "cpu" if parsed[0] == "cpu" else f"cuda:{parsed[1]}"
-
-
-def _physical_available():
-    try:
-        import psutil  # noqa: PLC0415
-
-        return int(psutil.virtual_memory().available)
-    except Exception:
-        pass
-    try:
-        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return 8 * 2**30
-
-
-def _in_event_loop():
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def _fmt(n):
-    n = int(n)
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n} B ({n / size:.2f} {unit})"
-    return f"{n} B"
-
-
-# --- scheduler (one per device) ---------------------------------------------------------------------------------
-
-
-class Scheduler:
-    """The ledger and policy of one device. Create it with :func:`initialize`."""
-
-    def __init__(
-        self,
-        device,
-        total_vram_budget=None,
-        *,
-        overcommit=1.5,
-        wait_timeout=10.0,
-        contention_share=None,
-        contention_sms=16,
-        max_inflight=2,
-        burst_s=0.02,
-        activity_window_s=0.005,
-        confine_hold_s=0.5,
-        switch_interval=5e-6,
-    ):
-        parsed = _parse_device(device)
-        self.kind, self.device_id = parsed
-        self.device = _device_key(parsed)
-        if isinstance(overcommit, bool) or not isinstance(overcommit, (int, float, np.integer, np.floating)):
-            raise TypeError(f"overcommit must be a number >= 1.0, got {type(overcommit).__name__} {overcommit!r}")
-        if not overcommit >= 1.0:
-            raise ValueError(f"overcommit must be >= 1.0, got {overcommit!r}")
-        wait_timeout = _check_seconds(wait_timeout, "wait_timeout")
-        if int(max_inflight) < 1:
-            raise ValueError(f"max_inflight must be >= 1, got {max_inflight!r}")
-        shares = dict(_DEFAULT_CONTENTION)
-        if contention_share is not None:
-            for tier, share in dict(contention_share).items():
-                if tier not in ("burstable", "best_effort"):
-                    raise ValueError(f"contention_share applies to 'burstable' and 'best_effort', not {tier!r}")
-                if not 0.0 < float(share) <= 1.0:
-                    raise ValueError(f"contention share must be in (0, 1], got {share!r} for {tier}")
-                shares[tier] = float(share)
-        self.overcommit = float(overcommit)
-        self.wait_timeout = wait_timeout
-        self.contention_share = shares
-        if contention_sms is not None and int(contention_sms) < 0:
-            raise ValueError(f"contention_sms must be >= 0 or None, got {contention_sms!r}")
-        self.contention_sms = int(contention_sms or 0)
-        self.max_inflight = int(max_inflight)
-        self.burst_s = float(burst_s)
-        self.activity_window_s = float(activity_window_s)
-        if confine_hold_s is not None and not float(confine_hold_s) >= 0.0:
-            raise ValueError(f"confine_hold_s must be >= 0 seconds or None, got {confine_hold_s!r}")
-        self.confine_hold_s = max(float(confine_hold_s or 0.0), self.activity_window_s)
-        self._confined_by = {}  # paced contexts on their confined stream now -> its SMs
-        self._confined_sms = 0
-        self._confined_until = 0.0
-        self._paced_cuda = 0  # live paced CUDA contexts
-        if switch_interval is not None and not float(switch_interval) >= 0.0:
-            raise ValueError(f"switch_interval must be >= 0 seconds or None, got {switch_interval!r}")
-        self.switch_interval = float(switch_interval or 0.0)
-        self.total_vram_budget = None if total_vram_budget is None else parse_bytes(total_vram_budget,
-                                                                                   "total_vram_budget")
-        if self.kind == "cpu":
-            self.capacity = self.total_vram_budget if self.total_vram_budget is not None else _physical_available()
-        else:
-            n = _cuda.device_count()
-            if self.device_id >= n:
-                raise ValueError(f"no CUDA device {self.device_id} (this machine has {n})")
-            self.capacity = self.total_vram_budget
-        self.contexts = {}  # name -> Context on this device
-        self.partitions = {}  # name -> Partition on this device
-        self._in_flight = 0  # CUDA: admitted requests whose cudaMalloc has not returned yet
-        self._cpu_total = 0  # CPU: bytes charged to this device's live contexts
-
-    def __repr__(self):
-        return f"<gpk_array.sched.Scheduler {self.device} contexts={len(self.contexts)}>"
-
-    # ledger (call with _lock held) -------------------------------------------------------------------------
-
-    def _held(self, ctx):
-        return ctx._pool.total_bytes() if ctx._cuda else ctx._cpu_used
-
-    def _sum_held(self):
-        if self.kind == "cpu":
-            return self._cpu_total
-        total = sum(self._held(c) for c in self.contexts.values())
-        return total + sum(p.total_bytes() for p, dev in _graveyard if dev == self.device_id)
-
-    def _headroom(self, exclude=None):
-        """Reserved but not yet held bytes; ``exclude`` (a context) does not count its own reservation."""
-        h = 0
-        for c in self.contexts.values():
-            if c.partition is None and c.qos == "guaranteed" and c is not exclude:
-                h += max(0, c.max_vram - self._held(c))
-        own_part = None if exclude is None else exclude.partition
-        for p in self.partitions.values():
-            if p is not own_part:
-                h += max(0, p.memory - sum(self._held(c) for c in p.contexts.values()))
-        return h
-
-    def _free(self, counted=0):
-        """Free bytes now; ``counted`` bytes of the current request are already in some pool's total."""
-        if self.kind == "cpu":
-            return self.capacity - self._sum_held()
-        free = _cuda.device_free_bytes(self.device_id) - self._in_flight
-        if self.capacity is not None:
-            free = min(free, self.capacity - (self._sum_held() - counted))
-        return free
-
-    def _refusal(self, ctx, nbytes, counted=0):
-        """None when ``nbytes`` more fit for ``ctx``; else (kind, message) with kind 'budget' or 'device'."""
-        if not ctx._cuda:
-            used = ctx._cpu_used
-            if used + nbytes > ctx.max_vram:
-                return ("budget", f"exceeds its budget: budget {_fmt(ctx.max_vram)}, in use {_fmt(used)}, "
-                                  f"request {_fmt(nbytes)}")
-        headroom = self._headroom(exclude=ctx)
-        free = self._free(counted)
-        avail = free - headroom
-        if nbytes <= avail:
-            return None
-        used = ctx._cpu_used if not ctx._cuda else ctx._pool.used_bytes()
-        return ("device", f"device {self.device} has {_fmt(max(avail, 0))} unreserved free "
-                          f"(free {_fmt(max(free, 0))}, reserved for guaranteed contexts/partitions "
-                          f"{_fmt(headroom)}); budget {_fmt(ctx.max_vram)}, in use {_fmt(used)}, "
-                          f"request {_fmt(nbytes)}")
-
-    # eviction ------------------------------------------------------------------------------------------------
-
-    def _victims(self, ctx, kind, tried):
-        """Next thing to evict for ``ctx`` (call with _lock held): ('pool', c) or ('cache', c, entry) or None.
-
-        ``tried`` (one set per request) holds what this request already evicted: each context's pool and each
-        registered cache (by context and name) at most once, so a cache whose ``evict()`` registers it again (or
-        keeps failing to free anything) cannot keep a request evicting forever."""
-        if kind == "budget":
-            best = None
-            for entry in ctx._caches.values():
-                if (id(ctx), entry.name) not in tried and (best is None or entry.last_used < best.last_used):
-                    best = entry
-            if best is None:
-                return None
-            tried.add((id(ctx), best.name))
-            return ("cache", ctx, best)
-        rank = _RANK[ctx.qos]
-        reserved = ctx.qos == "guaranteed" or ctx.partition is not None
-        if self.kind == "cuda":
-            # Cached (unused) pool blocks: own first, then other contexts, lowest tier first. A reserved
-            # requester (this only happens when the driver itself is out of memory) may free anyone's cache;
-            # others only the caches of unreserved contexts of their tier or lower (freeing a reserved context's
-            # cache would not make any memory available to them).
-            others = [c for c in self.contexts.values() if c is not ctx and (
-                reserved or (c.partition is None and c.qos != "guaranteed" and _RANK[c.qos] >= rank))]
-            others.sort(key=lambda c: -_RANK[c.qos])
-            for c in [ctx] + others:
-                if id(c) not in tried:
-                    tried.add(id(c))
-                    return ("pool", c)
-        best = None
-        for c in self.contexts.values():
-            if c is ctx or (_RANK[c.qos] > rank and c.partition is None):
-                for entry in c._caches.values():
-                    if (id(c), entry.name) not in tried and (best is None or entry.last_used < best[2].last_used):
-                        best = ("cache", c, entry)
-        if best is not None:
-            tried.add((id(best[1]), best[2].name))
-        return best
-
-    def _evict(self, victim, failures=None):
-        """Evict outside the lock; returns an estimate of the bytes released. A cache whose ``evict()`` raises stays
-        unregistered; its error is appended to ``failures`` as ``(context name, cache name, exception)`` (logged
-        when no list is given) instead of escaping into the request that needed the memory."""
-        if victim[0] == "pool":
-            c = victim[1]
-            before = c._pool.total_bytes()
-            c._note_peak()
-            c._pool.free_all_blocks()
-            released = before - c._pool.total_bytes()
-            if released > 0:
-                with c._lock:
-                    c._evictions += 1
-                    c._evicted_bytes += released
-            return released
-        _, c, entry = victim
-        with _lock:
-            if c._caches.get(entry.name) is not entry:
-                return 0  # gone meanwhile
-            del c._caches[entry.name]
-        before = self._held(c)
-        failed = None
-        try:
-            entry.evict()
-        except Exception as e:  # noqa: BLE001 (reported: the request's OutOfMemoryError names it, or logged)
-            failed = e
-        finally:
-            if c._cuda:
-                c._note_peak()
-                c._pool.free_all_blocks()
-        released = max(0, before - self._held(c))
-        if failed is not None:
-            if failures is None:
-                _log_cache_failure(c.name, entry.name, failed)
-            else:
-                failures.append((c.name, entry.name, failed))
-            return released
-        with c._lock:
-            c._evictions += 1
-            c._evicted_bytes += released if released else entry.size()
-        return released
-
-    def _admit(self, ctx, nbytes, counted, commit):
-        """Admit a request, evicting, waiting (best-effort) or raising; ``commit()`` runs under the lock."""
-        tried = set()
-        failures = []
-        deadline = None
-        waiting = False
-        try:
-            while True:
-                with _lock:
-                    ctx._check_alive()
-                    refusal = self._refusal(ctx, nbytes, counted)
-                    if refusal is None:
-                        commit()
-                        break
-                    victim = self._victims(ctx, refusal[0], tried)
-                if victim is not None:
-                    self._evict(victim, failures)
-                    continue
-                if refusal[0] == "device" and ctx.qos == "best_effort":
-                    timeout = ctx.wait_timeout
-                    if timeout and not _in_event_loop():
-                        now = _monotonic()
-                        if deadline is None:
-                            deadline = now + timeout
-                            waiting = True
-                            with ctx._lock:
-                                ctx._queued += 1
-                        if now < deadline:
-                            with _lock:
-                                _waiters[0] += 1
-                                try:
-                                    _cond.wait(min(deadline - now, 0.01))
-                                finally:
-                                    _waiters[0] -= 1
-                            tried.clear()
-                            continue
-                        hint = f"; waited {timeout:g} s"
-                    elif timeout and _in_event_loop():
-                        hint = "; not waiting on the event-loop thread (use `await ctx.wait_for_memory(n)` first)"
-                    else:
-                        hint = ""
-                else:
-                    hint = ""
-                with ctx._lock:
-                    ctx._refusals += 1
-                _raise_oom(f"context {ctx.name!r} ({ctx.qos}) cannot allocate {_fmt(nbytes)}: {refusal[1]}{hint}",
-                           failures)
-        finally:
-            if waiting:
-                with ctx._lock:
-                    ctx._queued -= 1
-        for c_name, cache, err in failures:  # admitted all the same: the failures are still worth knowing
-            _log_cache_failure(c_name, cache, err)
-
-    # contention ------------------------------------------------------------------------------------------------
-
-    def _note_confined(self, ctx):
-        """Record whether ``ctx`` runs on its confined stream now (a destroyed context never does), at its step
-        boundaries: ``_confined_sms`` is what the contexts outside plan their GEMMs around (every confined context
-        of a scheduler shares one green context, so one set of SMs), until ``_confined_until`` (``confine_hold_s``
-        after a confined context's last step: one that stops stepping stops counting)."""
-        with _lock:
-            conf = ctx._confined
-            sms = conf[1] if conf and ctx.stream is conf[0] and not ctx._destroyed else 0
-            if sms:
-                self._confined_until = _monotonic() + self.confine_hold_s
-            held = self._confined_by
-            if held.get(ctx, 0) != sms:
-                if sms:
-                    held[ctx] = sms
-                else:
-                    held.pop(ctx, None)
-                self._confined_sms = max(held.values(), default=0)
-
-    def _higher_tier_busy(self, ctx, window=None):
-        """Whether a context of a higher tier than ``ctx`` has work in flight or was active within ``window``
-        seconds (default ``activity_window_s``)."""
-        rank = _RANK[ctx.qos]
-        now = _monotonic()
-        if window is None:
-            window = self.activity_window_s
-        for c in tuple(self.contexts.values()):
-            if _RANK[c.qos] < rank and not c._destroyed:
-                if now - c._last_activity < window:
-                    return True
-                ev = c._busy_event
-                if ev is not None and not ev.done:
-                    return True
-        return False
-
-    # admission -------------------------------------------------------------------------------------------------
-
-    def _admit_reservation(self, what, name, memory):
-        headroom = self._headroom()
-        free = self._free()
-        avail = free - headroom
-        if memory > avail:
-            raise AdmissionError(
-                f"cannot admit {what} {name!r} on {self.device}: its reservation {_fmt(memory)} exceeds the "
-                f"unreserved free memory {_fmt(max(avail, 0))} (free {_fmt(max(free, 0))}, already reserved for "
-                f"guaranteed contexts/partitions {_fmt(headroom)})")
-
-    def _admit_context(self, name, budget, qos, partition):
-        if partition is not None:
-            committed = sum(c.max_vram for c in partition.contexts.values())
-            if committed + budget > partition.memory:
-                raise AdmissionError(
-                    f"cannot admit context {name!r} in partition {partition.name!r}: budgets would sum to "
-                    f"{_fmt(committed + budget)} (existing {_fmt(committed)} + {_fmt(budget)}) over the "
-                    f"partition's memory {_fmt(partition.memory)}")
-            return
-        if qos == "guaranteed":
-            self._admit_reservation("guaranteed context", name, budget)
-        elif qos == "burstable":
-            headroom = self._headroom()
-            free = self._free()
-            bursts = [c for c in self.contexts.values() if c.partition is None and c.qos == "burstable"]
-            held_b = sum(self._held(c) for c in bursts)
-            committed = sum(c.max_vram for c in bursts)
-            base = free - headroom + held_b
-            limit = self.overcommit * max(base, 0)
-            if committed + budget > limit:
-                raise AdmissionError(
-                    f"cannot admit burstable context {name!r} on {self.device}: burstable budgets would sum to "
-                    f"{_fmt(committed + budget)} (existing {_fmt(committed)} + {_fmt(budget)}), over "
-                    f"{self.overcommit:g} x {_fmt(max(base, 0))} = {_fmt(limit)} (free {_fmt(max(free, 0))} "
-                    f"minus {_fmt(headroom)} reserved for guaranteed contexts/partitions, plus {_fmt(held_b)} "
-                    f"held by burstable contexts)")
-        # best_effort: always admitted
-
-
-# --- partitions ---------------------------------------------------------------------------------------------------
-
-
-class Partition:
-    """A group of contexts sharing reserved memory and a share of compute."""
-
-    def __init__(self, sched, name, memory, compute_share):
-        self.name = name
-        self.memory = memory
-        self.compute_share = compute_share
-        self.device = sched.device
-        self._sched = sched
-        self.contexts = {}
-        self._destroyed = False
-        self._bucket = TokenBucket(sched.burst_s)
-        self._bucket_lock = threading.Lock()
-
-    def __repr__(self):
-        return (f"<gpk_array.sched.Partition {self.name!r} {self.device} memory={self.memory} "
-                f"compute_share={self.compute_share} contexts={sorted(self.contexts)}>")
-
-    def stats(self):
-        """A dict of this partition's numbers: name, device, memory, compute_share, the names of its contexts,
-        ``committed`` (the sum of their budgets) and ``held`` (bytes they hold now)."""
-        with _lock:
-            held = sum(self._sched._held(c) for c in self.contexts.values())
-            return {
-                "name": self.name,
-                "device": self.device,
-                "memory": self.memory,
-                "compute_share": self.compute_share,
-                "contexts": sorted(self.contexts),
-                "committed": sum(c.max_vram for c in self.contexts.values()),
-                "held": held,
-            }
-
-
-# --- contexts -----------------------------------------------------------------------------------------------------
-
-
-class _Cache:
-    __slots__ = ("name", "evict", "nbytes", "last_used")
-
-    def __init__(self, name, evict, nbytes):
-        self.name = name
-        self.evict = evict
-        self.nbytes = nbytes
-        self.last_used = _monotonic()
-
-    def size(self):
-        n = self.nbytes
-        try:
-            return int(n() if callable(n) else (n or 0))
-        except Exception:
-            return 0
-
-
-class _Charge:
-    """A NumPy buffer charged to a CPU context; released by a weak-reference callback when the buffer dies."""
-
-    __slots__ = ("ctx", "nbytes", "key", "active", "ref")
-
-    def __init__(self, ctx, nbytes, key):
-        self.ctx = ctx
-        self.nbytes = nbytes
-        self.key = key
-        self.active = False
-        self.ref = None
-
-    def commit(self):
-        """Record the charge (call with _lock held)."""
-        if self.key in _charged:  # another thread charged the same buffer meanwhile
-            return
-        ctx = self.ctx
-        _charged[self.key] = self
-        ctx._records.add(self)
-        ctx._cpu_used += self.nbytes
-        ctx._sched._cpu_total += self.nbytes
-        if ctx._cpu_used > ctx._peak:
-            ctx._peak = ctx._cpu_used
-        self.active = True
-
-    def release(self, _ref=None):
-        with _lock:
-            if _charged.get(self.key) is self:
-                del _charged[self.key]
-            if self.active:
-                self.active = False
-                ctx = self.ctx
-                ctx._cpu_used -= self.nbytes
-                ctx._sched._cpu_total -= self.nbytes
-                ctx._records.discard(self)
-            self.ref = None
-            if _waiters[0]:
-                _cond.notify_all()
-
-
-def _no_commit():
-    pass
-
-
-class Context:
-    """A QoS context: a budget, a stream and a memory pool (CUDA), pacing. Create with :func:`create_context`.
-
-    ``with ctx:`` / ``async with ctx:`` make it current: allocations are charged to it (and, on CUDA, come from its
-    pool) and CuPy launches go to its stream.
-    """
-
-    def __init__(self, sched, name, budget, qos, bandwidth, partition, wait_timeout):
-        self.name = name
-        self.device = sched.device
-        self.device_id = sched.device_id
-        self.qos = qos
-        self.max_vram = budget
-        self.bandwidth = bandwidth
-        self.partition = partition
-        self.wait_timeout = sched.wait_timeout if wait_timeout is None else wait_timeout
-        self._sched = sched
-        self._cuda = sched.kind == "cuda"
-        self._destroyed = False
-        self._lock = threading.Lock()
-        self._alloc_lock = threading.RLock()
-        self._entered = []  # one item per active ``with`` session (list append/pop: atomic, no lock)
-        self._cpu_used = 0
-        self._records = set()
-        self._peak = 0
-        self._evictions = 0
-        self._evicted_bytes = 0
-        self._refusals = 0
-        self._launches = 0
-        self._steps = 0
-        self._queued = 0
-        self._throttled_s = 0.0
-        self._caches = collections.OrderedDict()
-        self._bucket = TokenBucket(sched.burst_s)
-        self._pending = collections.deque()  # CUDA: (start, end) events of steps not charged yet
-        self._mark = None  # start of the current step: CUDA event, or monotonic seconds on the CPU
-        self._busy_event = None  # CUDA: last event recorded after work (for "higher tier in flight")
-        self._last_activity = 0.0
-        self._reserved = qos == "guaranteed" or partition is not None
-        self._paced = (bandwidth is not None and bandwidth < 1.0) or qos != "guaranteed" or (
-            partition is not None and partition.compute_share < 1.0)
-        self.stream = None
-        self.priority = None
-        self._pool = None
-        self._full_stream = None  # CUDA: the context's own stream (every SM)
-        self._confined = None  # CUDA, paced: (green-context stream, its SMs, raw handle), made on first need
-        self._confined_steps = 0
-        if self._cuda:
-            cp = _cuda.cupy()
-            least, greatest = _cuda.priority_range(self.device_id)
-            self.priority = {"guaranteed": greatest, "best_effort": least}.get(
-                qos, greatest + (least - greatest) // 2)
-            rt = cp.cuda.runtime
-            prev = rt.getDevice()
-            rt.setDevice(self.device_id)
-            try:
-                self.stream = cp.cuda.Stream(non_blocking=True, priority=self.priority)
-                self._full_stream = self.stream
-                self._pool = cp.cuda.memory.SingleDeviceMemoryPool(self._device_alloc)
-                self._pool.set_limit(size=budget)
-            finally:
-                rt.setDevice(prev)
-            self._allocator = self._make_allocator(cp.cuda.memory.OutOfMemoryError)
-
-    def __repr__(self):
-        state = "destroyed" if self._destroyed else "live"
-        return (f"<gpk_array.sched.Context {self.name!r} {self.device} {self.qos} budget={self.max_vram} "
-                f"{state}>")
-
-    @property
-    def destroyed(self):
-        """Whether the context has been destroyed (using it then raises ``ContextDestroyedError``)."""
-        return self._destroyed
-
-    @property
-    def pool(self):
-        """The CuPy memory pool (``cupy.cuda.memory.SingleDeviceMemoryPool``) on CUDA, None on the CPU."""
-        return self._pool
-
-    def _check_alive(self):
-        if self._destroyed:
-            raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed")
-
-    # entering ------------------------------------------------------------------------------------------------
-
-    def __enter__(self):
-        # The hot path of every ``with ctx:`` (measured per call against a bare op: see benchmarks/sched_bench.py);
-        # no lock: the session count is a list whose append/pop are atomic.
-        if self._destroyed:
-            raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed")
-        entry = _current.get()
-        if entry is not None and entry[0].device != self.device:
-            raise ValueError(
-                f"cannot enter context {self.name!r} ({self.device}) inside context {entry[0].name!r} "
-                f"({entry[0].device}): nested contexts must be on the same device")
-        try:
-            _cuda.activate(self)
-        except BaseException:  # the enclosing context (if any) keeps its CuPy state
-            _cuda.activate(None if entry is None else entry[0])
-            raise
-        if self._cuda:
-            _current.set((self, entry, None))
-        else:
-            # NumPy allocates through our tagged handler while a CPU context is current (see _nptag): what the hook
-            # charges is what was allocated here, never memory that a view only looks at
-            _current.set((self, entry, _cpu_enter()))
-        self._entered.append(None)
-        self._last_activity = _monotonic()
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        entry = _current.get()
-        if entry is None or entry[0] is not self:
-            raise RuntimeError(f"scheduler context {self.name!r} exited out of order (not the current context)")
-        parent = entry[1]
-        _current.set(parent)
-        self._entered.pop()
-        if not self._cuda:
-            _cpu_exit(entry[2])
-        _cuda.activate(None if parent is None else parent[0])
-        return False
-
-    async def __aenter__(self):
-        _aio.install_task_factory()
-        self.__enter__()
-        if self._cuda:
-            _aio.note_unwrapped_enter(self)
-        return self
-
-    async def __aexit__(self, exc_type, exc, tb):
-        if self._cuda:
-            _aio.note_unwrapped_exit(self)
-        return self.__exit__(exc_type, exc, tb)
-
-    # memory --------------------------------------------------------------------------------------------------
-
-    def _make_allocator(self, oom):
-        """The thread-local CuPy allocator inside the context. Fast path: a request that fits the budget even
-        counting every cached block goes straight to the pool (whose limit is the budget, and whose base
-        allocator admits new device memory); anything else, and any refusal, takes ``_malloc``."""
-        pool, slow = self._pool, self._malloc
-        held = pool.total_bytes
-        fast = pool.malloc
-
-        def allocate(size):
-            if not self._destroyed and held() + size + 512 <= self.max_vram:
-                self._last_activity = _monotonic()  # higher-tier activity is what paces lower tiers
-                try:
-                    return fast(size)
-                except oom:
-                    pass
-            return slow(size)
-        return allocate
-
-    def _note_peak(self):
-        if self._pool is not None:
-            held = self._pool.total_bytes()
-            if held > self._peak:
-                self._peak = held
-
-    def _malloc(self, size):
-        """The slow path of the context's allocator: budget check with eviction, then the context's pool."""
-        if self._destroyed:
-            raise ContextDestroyedError(f"scheduler context {self.name!r} was destroyed; cannot allocate")
-        self._last_activity = _monotonic()
-        pool = self._pool
-        budget = self.max_vram
-        rsize = -(-size // 512) * 512
-        cp = _cuda.cupy()
-        with self._alloc_lock:  # check and allocate atomically for threads sharing this context
-            # total >= used, so the O(live blocks) used_bytes() is only needed near the budget
-            if pool.total_bytes() + rsize > budget and pool.used_bytes() + rsize > budget:
-                self._fit_budget(rsize)
-            try:
-                ptr = pool.malloc(size)
-            except cp.cuda.memory.OutOfMemoryError:
-                # The pool's limit (the budget) counts cached blocks too, but the use fits (checked above):
-                # drop the cached blocks and retry, then, if split blocks still hold the room, grow past it.
-                self._note_peak()
-                pool.free_all_blocks()
-                try:
-                    ptr = pool.malloc(size)
-                except cp.cuda.memory.OutOfMemoryError:
-                    ptr = self._malloc_fragmented(size, rsize)
-        held = pool.total_bytes()
-        if held > self._peak:
-            self._peak = held
-        return ptr
-
-    def _malloc_fragmented(self, size, rsize):
-        """The use fits the budget but cached split blocks keep the pool at its limit: allocate past the limit.
-
-        The extra device memory goes through device-level admission like any other (see ``_device_alloc``), so
-        the pool may hold more than the budget (in cached fragments) but never uses more.
-        """
-        cp = _cuda.cupy()
-        pool = self._pool
-        pool.set_limit(size=pool.total_bytes() + rsize)  # (called with _alloc_lock held)
-        try:
-            return pool.malloc(size)
-        except cp.cuda.memory.OutOfMemoryError as e:
-            with self._lock:
-                self._refusals += 1
-            raise _oom(
-                f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(size)}: the device is out of "
-                f"memory: budget {_fmt(self.max_vram)}, in use {_fmt(pool.used_bytes())}, held by its pool "
-                f"{_fmt(pool.total_bytes())}, request {_fmt(size)} ({e})") from e
-        finally:
-            pool.set_limit(size=self.max_vram)
-
-    def _fit_budget(self, rsize):
-        """CUDA: the request would exceed the budget in use; evict own registered caches or raise."""
-        pool = self._pool
-        tried = set()
-        failures = []
-        while pool.used_bytes() + rsize > self.max_vram:
-            with _lock:
-                victim = self._sched._victims(self, "budget", tried)
-            if victim is None:
-                with self._lock:
-                    self._refusals += 1
-                _raise_oom(
-                    f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(rsize)}: exceeds its budget: "
-                    f"budget {_fmt(self.max_vram)}, in use {_fmt(pool.used_bytes())}, request {_fmt(rsize)}",
-                    failures)
-            self._sched._evict(victim, failures)
-        for c_name, cache, err in failures:
-            _log_cache_failure(c_name, cache, err)
-
-    def _device_alloc(self, nbytes):
-        """The pool's base allocator: called when the pool needs new device memory (cudaMalloc)."""
-        cp = _cuda.cupy()
-        sched = self._sched
-        # Within a reservation (guaranteed, or a partition's member) no check is needed; past it (a pool grown
-        # beyond its budget by fragments, see _malloc_fragmented) the request is admitted like any other.
-        reserved = (self.partition is not None or self.qos == "guaranteed") and (
-            self._pool.total_bytes() <= self.max_vram)
-
-        def commit():
-            sched._in_flight += nbytes
-
-        if reserved:  # no check, but count the bytes until cudaMalloc has returned
-            with _lock:
-                commit()
-        else:
-            sched._admit(self, nbytes, nbytes, commit)
-        try:
-            try:
-                return cp.cuda.MemoryPointer(cp.cuda.Memory(nbytes), 0)
-            except cp.cuda.runtime.CUDARuntimeError as e:
-                if getattr(e, "status", None) != _CUDA_ERROR_MEMORY_ALLOCATION:
-                    raise
-                # The driver is out of memory: free what lower tiers cache (and registered caches), retry.
-                released = 0
-                tried = set()
-                while True:
-                    with _lock:
-                        victim = sched._victims(self, "device", tried)
-                    if victim is None:
-                        break
-                    released += sched._evict(victim)
-                if not released:
-                    raise
-                return cp.cuda.MemoryPointer(cp.cuda.Memory(nbytes), 0)
-        finally:
-            with _lock:
-                sched._in_flight -= nbytes
-                if _waiters[0]:
-                    _cond.notify_all()
-
-    def _charge_numpy(self, owner, nbytes):
-        """CPU: charge a NumPy buffer (its owning array) to this context, or raise OutOfMemoryError."""
-        rec = _Charge(self, nbytes, id(owner))
-        done = False
-        if self._reserved:
-            # Within a reservation only the budget can refuse: reservations are admitted against what is free
-            # and nobody else may use them, so the device check would always pass.
-            with _lock:
-                if not self._destroyed and self._cpu_used + nbytes <= self.max_vram:
-                    rec.commit()
-                    done = True
-        if not done:
-            self._sched._admit(self, nbytes, 0, rec.commit)
-        if rec.active:
-            rec.ref = weakref.ref(owner, rec.release)
-
-    def _precheck_numpy(self, nbytes):
-        """CPU: whether ``nbytes`` more would be admitted now (evicting caches or waiting as a request would), before
-        NumPy allocates them; raises OutOfMemoryError otherwise. Nothing is reserved (the buffer is charged when it
-        is wrapped)."""
-        if self._reserved and self._cpu_used + nbytes <= self.max_vram:
-            return  # (read without the lock: nothing is committed here, the charge checks again under it)
-        self._sched._admit(self, nbytes, 0, _no_commit)
-
-    def free_cache(self):
-        """CUDA: return the pool's cached (unused) blocks to the device. Returns the bytes released."""
-        if not self._cuda:
-            return 0
-        before = self._pool.total_bytes()
-        self._note_peak()
-        self._pool.free_all_blocks()
-        with _lock:
-            _cond.notify_all()
-        return before - self._pool.total_bytes()
-
-    def register_cache(self, name, evict, nbytes=None):
-        """Register an evictable cache: ``evict()`` drops it (its memory must become free once it returns).
-
-        Caches are evicted least recently used first (see :meth:`touch_cache`) when this context needs memory
-        over its budget, or when a context of this or a higher tier needs device memory.
-        """
-        self._check_alive()
-        if not callable(evict):
-            raise TypeError("evict must be callable")
-        with _lock:
-            self._caches[name] = _Cache(name, evict, nbytes)
-
-    def touch_cache(self, name):
-        """Mark a registered cache as just used (least recently used caches are evicted first)."""
-        with _lock:
-            entry = self._caches.get(name)
-            if entry is not None:
-                entry.last_used = _monotonic()
-                self._caches.move_to_end(name)
-        return entry is not None
-
-    def unregister_cache(self, name):
-        """Forget the cache registered as ``name`` (it is no longer evicted); whether one was registered."""
-        with _lock:
-            return self._caches.pop(name, None) is not None
-
-    def used_bytes(self):
-        """Bytes of this context's allocations in use now (CUDA: its pool's used bytes; CPU: the NumPy buffers
-        charged to it)."""
-        return self._pool.used_bytes() if self._cuda else self._cpu_used
-
-    def held_bytes(self):
-        """Bytes this context holds on the device (CUDA: its pool's total, in use plus cached; CPU: the same as
-        ``used_bytes``)."""
-        return self._pool.total_bytes() if self._cuda else self._cpu_used
-
-    async def wait_for_memory(self, nbytes, timeout=None):
-        """Wait (without blocking the event loop) until ``nbytes`` more would be admitted for this context.
-
-        Raises OutOfMemoryError at once if the request exceeds the context's budget, or after ``timeout``
-        seconds (default: the context's ``wait_timeout``). Nothing is reserved: allocate right after.
-        """
-        nbytes = parse_bytes(nbytes, "nbytes")
-        timeout = self.wait_timeout if timeout is None else _check_seconds(timeout, "timeout")
-        deadline = _monotonic() + (timeout or 0.0)
-        delay = 1e-3
-        counted = False
-        try:
-            while True:
-                self._check_alive()
-                with _lock:
-                    used = self.used_bytes()
-                    if used + nbytes > self.max_vram:
-                        raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(nbytes)}: exceeds "
-                                   f"its budget: budget {_fmt(self.max_vram)}, in use {_fmt(used)}, request "
-                                   f"{_fmt(nbytes)}")
-                    refusal = self._sched._refusal(self, nbytes, 0)
-                if refusal is None:
-                    return
-                if self._cuda:
-                    self.free_cache()
-                    with _lock:
-                        refusal = self._sched._refusal(self, nbytes, 0)
-                    if refusal is None:
-                        return
-                if _monotonic() >= deadline:
-                    raise _oom(f"context {self.name!r} ({self.qos}) cannot allocate {_fmt(nbytes)}: "
-                               f"{refusal[1]}; waited {timeout:g} s")
-                if not counted:
-                    counted = True
-                    with self._lock:
-                        self._queued += 1
-                await _async_sleep(min(delay, max(0.0, deadline - _monotonic())))
-                delay = min(delay * 2.0, 0.05)
-        finally:
-            if counted:
-                with self._lock:
-                    self._queued -= 1
-
-    # pacing --------------------------------------------------------------------------------------------------
-
-    def _rate(self):
-        rate = 1.0 if self.bandwidth is None else self.bandwidth
-        share = self._sched.contention_share.get(self.qos)
-        if share is not None and share < rate and self._sched._higher_tier_busy(self):
-            rate = share
-        return rate
-
-    def _sm_target(self):
-        """SMs this context's GEMMs should plan for (gpk_array's cuBLASLt path): the SMs of its confined stream
-        while on it; else, while other contexts run confined, the SMs outside their green context (a kernel planned
-        for the whole device would leave its last CTAs waiting for SMs that a confined context's long-running CTAs
-        hold: measured on the H200, a guaranteed step of 4 GEMMs took 1.6-1.8x its GPU time beside best-effort
-        GEMMs confined to 16 SMs), times the context's pacing rate below full rate; 0 (all) otherwise. A non-zero
-        target also changes the kernels: gpk_array._gpu then takes cuBLASLt's heuristic choice for that many SMs
-        (no SM90 instances, no timed tuning), so a guaranteed context's GEMMs run other kernels while a neighbour is
-        confined."""
-        sched = self._sched
-        held = sched._confined_sms
-        if not self._paced:
-            if sched._paced_cuda and sched.contention_sms and self._cuda and _cuda.capturing():
-                return self._capture_sm_target()
-            if not held:
-                return 0  # the common case, on every GEMM call: an unpaced context and nothing confined
-        conf = self._confined
-        if conf and self.stream is conf[0]:
-            return conf[1]
-        if held and _monotonic() >= sched._confined_until:
-            held = 0  # no confined context stepped within the hold: nothing to plan around
-        rate = self._rate() if self._paced else 1.0
-        if rate >= 1.0 and not held:
-            return 0
-        free = max(1, _cuda.sm_count(self.device_id) - held)
-        return free if rate >= 1.0 else max(1, int(free * rate))
-
-    def _capture_sm_target(self):
-        """While an unpaced context captures a CUDA graph and a lower-tier paced context lives on the device: the SMs
-        outside the green context that context would be confined to. The graph is replayed long after the capture,
-        whatever the neighbours do by then, so its GEMMs plan for the contended case (measured on the H200: planned
-        for the whole device, the guaranteed step's GPU p99 was 1.4-1.5x its time alone beside confined best-effort
-        GEMMs; planned for the SMs outside, 1.04-1.25x); small GEMMs, which a latency-critical step records, do not
-        fill the device either way."""
-        sched = self._sched
-        rank = _RANK[self.qos]
-        if not any(c._paced and c._confined is not False and not c._destroyed and _RANK[c.qos] > rank
-                   for c in tuple(sched.contexts.values())):  # False: no green context could be made for it
-            return 0
-        return max(1, _cuda.sm_count(self.device_id) - max(sched._confined_sms, sched.contention_sms))
-
-    def _place(self):
-        """CUDA, paced: the next step runs on the confined stream (a green context of ``contention_sms`` SMs) while
-        a higher tier is busy or was active within ``confine_hold_s``, on the context's own stream otherwise. Called
-        at step boundaries (pace, launch).
-
-        The hold is longer than the pacing window on purpose: a kernel cannot be taken off the SMs it runs on, so
-        whatever a paced context queued on the whole device while the higher tier was quiet delays that tier's next
-        steps (measured: the first milliseconds of a guaranteed decode loop started 0.3 s after its last step, with
-        two best-effort threads' 8192^3 GEMMs on all SMs, took its GPU p99 from 22 to 40 us). Staying confined through
-        the short gaps of a serving loop keeps that to the first step after a longer quiet spell."""
-        sched = self._sched
-        sms = sched.contention_sms
-        if not (sms and self._cuda and self._paced):
-            return
-        self._check_alive()  # destroyed while pacing waited: no new green stream for it
-        if sched._higher_tier_busy(self, sched.confine_hold_s):
-            conf = self._confined
-            if conf is None:
-                try:
-                    conf = self._confined = _cuda.green_stream(self.device_id, sms, self.priority)
-                except _cuda.GreenContextError:
-                    conf = self._confined = False  # not supported here: stay on the own stream, stop asking
-            if not conf:
-                return
-            target = conf[0]
-            self._confined_steps += 1
-        else:
-            target = self._full_stream
-        if target is not self.stream:
-            self._move_to(target)
-        sched._note_confined(self)
-
-    def _move_to(self, new):
-        """Make ``new`` the context's stream, ordered after everything queued on the old one. Only while the context
-        is entered by at most this thread (or not at all): sessions elsewhere keep one stream order."""
-        # Not locked against a thread entering the context at this very moment (that thread may still queue its
-        # work on the old stream): the enter path stays lock-free for its per-call cost.
-        entered = len(self._entered)
-        here = _cuda.active_context() is self
-        if entered > 1 or (entered == 1 and not here):
-            return
-        old = self.stream
-        cp = _cuda.cupy()
-        with _on_device(self.device_id):
-            ev = cp.cuda.Event(disable_timing=True)
-            ev.record(old)
-            new.wait_event(ev)
-        if here and not _cuda.swap_stream(self, old, new):
-            return  # the thread runs a stream of its own inside the context (``with cupy.cuda.Stream():``)
-        self.stream = new
-
-    def _charge(self, seconds):
-        self._bucket.charge(seconds)
-        p = self.partition
-        if p is not None and p.compute_share < 1.0:
-            with p._bucket_lock:
-                p._bucket.charge(seconds)
-
-    def _delay(self):
-        d = self._bucket.delay(self._rate())
-        p = self.partition
-        if p is not None and p.compute_share < 1.0:
-            with p._bucket_lock:
-                d = max(d, p._bucket.delay(p.compute_share))
-        return d
-
-    def _harvest(self):
-        """CUDA: charge the steps that finished. Returns the oldest unfinished end event if over the window."""
-        cp = _cuda.cupy()
-        with self._lock:
-            pending = self._pending
-            while pending:
-                start, end = pending[0]
-                if not _aio.event_done(end):
-                    break
-                pending.popleft()
-                self._charge(cp.cuda.get_elapsed_time(start, end) / 1e3)
-            if len(pending) > self._sched.max_inflight:
-                return pending[0][1]
-        return None
-
-    def _record(self, timing=True):
-        cp = _cuda.cupy()
-        with _on_device(self.device_id):
-            ev = cp.cuda.Event(disable_timing=not timing)
-            ev.record(self.stream)
-        return ev
-
-    def _step_boundary(self):
-        """Close the current step (for pacing) and mark activity.
-
-        A step runs from the mark opened when the previous ``pace()`` returned to this call: on CUDA the device
-        time between an event recorded then and one recorded now (time the stream sat idle before the mark is
-        not counted), on the CPU the host time.
-        """
-        now = _monotonic()
-        self._last_activity = now
-        with self._lock:
-            self._steps += 1
-        if self._cuda:
-            end = self._record(timing=self._paced)
-            self._busy_event = end
-            if self._paced:
-                with self._lock:
-                    start, self._mark = self._mark, None
-                    if start is not None:
-                        self._pending.append((start, end))
-        elif self._paced:
-            with self._lock:
-                start, self._mark = self._mark, None
-                if start is not None:
-                    self._charge(now - start)
-
-    def _open_step(self):
-        if self._cuda:
-            ev = self._record(timing=True)
-            with self._lock:
-                self._mark = ev
-        else:
-            with self._lock:
-                self._mark = _monotonic()
-
-    def _throttle(self):
-        if not self._paced:
-            return
-        if self._cuda:
-            while True:
-                oldest = self._harvest()
-                if oldest is None:
-                    break
-                oldest.synchronize()
-        delay = self._delay()
-        if delay > 0:
-            with self._lock:
-                self._queued += 1
-            try:
-                _sleep(delay)
-            finally:
-                with self._lock:
-                    self._queued -= 1
-                    self._throttled_s += delay
-
-    async def _throttle_async(self):
-        if not self._paced:
-            return
-        if self._cuda:
-            while True:
-                oldest = self._harvest()
-                if oldest is None:
-                    break
-                await _aio.await_event(oldest, alive=self._check_alive)
-        delay = self._delay()
-        if delay > 0:
-            with self._lock:
-                self._queued += 1
-            try:
-                await _async_sleep(delay)
-            finally:
-                with self._lock:
-                    self._queued -= 1
-                    self._throttled_s += delay
-            self._check_alive()
-        _cuda.activate(current_context())
-
-    def pace(self):
-        """Mark the end of one step of a loop and wait (blocking) as the context's pacing requires.
-
-        Best-effort and burstable contexts are capped by ``bandwidth`` (share of device time), the partition's
-        ``compute_share``, and the scheduler's contention share while a higher tier has work in flight; at most
-        ``max_inflight`` paced steps are queued on the stream. For a guaranteed context this only records activity.
-        """
-        self._check_alive()
-        self._step_boundary()
-        self._throttle()
-        if self._paced:
-            self._place()
-            self._open_step()
-
-    async def pace_async(self):
-        """:meth:`pace` for asyncio: waits with ``asyncio.sleep`` and event polling, never blocking the loop."""
-        self._check_alive()
-        self._step_boundary()
-        await self._throttle_async()
-        if self._paced:
-            self._place()
-            self._open_step()
-
-    def _launch_now(self, fn, args, kwargs):
-        with self:
-            if self._cuda:
-                if self._paced:
-                    start = self._record(timing=True)
-                res = fn(*args, **kwargs)
-                end = self._record(timing=self._paced)
-                self._busy_event = end
-                if self._paced:
-                    with self._lock:
-                        self._pending.append((start, end))
-            else:
-                t0 = _monotonic()
-                res = fn(*args, **kwargs)
-                if self._paced:
-                    with self._lock:
-                        self._charge(_monotonic() - t0)
-            self._last_activity = _monotonic()
-        with self._lock:
-            self._launches += 1
-        return res
-
-    def launch(self, fn, *args, **kwargs):
-        """Wait for pacing, then call ``fn(*args, **kwargs)`` inside the context; returns its result."""
-        self._check_alive()
-        self._throttle()
-        self._place()
-        return self._launch_now(fn, args, kwargs)
-
-    async def run(self, fn, *args, **kwargs):
-        """Await pacing, then call ``fn(*args, **kwargs)`` inside the context (its launches are asynchronous)."""
-        self._check_alive()
-        _aio.install_task_factory()
-        await self._throttle_async()
-        self._check_alive()
-        self._place()
-        return self._launch_now(fn, args, kwargs)
-
-    # synchronization ----------------------------------------------------------------------------------------
-
-    async def synchronize(self):
-        """Wait until the work queued on the context's stream so far is done, without blocking the loop."""
-        self._check_alive()
-        if not self._cuda:
-            return
-        ev = self._record(timing=False)
-        await _aio.await_event(ev, alive=self._check_alive)
-        _cuda.activate(current_context())
-
-    def wait_idle(self):
-        """Block the calling thread until the context's stream is idle (no-op on the CPU)."""
-        self._check_alive()
-        if self._cuda:
-            with _on_device(self.device_id):
-                self.stream.synchronize()
-
-    async def to_host(self, x):
-        """Copy ``x`` (CuPy array, gpk_array array, anything with ``__cuda_array_interface__``) to a NumPy array.
-
-        On CUDA the copy runs on the context's stream into pinned host memory and is awaited by polling an event.
-        On the CPU device it returns a copy at once.
-        """
-        self._check_alive()
-        if type(x).__module__.startswith("gpk_array") and hasattr(x, "_data"):
-            x = x._data  # a gpk_array Array: its backing array
-        if not self._cuda or isinstance(x, np.ndarray):
-            return np.array(x, copy=True)
-        cp = _cuda.cupy()
-        import cupyx  # noqa: PLC0415
-
-        if isinstance(x, cp.ndarray):
-            arr = x
-        elif hasattr(x, "__cuda_array_interface__"):
-            arr = cp.asarray(x)
-        else:
-            raise TypeError(f"to_host needs a device array, got {type(x).__name__}")
-        with self:
-            src = arr if (arr.flags.c_contiguous or arr.flags.f_contiguous) else cp.ascontiguousarray(arr)
-            order = "F" if (src.flags.f_contiguous and not src.flags.c_contiguous) else "C"
-            out = cupyx.empty_pinned(src.shape, src.dtype, order=order)
-            src.get(stream=self.stream, out=out, blocking=False)
-            ev = self._record(timing=False)
-        await _aio.await_event(ev, alive=self._check_alive)
-        del src
-        _cuda.activate(current_context())
-        return out
-
-    # stats ---------------------------------------------------------------------------------------------------
-
-    def stats(self):
-        """A dict of this context's numbers: budget, used, held, peak bytes, evictions, refusals, launches, steps,
-        queued, throttled seconds, sessions, confinement counters, QoS tier, device, partition, priority,
-        bandwidth (the per-context entries of ``sched.stats()``)."""
-        with self._lock:
-            counters = {
-                "evictions": self._evictions,
-                "evicted_bytes": self._evicted_bytes,
-                "refusals": self._refusals,
-                "launches": self._launches,
-                "steps": self._steps,
-                "queued": self._queued,
-                "throttled_s": self._throttled_s,
-                "sessions": len(self._entered),
-                "confined_steps": self._confined_steps,
-                "confined_sms": self._confined[1] if self._confined else 0,
-            }
-        if self._cuda:
-            used = self._pool.used_bytes()
-            held = self._pool.total_bytes()
-        else:
-            used = held = self._cpu_used
-        return {
-            "name": self.name,
-            "device": self.device,
-            "qos": self.qos,
-            "partition": None if self.partition is None else self.partition.name,
-            "budget": self.max_vram,
-            "used": used,
-            "held": held,
-            "peak": max(self._peak, self._pool.total_bytes()) if self._pool is not None else self._peak,
-            "bandwidth": self.bandwidth,
-            "priority": self.priority,
-            "destroyed": self._destroyed,
-            **counters,
-        }
-
-
-@contextlib.contextmanager
-def _on_device(device_id):
-    rt = _cuda.cupy().cuda.runtime
-    prev = rt.getDevice()
-    if prev == device_id:
-        yield
-        return
-    rt.setDevice(device_id)
-    try:
-        yield
-    finally:
-        rt.setDevice(prev)
-
-
-# --- the allocation hooks ------------------------------------------------------------------------------------------
-
-
-def _alloc_hook(data, device):
-    """Called by the core for every backing array it wraps. Cheap when no context is current.
-
-    CPU: charges the buffer that owns ``data``'s memory (``data`` itself or the NumPy array at the end of its
-    ``base`` chain) to the current context, once, if NumPy allocated it while a CPU context was current (see
-    _nptag: a view of memory that existed before, an array made outside any context or a user's NumPy array,
-    allocates nothing and is charged nothing; a view of a fresh temporary charges the temporary). Buffers owned by
-    foreign objects (bytes, mmap, pinned memory) are not NumPy's to count.
-    """
-    entry = _current.get()
-    if entry is None:
-        return
-    ctx = entry[0]
-    if ctx._cuda:
-        ctx._last_activity = _monotonic()  # CuPy memory is charged by the context's pool allocator
-        return
-    if not isinstance(data, np.ndarray):
-        return
-    if ctx._destroyed:
-        raise ContextDestroyedError(f"scheduler context {ctx.name!r} was destroyed; cannot allocate")
-    owner = data
-    base = owner.base
-    while base is not None:
-        if not isinstance(base, np.ndarray):
-            return  # memory owned by a foreign object (bytes, mmap, pinned buffer): not NumPy's to count
-        owner = base
-        base = owner.base
-    if id(owner) in _charged or not owner.flags.owndata:
-        return
-    if _tag_name is not None and _tag_name(owner) != _nptag.NAME:
-        return  # allocated outside every context: wrapping it (or a view of it) allocates nothing
-    nbytes = owner.nbytes
-    if nbytes:
-        ctx._last_activity = _monotonic()
-        ctx._charge_numpy(owner, nbytes)
-
-
-alloc_hook = _alloc_hook  # public name, for tests and for callers that wrap arrays themselves
-_tag_name = _nptag.handler_name if _nptag.available else None
-
-# Requests at least this large are checked against the budget before NumPy allocates them (gpk_array._hooks
-# .prealloc_hook, called by the creation functions); smaller ones only when wrapped, as every allocation is: a
-# refused small request costs at most this much memory for a moment, and skipping the check keeps small creations
-# as cheap inside a context as the charge alone makes them.
-PREALLOC_MIN_BYTES = 1 << 16
-
-
-def _prealloc_hook(nbytes, device):
-    """Called by the core's creation functions with the size of a buffer before allocating it (installed only while
-    a CPU context is entered somewhere, see _cpu_enter): raises OutOfMemoryError, after evicting caches or
-    waiting as a real request would, when the current CPU context could not take ``nbytes`` more. Nothing is
-    reserved: the buffer is charged when it is wrapped, as any other."""
-    if nbytes < PREALLOC_MIN_BYTES or (device is not _cpu_device and device != "cpu"):
-        return
-    entry = _current.get()
-    if entry is None:
-        return
-    ctx = entry[0]
-    if ctx._cuda or nbytes > sys.maxsize:  # (NumPy refuses such sizes itself: "array is too big")
-        return
-    if ctx._destroyed:
-        raise ContextDestroyedError(f"scheduler context {ctx.name!r} was destroyed; cannot allocate")
-    ctx._precheck_numpy(int(nbytes))
-
-
-_hooks_mod = None  # gpk_array._hooks, bound at install (lazily: the package imports this module late)
-_cpu_device = None  # gpk_array's CPU device, bound at install
-
-# CPU sessions entered anywhere in the process (one item each): the pre-allocation hook is installed while there
-# is one, so that creations outside every context pay one global None check. No lock (the enter path stays cheap):
-# list append/pop and the attribute stores are atomic, and a thread that leaves the last session checks again after
-# removing the hook, putting it back if another thread entered meanwhile. So the hook is installed whenever a session
-# is; the one gap is a thread switch between those two steps of the leaving thread, during which a creation in a
-# session just entered elsewhere skips its pre-check (and is still charged, and refused if it does not fit, when
-# wrapped, as every allocation is).
-_cpu_sessions = []
-_np_var, _np_default, _np_tag = _nptag._var, _nptag._default, _nptag._tag  # (_var None: no tagging)
-
-
-def _cpu_enter():
-    """Entering a CPU context: install the pre-allocation hook, make NumPy allocate through our tagged handler here
-    (_nptag.begin, its common case inline: this runs on every ``with ctx:``); returns what _cpu_exit restores."""
-    _cpu_sessions.append(None)
-    if _hooks_mod is not None:
-        _hooks_mod.prealloc_hook = _prealloc_hook
-    var = _np_var
-    if var is None:
-        return None
-    prev = var.get()
-    if prev is _np_default:
-        var.set(_np_tag)
-        return prev
-    return _nptag.begin()
-
-
-def _cpu_exit(prev):
-    if prev is not None:
-        _np_var.set(prev)
-    _cpu_sessions.pop()
-    hooks = _hooks_mod
-    if not _cpu_sessions and hooks is not None:
-        hooks.prealloc_hook = None
-        if _cpu_sessions:  # another thread entered meanwhile
-            hooks.prealloc_hook = _prealloc_hook
-
-
-def _install_hook():
-    global _hooks_mod, _cpu_device
-    import gpk_array._hooks as hooks  # noqa: PLC0415 (lazy: avoid importing the package at module import)
-    from gpk_array._device import CPU  # noqa: PLC0415
-
-    _cpu_device = CPU
-    _hooks_mod = hooks
-    if _cpu_sessions:
-        hooks.prealloc_hook = _prealloc_hook
-    if hooks.alloc_hook is _alloc_hook:
-        return
-    _hook_state["previous"] = hooks.alloc_hook
-    _hook_state["installed"] = True
-    hooks.alloc_hook = _alloc_hook
-
-
-def _uninstall_hook():
-    global _hooks_mod
-    import gpk_array._hooks as hooks  # noqa: PLC0415
-
-    if hooks.alloc_hook is _alloc_hook:
-        hooks.alloc_hook = _hook_state["previous"]
-    _hooks_mod = None
-    if hooks.prealloc_hook is _prealloc_hook:
-        hooks.prealloc_hook = None
-    _hook_state["installed"] = False
-    _hook_state["previous"] = None
-
-
-# --- host-side priority: the interpreter's switch interval ---------------------------------------------------------
-#
-# Threads of one process share one interpreter. A guaranteed context's thread whose synchronize has returned waits
-# for the interpreter while a paced context's thread runs Python (its launches, its pacing), up to the switch
-# interval (CPython's default 5 ms). Measured on the H200 (benchmarks/results/h200_2026-11-30_s6_diag_switch_*):
-# the guaranteed step's p99 with two best-effort GEMM threads was 1.27-1.36x its p99 alone at 50 us, 1.19-1.23x
-# at 10 us and 0.95-1.04x at 5 us, with the best-effort throughput unchanged.
-
-_switch_saved = None  # the program's interval before the scheduler shortened it (None: not shortened)
-_switch_set = None    # the interval the scheduler set (as sys.getswitchinterval reports it)
-_SWITCH_KINDS = ("cuda",)  # device kinds whose contexts count (GPU work is what waits for the interpreter)
-
-
-def _update_switch_interval():
-    """(with _lock held) At most the schedulers' ``switch_interval`` while a guaranteed context and a paced one live
-    (on any devices: one interpreter), else the program's interval back. An interval the program set meanwhile is
-    the program's: never lengthened, and not overwritten on the way back."""
-    global _switch_saved, _switch_set
-    want, guaranteed, paced = None, False, False
-    for sc in _schedulers.values():
-        if sc.kind in _SWITCH_KINDS and sc.switch_interval > 0.0 and sc.contexts:
-            for c in sc.contexts.values():
-                if c._paced:
-                    paced = True
-                else:
-                    guaranteed = True
-            want = sc.switch_interval if want is None else min(want, sc.switch_interval)
-    cur = sys.getswitchinterval()
-    if want is not None and guaranteed and paced:
-        if _switch_set is None or cur != _switch_set:  # not ours (yet, or any more): the program's value
-            _switch_saved = cur
-        if min(want, _switch_saved) != cur:
-            sys.setswitchinterval(min(want, _switch_saved))
-        _switch_set = sys.getswitchinterval()
-    elif _switch_set is not None:
-        if cur == _switch_set:
-            sys.setswitchinterval(_switch_saved)
-        _switch_saved = _switch_set = None
 
 
 # --- module-level API ---------------------------------------------------------------------------------------------
@@ -1638,7 +57,7 @@ def initialize(device=0, total_vram_budget=None, **config):
     """
     global _default
     sched = Scheduler(device, total_vram_budget, **config)
-    with _lock:
+    with LOCK:
         old = _schedulers.get(sched.device)
         if old is not None and (old.contexts or old.partitions):
             raise RuntimeError(
@@ -1646,20 +65,20 @@ def initialize(device=0, total_vram_budget=None, **config):
                 f"({sorted(old.contexts) + sorted(old.partitions)}); destroy them or call shutdown() first")
         _schedulers[sched.device] = sched
         _default = sched
-        _install_hook()
-    if _in_event_loop():
+        _hook.install()
+    if _aio.in_event_loop():
         _aio.install_task_factory()
     return sched
 
 
 def get_scheduler(device=None):
     """The scheduler of ``device`` (default: the last initialized)."""
-    with _lock:
+    with LOCK:
         if device is None:
             if _default is None:
                 raise RuntimeError("gpk_array.sched is not initialized: call sched.initialize(device) first")
             return _default
-        key = _device_key(_parse_device(device))
+        key = device_key(parse_device(device))
         sched = _schedulers.get(key)
         if sched is None:
             raise RuntimeError(f"gpk_array.sched is not initialized for {key}: call sched.initialize({key!r})")
@@ -1673,12 +92,12 @@ def shutdown():
         destroy_context(ctx)
     for part in list(_partitions.values()):
         destroy_partition(part)
-    with _lock:
+    with LOCK:
         _schedulers.clear()
         _default = None
-        _uninstall_hook()
-        _update_switch_interval()
-    _reap_graveyard()
+        _hook.uninstall()
+        _switch.update(_schedulers.values())
+    reap_graveyard()
 
 
 def _check_name(name, what):
@@ -1692,8 +111,8 @@ def create_partition(name, memory, compute_share=1.0, device=None):
     memory = parse_bytes(memory, "memory")
     if memory <= 0:
         raise ValueError("partition memory must be > 0")
-    share = _check_fraction(compute_share, "compute_share")
-    with _lock:
+    share = check_fraction(compute_share, "compute_share")
+    with LOCK:
         sched = get_scheduler(device)
         if name in _partitions:
             raise ValueError(f"a partition named {name!r} already exists")
@@ -1706,7 +125,7 @@ def create_partition(name, memory, compute_share=1.0, device=None):
 
 def get_partition(name):
     """The live partition named ``name`` (``KeyError`` if there is none)."""
-    with _lock:
+    with LOCK:
         try:
             return _partitions[name]
         except KeyError:
@@ -1715,26 +134,26 @@ def get_partition(name):
 
 def list_partitions():
     """The live partitions, in creation order."""
-    with _lock:
+    with LOCK:
         return list(_partitions.values())
 
 
 def destroy_partition(name_or_part):
     """Destroy a partition and every context in it."""
-    with _lock:
+    with LOCK:
         part = _partitions.get(name_or_part) if isinstance(name_or_part, str) else name_or_part
         if part is None:
             raise KeyError(f"no partition named {name_or_part!r}")
         members = list(part.contexts.values())
     for ctx in members:
         destroy_context(ctx)
-    with _lock:
+    with LOCK:
         if not part._destroyed:
             part._destroyed = True
             part._sched.partitions.pop(part.name, None)
             if _partitions.get(part.name) is part:
                 del _partitions[part.name]
-            _cond.notify_all()
+            COND.notify_all()
 
 
 def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=None, *, device=None,
@@ -1750,24 +169,24 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
     _check_name(name, "context")
     if not isinstance(qos, str):
         raise TypeError(f"qos must be a string, one of {QOS_TIERS}, got {type(qos).__name__} {qos!r}")
-    if qos not in _RANK:
+    if qos not in RANK:
         raise ValueError(f"qos must be one of {QOS_TIERS}, got {qos!r}")
     budget = parse_bytes(max_vram, "max_vram")
     if budget <= 0:
         raise ValueError(f"max_vram must be > 0, got {max_vram!r}")
     if bandwidth is not None:
-        bandwidth = _check_fraction(bandwidth, "bandwidth")
-    wait_timeout = _check_seconds(wait_timeout, "wait_timeout")
+        bandwidth = check_fraction(bandwidth, "bandwidth")
+    wait_timeout = check_seconds(wait_timeout, "wait_timeout")
     if partition is not None and not isinstance(partition, (str, Partition)):
         raise TypeError(f"partition must be a Partition, its name or None, got {type(partition).__name__}")
-    with _lock:
+    with LOCK:
         if isinstance(partition, str):
             partition = get_partition(partition)
         if partition is not None:
             if partition._destroyed:
                 raise ValueError(f"partition {partition.name!r} was destroyed")
             sched = partition._sched
-            if device is not None and _device_key(_parse_device(device)) != sched.device:
+            if device is not None and device_key(parse_device(device)) != sched.device:
                 raise ValueError(f"partition {partition.name!r} is on {sched.device}, not {device!r}")
         else:
             sched = get_scheduler(device)
@@ -1781,14 +200,14 @@ def create_context(name, max_vram, qos="guaranteed", bandwidth=None, partition=N
             sched._paced_cuda += 1  # while any live, unpaced contexts' graph captures check for them (_sm_target)
         if partition is not None:
             partition.contexts[name] = ctx
-        _update_switch_interval()
-    _reap_graveyard()
+        _switch.update(_schedulers.values())
+    reap_graveyard()
     return ctx
 
 
 def get_context(name):
     """The live context named ``name`` (``KeyError`` if there is none)."""
-    with _lock:
+    with LOCK:
         try:
             return _contexts[name]
         except KeyError:
@@ -1797,7 +216,7 @@ def get_context(name):
 
 def list_contexts():
     """The live contexts, in creation order."""
-    with _lock:
+    with LOCK:
         return list(_contexts.values())
 
 
@@ -1807,7 +226,7 @@ def destroy_context(name_or_ctx):
     Destroying twice is a no-op; using the context afterwards raises :class:`ContextDestroyedError`. Arrays still
     alive keep their blocks (the pool stays alive until they are freed, then its memory goes back to the device).
     """
-    with _lock:
+    with LOCK:
         if isinstance(name_or_ctx, str):
             ctx = _contexts.get(name_or_ctx)
             if ctx is None:
@@ -1826,11 +245,11 @@ def destroy_context(name_or_ctx):
             del _contexts[ctx.name]
         if ctx.partition is not None and ctx.partition.contexts.get(ctx.name) is ctx:
             del ctx.partition.contexts[ctx.name]
-        _update_switch_interval()
+        _switch.update(_schedulers.values())
         caches = list(ctx._caches.values())
         ctx._caches.clear()
         for rec in list(ctx._records):  # CPU charges no longer count anywhere...
-            rec.active = False  # ...but stay in _charged until their buffer dies: a view taken later in another
+            rec.active = False  # ...but stay in _hook.charged until their buffer dies: a view taken later in another
         ctx._records.clear()  # context allocates nothing (the weak reference's callback removes them)
         sched._cpu_total -= ctx._cpu_used
         ctx._cpu_used = 0
@@ -1838,9 +257,9 @@ def destroy_context(name_or_ctx):
         try:
             entry.evict()
         except Exception as e:  # noqa: BLE001 (a failing cache must not keep the context alive: logged)
-            _log_cache_failure(ctx.name, entry.name, e)
+            log_cache_failure(ctx.name, entry.name, e)
     if ctx._cuda:
-        with _on_device(ctx.device_id):
+        with _cuda.on_device(ctx.device_id):
             conf = ctx._confined
             for stream in (ctx._full_stream, conf[0] if conf else None):
                 if stream is not None:
@@ -1857,27 +276,11 @@ def destroy_context(name_or_ctx):
             ctx._mark = None
             ctx._busy_event = None
             if ctx._pool.used_bytes() > 0:
-                with _lock:
-                    _graveyard.append((ctx._pool, ctx.device_id))
-    with _lock:
-        _cond.notify_all()
-    _reap_graveyard()
-
-
-def _reap_graveyard():
-    """Free the pools of destroyed contexts whose last arrays are gone."""
-    with _lock:
-        items = list(_graveyard)
-    for pool, dev in items:
-        if pool.used_bytes() == 0:
-            with _on_device(dev):
-                pool.free_all_blocks()
-            if pool.total_bytes() == 0:
-                with _lock:
-                    try:
-                        _graveyard.remove((pool, dev))
-                    except ValueError:
-                        pass
+                with LOCK:
+                    GRAVEYARD.append((ctx._pool, ctx.device_id))
+    with LOCK:
+        COND.notify_all()
+    reap_graveyard()
 
 
 def stats():
@@ -1888,15 +291,15 @@ def stats():
     "devices": {device: {capacity, free, reserved_headroom, contexts}}}``. ``peak`` is the most bytes the context
     ever held (CUDA: its pool's total, an upper bound of its peak use; CPU: exact).
     """
-    _reap_graveyard()
-    with _lock:
+    reap_graveyard()
+    with LOCK:
         ctxs = list(_contexts.values())
         parts = list(_partitions.values())
         scheds = list(_schedulers.values())
     out = {"contexts": {c.name: c.stats() for c in ctxs}, "partitions": {p.name: p.stats() for p in parts},
            "devices": {}}
     for s in scheds:
-        with _lock:
+        with LOCK:
             try:
                 free = s._free()
             except Exception:
@@ -1907,7 +310,7 @@ def stats():
                 "reserved_headroom": s._headroom(),
                 "overcommit": s.overcommit,
                 "contexts": sorted(s.contexts),
-                "graveyard_pools": sum(1 for _, d in _graveyard if s.kind == "cuda" and d == s.device_id),
+                "graveyard_pools": sum(1 for _, d in GRAVEYARD if s.kind == "cuda" and d == s.device_id),
             }
     return out
 

@@ -4,10 +4,12 @@ Nothing here touches the device at import time; CuPy itself is imported on first
 pay for it.
 """
 
+import contextlib
 import threading
 
 __all__ = [
     "cupy",
+    "on_device",
     "priority_range",
     "activate",
     "active_context",
@@ -85,6 +87,22 @@ def sm_count(device_id):
     if n is None:
         n = _sm_counts[device_id] = int(cupy().cuda.runtime.getDeviceProperties(device_id)["multiProcessorCount"])
     return n
+
+
+@contextlib.contextmanager
+def on_device(device_id):
+    """``with on_device(i):`` makes device ``i`` CuPy's current device inside the block (and the previous one again
+    after it)."""
+    rt = cupy().cuda.runtime
+    prev = rt.getDevice()
+    if prev == device_id:
+        yield
+        return
+    rt.setDevice(device_id)
+    try:
+        yield
+    finally:
+        rt.setDevice(prev)
 
 
 def device_free_bytes(device_id):

@@ -1,7 +1,7 @@
 """Which NumPy buffers were allocated inside a CPU scheduler context.
 
 The CPU device charges NumPy buffers to the context current when the core wraps them in an ``Array``
-(``_core._alloc_hook``). Wrapping alone does not say whether memory was allocated: a view (slicing, reshape,
+(``_hook.alloc_hook``). Wrapping alone does not say whether memory was allocated: a view (slicing, reshape,
 ``.T``, ``broadcast_to``, ``asarray`` of a NumPy array, ...) allocates nothing, yet an op may also return a view of
 a fresh temporary (``matmul(a, b)[..., 0, 0]``), whose buffer was allocated in the context and must be charged.
 

@@ -71,7 +71,10 @@ PLAUSIBLE = {
     "logprobs": st.one_of(st.none(), st.booleans(), st.integers(min_value=0, max_value=5)),
     "echo": st.booleans(), "ignore_eos": st.booleans(),
     "presence_penalty": st.floats(min_value=-2, max_value=2), "frequency_penalty": st.floats(min_value=-2, max_value=2),
-    "user": TEXTS, "logit_bias": VALUES, "suffix": TEXTS,
+    "user": TEXTS, "logit_bias": st.one_of(VALUES, st.dictionaries(st.one_of(TEXTS, st.integers().map(str)), NUMBERS,
+                                                                   max_size=4)),
+    "suffix": TEXTS, "min_p": NUMBERS, "repetition_penalty": NUMBERS, "top_logprobs": NUMBERS,
+    "return_tokens_as_token_ids": VALUES,
 }
 VALID_TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
 VALID_IDS = st.lists(st.integers(min_value=0, max_value=1023), min_size=1, max_size=20)
@@ -86,8 +89,15 @@ VALID = {  # values the server takes: a body of these is answered 200
     "top_p": st.floats(min_value=1e-300, max_value=1), "top_k": st.integers(min_value=0, max_value=2000),
     "seed": st.integers(min_value=0, max_value=2 ** 63 - 1), "stream": st.booleans(),
     "stream_options": st.fixed_dictionaries({"include_usage": st.booleans()}),
-    "stop": st.one_of(VALID_TEXT, st.lists(VALID_TEXT, max_size=4)), "n": st.just(1), "ignore_eos": st.booleans(),
-    "presence_penalty": st.just(0), "user": VALID_TEXT,
+    "stop": st.one_of(VALID_TEXT, st.lists(VALID_TEXT, max_size=4)), "n": st.integers(min_value=1, max_value=2),
+    "ignore_eos": st.booleans(), "user": VALID_TEXT,
+    "presence_penalty": st.floats(min_value=-2, max_value=2), "frequency_penalty": st.floats(min_value=-2, max_value=2),
+    "repetition_penalty": st.floats(min_value=0.01, max_value=100), "min_p": st.floats(min_value=0, max_value=1),
+    "logit_bias": st.dictionaries(st.integers(min_value=0, max_value=1023).map(str),
+                                  st.floats(min_value=-100, max_value=100), max_size=5),
+    "logprobs": st.one_of(st.integers(min_value=0, max_value=5), st.booleans()),  # chat: booleans
+    "top_logprobs": st.integers(min_value=0, max_value=20), "echo": st.booleans(),
+    "return_tokens_as_token_ids": st.booleans(),
 }
 FIELDS = ["model"] + list(PLAUSIBLE)
 

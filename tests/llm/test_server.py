@@ -173,8 +173,26 @@ BAD = [
     ({"model": NAME, "prompt": "hi", "stream": "yes"}, 400, "stream"),
     ({"model": NAME, "prompt": "hi", "stop": 3}, 400, "stop"),
     ({"model": NAME, "prompt": "hi", "stop": ["a", "b", "c", "d", "e"]}, 400, "stop"),
-    ({"model": NAME, "prompt": "hi", "n": 2}, 400, "n"),
-    ({"model": NAME, "prompt": "hi", "logprobs": 3}, 400, "logprobs"),
+    ({"model": NAME, "prompt": "hi", "n": 5}, 400, "n"),  # more choices than the server's 4 slots
+    ({"model": NAME, "prompt": "hi", "n": 2, "best_of": 3}, 400, "best_of"),
+    ({"model": NAME, "prompt": "hi", "logprobs": 6}, 400, "logprobs"),
+    ({"model": NAME, "prompt": "hi", "logprobs": True}, 400, "logprobs"),
+    ({"model": NAME, "prompt": "hi", "logprobs": -1}, 400, "logprobs"),
+    ({"model": NAME, "prompt": "hi", "echo": "yes"}, 400, "echo"),
+    ({"model": NAME, "prompt": "hi", "max_tokens": 0, "echo": False}, 400, "max_tokens"),
+    ({"model": NAME, "prompt": "hi", "presence_penalty": 2.5}, 400, "presence_penalty"),
+    ({"model": NAME, "prompt": "hi", "frequency_penalty": -3}, 400, "frequency_penalty"),
+    ({"model": NAME, "prompt": "hi", "repetition_penalty": 0}, 400, "repetition_penalty"),
+    ({"model": NAME, "prompt": "hi", "min_p": 1.5}, 400, "min_p"),
+    ({"model": NAME, "prompt": "hi", "logit_bias": [1, 2]}, 400, "logit_bias"),
+    ({"model": NAME, "prompt": "hi", "logit_bias": {"1024": 5}}, 400, "logit_bias"),  # outside the 1024 ids
+    ({"model": NAME, "prompt": "hi", "logit_bias": {"-1": 5}}, 400, "logit_bias"),
+    ({"model": NAME, "prompt": "hi", "logit_bias": {"a": 5}}, 400, "logit_bias"),
+    ({"model": NAME, "prompt": "hi", "logit_bias": {"5": 101}}, 400, "logit_bias"),
+    ({"model": NAME, "prompt": "hi", "logit_bias": {"5": "1"}}, 400, "logit_bias"),
+    ({"model": NAME, "prompt": "hi", "logit_bias": {str(i): 1 for i in range(1025)}}, 400, "logit_bias"),
+    ({"model": NAME, "prompt": "hi", "return_tokens_as_token_ids": 1}, 400, "return_tokens_as_token_ids"),
+    ({"model": NAME, "prompt": "hi", "suffix": "end"}, 400, "suffix"),
     ({"model": NAME, "prompt": "hi", "stream": True, "stream_options": 1}, 400, "stream_options"),
 ]
 BAD_CHAT = [
@@ -186,6 +204,18 @@ BAD_CHAT = [
     ({"model": NAME, "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, 400, "messages[0].content"),
     ({"model": NAME, "messages": [{"role": "user", "content": "hi"}], "max_completion_tokens": -3}, 400,
      "max_completion_tokens"),
+    ({"model": NAME, "messages": [{"role": "user", "content": "hi"}], "logprobs": 3}, 400, "logprobs"),
+    ({"model": NAME, "messages": [{"role": "user", "content": "hi"}], "top_logprobs": 2}, 400, "top_logprobs"),
+    ({"model": NAME, "messages": [{"role": "user", "content": "hi"}], "logprobs": True, "top_logprobs": 21}, 400,
+     "top_logprobs"),
+    ({"model": NAME, "messages": [{"role": "user", "content": "hi"}], "n": 5}, 400, "n"),
+    ({"model": NAME, "messages": [{"role": "user", "content": "hi"}], "echo": True}, 400, "echo"),
+    ({"model": NAME, "messages": [{"role": "user", "content": "hi"}], "logit_bias": {"99999": 1}}, 400,
+     "logit_bias"),
+    ({"model": NAME, "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}, 400,
+     "tools"),
+    ({"model": NAME, "messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}},
+     400, "response_format"),
 ]
 
 
@@ -355,7 +385,7 @@ def test_stream_interval_gathers_tokens(model, tok, interval, monkeypatch):
 
 @pytest.mark.parametrize("interval", [0.0, 0.005])
 def test_stream_interval_on_a_simulated_clock(tok, interval, monkeypatch):
-    """Server._events, the pacing of a stream, on a simulated clock: 24 tokens arrive 1 ms apart. With a 5 ms
+    """streaming.choice_events, the pacing of a stream, on a simulated clock: 24 tokens arrive 1 ms apart. With a 5 ms
     interval, the first goes out at once, and afterwards each event waits until 5 ms after the previous one and
     carries every token that arrived meanwhile: events at 0, 5, ..., 25 ms with tokens [0], [1-5], ..., [21-23].
     Without an interval each token goes out alone, with no wait."""
@@ -363,12 +393,13 @@ def test_stream_interval_on_a_simulated_clock(tok, interval, monkeypatch):
     import types
 
     from gpk_array.llm import server as server_mod
+    from gpk_array.llm.server import streaming
 
     tokens = tok.encode("The quick brown fox jumps over the lazy dog, and then it runs far away into the woods")[:24]
     assert len(tokens) == 24
     clock = types.SimpleNamespace(now=0.0)
     waits = []
-    arrivals = [(i * 1e-3, (0, [t], "length" if i == 23 else None, None)) for i, t in enumerate(tokens)]
+    arrivals = [(i * 1e-3, (0, [t], None, "length" if i == 23 else None, None)) for i, t in enumerate(tokens)]
     real_sleep = asyncio.sleep
 
     def deliver(queue):
@@ -390,14 +421,14 @@ def test_stream_interval_on_a_simulated_clock(tok, interval, monkeypatch):
                     clock.now = max(clock.now, arrivals[0][0])
                     deliver(job.queue)
 
-        monkeypatch.setattr(server_mod, "_now", lambda: clock.now)
-        monkeypatch.setattr(server_mod, "_sleep", sim_sleep)
+        monkeypatch.setattr(streaming, "_now", lambda: clock.now)
+        monkeypatch.setattr(streaming, "_sleep", sim_sleep)
         owner = types.SimpleNamespace(tokenizer=tok, metrics=types.SimpleNamespace(ttft=lambda s: None),
                                       loop=types.SimpleNamespace(cancel=lambda j: setattr(j, "cancelled", True)))
         feed = asyncio.ensure_future(producer())
         out = []
-        async for ev in server_mod.Server._events(owner, job, [], interval):
-            out.append((clock.now, ev[0]))
+        async for ev in streaming.choice_events(owner, job, [], interval):
+            out.append((clock.now, (ev[0].text, ev[0].finish)))
         await feed
         return out
 

@@ -353,13 +353,13 @@ def _recording(app, seen):
 def test_keep_alive_survives_an_internal_error(model, tok, monkeypatch, where):
     app = create_app(model, tok, model_name=NAME, max_batch=2)
     if where == "handler":  # a bug in a request handler
-        real = server_mod.Server._sampling
+        real = server_mod.Server._options
 
-        def boom(self, body):
+        def boom(self, body, chat):
             if body.get("user") == "boom":
                 raise RuntimeError("internal bug")
-            return real(self, body)
-        monkeypatch.setattr(server_mod.Server, "_sampling", boom)
+            return real(self, body, chat)
+        monkeypatch.setattr(server_mod.Server, "_options", boom)
     else:  # a bug after the response was made (here: counting it), which Starlette's error handler answers
         real = server_mod.Metrics.request
         armed = [True]

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from gpk_array import _hooks, sched
-from gpk_array.sched import _core, _pacing
+from gpk_array.sched import _clock
 
 _real_async_sleep = asyncio.sleep
 
@@ -25,8 +25,8 @@ class FakeClock:
     """Simulated time for the scheduler (the ``fake_clock`` fixture).
 
     ``now`` moves only when the test calls :meth:`advance` / :meth:`advance_to` (simulated work, a simulated GPU
-    finishing) or when the scheduler sleeps: a blocking sleep (``_core._sleep``: pace, launch) and a sleep on the
-    event loop (``_core._async_sleep``: pace_async, run, wait_for_memory) each advance the clock by the time asked
+    finishing) or when the scheduler sleeps: a blocking sleep (``_clock.sleep``: pace, launch) and a sleep on the
+    event loop (``_clock.async_sleep``: pace_async, run, wait_for_memory) each advance the clock by the time asked
     for, at once, and are recorded in order in ``sleeps`` / ``async_sleeps``. An async sleep still gives the event
     loop one turn (``asyncio.sleep(0)``), so other tasks run where a real wait would let them. Nothing here reads
     the wall clock, so what a test computes from it is the same on an idle and on a loaded machine.
@@ -70,14 +70,13 @@ class FakeClock:
 
 @pytest.fixture
 def fake_clock(monkeypatch):
-    """Run the scheduler on a :class:`FakeClock`: its clock (``_core._monotonic``, the token buckets'
-    ``_pacing._monotonic``) and its sleeps (``_core._sleep``, ``_core._async_sleep``) are rebound for the test.
-    Create the scheduler and its contexts after this fixture, so their buckets start on the simulated clock."""
+    """Run the scheduler on a :class:`FakeClock`: its clock (``_clock.monotonic``, which the token buckets read
+    too) and its sleeps (``_clock.sleep``, ``_clock.async_sleep``) are rebound for the test. Create the scheduler
+    and its contexts after this fixture, so their buckets start on the simulated clock."""
     clock = FakeClock()
-    monkeypatch.setattr(_core, "_monotonic", clock.monotonic)
-    monkeypatch.setattr(_pacing, "_monotonic", clock.monotonic)
-    monkeypatch.setattr(_core, "_sleep", clock.sleep)
-    monkeypatch.setattr(_core, "_async_sleep", clock.async_sleep)
+    monkeypatch.setattr(_clock, "monotonic", clock.monotonic)
+    monkeypatch.setattr(_clock, "sleep", clock.sleep)
+    monkeypatch.setattr(_clock, "async_sleep", clock.async_sleep)
     return clock
 
 

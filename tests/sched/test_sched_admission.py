@@ -155,7 +155,7 @@ def test_parse_bytes_and_devices():
         sched.parse_bytes(-1)
     with pytest.raises(TypeError):
         sched.parse_bytes(True)
-    from gpk_array.sched._core import _parse_device
+    from gpk_array.sched._parse import parse_device as _parse_device
 
     assert _parse_device(0) == ("cuda", 0)
     assert _parse_device("cuda:1") == ("cuda", 1)

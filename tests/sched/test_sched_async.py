@@ -258,7 +258,7 @@ def test_wait_for_memory_timeout_and_budget(fake_clock):
 def test_best_effort_does_not_block_the_event_loop(cpu_sched, alloc, monkeypatch):
     """On the event-loop thread a best-effort allocation that does not fit is refused at once (with a hint to
     await wait_for_memory) instead of waiting out its 5 s wait_timeout on the scheduler's condition."""
-    from gpk_array.sched import _core
+    from gpk_array.sched import _state
     sched.shutdown()
     sched.initialize("cpu", total_vram_budget=1000, wait_timeout=5.0)
     sched.create_context("g", 1000)
@@ -269,7 +269,7 @@ def test_best_effort_does_not_block_the_event_loop(cpu_sched, alloc, monkeypatch
         waited.append(timeout)
         raise AssertionError("a best-effort allocation blocked the event-loop thread")
 
-    monkeypatch.setattr(_core._cond, "wait", wait)
+    monkeypatch.setattr(_state.COND, "wait", wait)
 
     async def main():
         with be, pytest.raises(MemoryError, match="event-loop thread"):

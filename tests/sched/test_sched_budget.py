@@ -220,7 +220,7 @@ def test_best_effort_wait_times_out(cpu_sched, alloc, fake_clock, monkeypatch):
     """A best-effort request that never fits waits out its wait_timeout, then raises: on the simulated clock, its
     waits on the scheduler's condition (each at most 10 ms, so that it sees memory come free) add up to the
     timeout, and it raised only then."""
-    from gpk_array.sched import _core
+    from gpk_array.sched import _state
     sched.shutdown()
     sched.initialize("cpu", total_vram_budget=1000)
     sched.create_context("g", 1000)
@@ -232,7 +232,7 @@ def test_best_effort_wait_times_out(cpu_sched, alloc, fake_clock, monkeypatch):
         fake_clock.advance(timeout)
         return False
 
-    monkeypatch.setattr(_core._cond, "wait", wait)
+    monkeypatch.setattr(_state.COND, "wait", wait)
     with be, pytest.raises(MemoryError, match="waited 0.1 s"):
         alloc(1)
     assert fake_clock.elapsed == pytest.approx(0.1, abs=1e-9)  # not before its deadline, and not past it

@@ -7,13 +7,14 @@ checked exactly: a context paced to share ``r`` with burst ``b`` that ran ``T`` 
 the refill a full bucket could not take), and the waits it reports are the sleeps it took.
 """
 import ast
-import inspect
 import math
+import pathlib
+import time
 
 import pytest
 
 from gpk_array import sched
-from gpk_array.sched import _core, _pacing
+from gpk_array.sched import _clock
 from gpk_array.sched._pacing import TokenBucket
 
 EPS = 1e-9  # float rounding of sums of simulated seconds around a clock reading of 1000 s
@@ -34,21 +35,39 @@ def test_token_bucket_math():
 
 
 def test_scheduler_reads_time_only_through_its_clock_globals():
-    """The fake clock sees all of the scheduler's time: _core and _pacing read the clock and sleep only through
-    the module globals the ``fake_clock`` fixture rebinds (a direct time.* / asyncio.sleep call would run on the
-    wall clock in the tests that claim to simulate it)."""
-    for mod, allowed in ((_core, {"_monotonic", "_sleep", "_async_sleep"}), (_pacing, {"_monotonic"})):
-        tree = ast.parse(inspect.getsource(mod))
-        bound = {}
-        for node in tree.body:  # module-level bindings: _monotonic = time.monotonic, ...
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
-                bound[node.value] = node.targets[0].id
-        direct = [(mod.__name__, node.lineno, ast.unparse(node)) for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                  and (node.value.id == "time" or (node.value.id, node.attr) == ("asyncio", "sleep"))
-                  and bound.get(node) not in allowed]
-        assert direct == [], direct
-    assert _core._monotonic is _pacing._monotonic
+    """The fake clock sees all of the scheduler's time: every module of gpk_array.sched reads the clock and sleeps
+    only through the attributes of _clock that the ``fake_clock`` fixture rebinds, as ``_clock.<name>`` (a direct
+    time.* / asyncio.sleep call, or a name imported from _clock, would run on the wall clock in the tests that
+    claim to simulate it). _aio's event poller is the one reader of the real clock (it only sets how often it
+    polls)."""
+    pkg = pathlib.Path(sched.__file__).parent
+    modules = sorted(p.stem for p in pkg.glob("*.py"))
+    assert {"_clock", "_pacing", "_aio"} <= set(modules)
+    found = []
+    for name in modules:
+        tree = ast.parse((pkg / f"{name}.py").read_text())
+        bound = set()
+        if name == "_clock":  # its module-level bindings: monotonic = time.monotonic, ...
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute):
+                    assert node.targets[0].id in _CLOCK_NAMES, ast.unparse(node)
+                    bound.add(node.value)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module in ("time", "_clock") or (
+                    node.module == "asyncio" and any(a.name == "sleep" for a in node.names))):
+                found.append((name, node.lineno, ast.unparse(node)))
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                pair = (node.value.id, node.attr)
+                if (pair[0] == "time" or pair == ("asyncio", "sleep")) and node not in bound and not (
+                        name == "_aio" and pair == ("time", "monotonic")):
+                    found.append((name, node.lineno, ast.unparse(node)))
+                elif pair[0] == "_clock" and pair[1] not in _CLOCK_NAMES:
+                    found.append((name, node.lineno, ast.unparse(node)))
+    assert found == [], found
+    assert _clock.monotonic is time.monotonic and _clock.sleep is time.sleep  # (outside fake_clock)
+
+
+_CLOCK_NAMES = {"monotonic", "sleep", "async_sleep"}
 
 
 def paced_loop(ctx, clock, step_s=0.002, sim_s=1.0, before_pace=None, after_pace=None):
@@ -197,7 +216,7 @@ def test_switch_interval_while_guaranteed_and_paced_coexist(monkeypatch):
     CPU device here, through _SWITCH_KINDS), and restored (the program's own value) when either side is gone, on
     shutdown; never lengthened; a value the program sets meanwhile is kept."""
     import sys
-    from gpk_array.sched import _core
+    from gpk_array.sched import _switch
     sched.shutdown()
     before = sys.getswitchinterval()
     sched.initialize("cpu", total_vram_budget=1_000_000)
@@ -205,7 +224,7 @@ def test_switch_interval_while_guaranteed_and_paced_coexist(monkeypatch):
     sched.create_context("b", 1000, qos="best_effort")
     assert sys.getswitchinterval() == pytest.approx(before)             # CPU devices: not by default
     sched.shutdown()
-    monkeypatch.setattr(_core, "_SWITCH_KINDS", ("cuda", "cpu"))
+    monkeypatch.setattr(_switch, "_SWITCH_KINDS", ("cuda", "cpu"))
     try:
         sys.setswitchinterval(0.004)
         sched.initialize("cpu", total_vram_budget=1_000_000)

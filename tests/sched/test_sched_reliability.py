@@ -20,7 +20,7 @@ import pytest
 
 import gpk_array as xp
 from gpk_array import _hooks, sched
-from gpk_array.sched import _core
+from gpk_array.sched import _hook
 
 try:
     from gpk_array.sched import _nptag
@@ -170,7 +170,7 @@ def test_view_of_a_destroyed_contexts_buffer_is_not_charged_elsewhere(cpu_sched,
         assert b.used_bytes() == 0
     del x, v
     gc.collect()
-    assert b.used_bytes() == 0 and not any(r.ctx is a for r in _core._charged.values())
+    assert b.used_bytes() == 0 and not any(r.ctx is a for r in _hook.charged.values())
 
 
 def test_tagging_is_per_thread_and_undone_on_exit(cpu_sched, wrap):
