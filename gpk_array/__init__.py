@@ -6,7 +6,8 @@ from ._lazy import lazy_submodules as _lazy_submodules  # noqa: E402
 # Bound now, run on first attribute read (gpk_array/_lazy.py): `import gpk_array` does not load numpy.random
 # (gpk_array.random), numpy.testing with unittest (gpk_array.testing), the scheduler with asyncio (gpk_array.sched),
 # the CUDA dispatch layer and its kernel modules (gpk_array._gpu, gpk_array._kernels: the CPU device never reads
-# them), or the SciPy bridges (gpk_array.scipy, gpk_array.special: they import SciPy on first use). Before anything below imports them; no module __getattr__ here, which would slow every gpk_array.<name> read.
+# them), or the SciPy bridges (gpk_array.scipy, gpk_array.special: they import SciPy on first use). Before anything
+# below imports them; no module __getattr__ here, which would slow every gpk_array.<name> read.
 _lazy_submodules(globals(), "random", "testing", "sched", "_gpu", "_kernels", "scipy", "special")
 del _lazy_submodules, _lazy  # noqa: F821  (the import bound the submodule too: keep dir(gpk_array) as it was)
 
