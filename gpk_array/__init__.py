@@ -5,9 +5,10 @@ from ._lazy import lazy_submodules as _lazy_submodules  # noqa: E402
 
 # Bound now, run on first attribute read (gpk_array/_lazy.py): `import gpk_array` does not load numpy.random
 # (gpk_array.random), numpy.testing with unittest (gpk_array.testing), the scheduler with asyncio (gpk_array.sched),
-# or the CUDA dispatch layer and its kernel modules (gpk_array._gpu, gpk_array._kernels: the CPU device never reads
-# them). Before anything below imports them; no module __getattr__ here, which would slow every gpk_array.<name> read.
-_lazy_submodules(globals(), "random", "testing", "sched", "_gpu", "_kernels")
+# the CUDA dispatch layer and its kernel modules (gpk_array._gpu, gpk_array._kernels: the CPU device never reads
+# them), or the SciPy bridges (gpk_array.scipy, gpk_array.special: they import SciPy on first use). Before anything
+# below imports them; no module __getattr__ here, which would slow every gpk_array.<name> read.
+_lazy_submodules(globals(), "random", "testing", "sched", "_gpu", "_kernels", "scipy", "special")
 del _lazy_submodules, _lazy  # noqa: F821  (the import bound the submodule too: keep dir(gpk_array) as it was)
 
 from ._version import get as _get_version, set_array_api_version  # noqa: E402
@@ -22,7 +23,7 @@ from ._dtypes import (  # noqa: E402
     bfloat16, bool, complex64, complex128, float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
     uint32, uint64,
 )
-from ._errors import DeviceError, GpkArrayError, OutOfMemoryError  # noqa: E402
+from ._errors import DeviceError, GpkArrayError, HostOnlyError, OutOfMemoryError  # noqa: E402
 from ._device import Device, default_device, set_default_device  # noqa: E402
 from ._array import Array, _install_operators  # noqa: E402
 from ._ops.creation import (  # noqa: E402
@@ -88,11 +89,13 @@ __all__ = [
     "unique_values", "unstack", "var", "vecdot", "where", "zeros", "zeros_like",
     # gpk_array's own: the Array and error classes, devices, dtypes beyond the standard, fused ops, switches,
     # the scheduler
-    "Array", "DeviceError", "GpkArrayError", "OutOfMemoryError", "add_layer_norm", "add_layer_norm_linear",
-    "bfloat16", "bias_add_inplace", "default_device", "float16", "float32_matmul_precision", "gelu",
-    "get_float32_matmul_precision", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
-    "scaled_dot_product_attention", "sched", "self_attention", "set_array_api_version", "set_default_device",
-    "set_float32_matmul_precision", "softmax",
+    "Array", "DeviceError", "GpkArrayError", "HostOnlyError", "OutOfMemoryError", "add_layer_norm",
+    "add_layer_norm_linear", "bfloat16", "bias_add_inplace", "default_device", "float16",
+    "float32_matmul_precision", "gelu", "get_float32_matmul_precision", "kv_cache_attention", "layer_norm", "linear",
+    "linear_bias_gelu", "scaled_dot_product_attention", "sched", "self_attention", "set_array_api_version",
+    "set_default_device", "set_float32_matmul_precision", "softmax",
+    # SciPy on both devices (gpk_array.scipy), and the special-function namespace SciPy looks for (xp.special)
+    "scipy", "special",
     # NumPy's names beside the standard's (gpk_array._numpy): functions, ufuncs, dtype names, submodules
     "False_", "NAN", "NINF", "NZERO", "PINF", "PZERO", "ScalarType", "True_", "absolute", "allclose", "amax",
     "amin", "angle", "append", "apply_along_axis", "apply_over_axes", "arccos", "arccosh", "arcsin", "arcsinh",

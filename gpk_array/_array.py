@@ -139,8 +139,9 @@ class Array:
     # --- interop ----------------------------------------------------------------------------------
     def __array__(self, dtype=None, copy=None):
         if self._device is not CPU:
-            raise TypeError(f"implicit conversion of an array on {self._device} to NumPy is not allowed: "
-                            "use x.to_device('cpu') first")
+            from ._errors import HostOnlyError
+            raise HostOnlyError(f"implicit conversion of an array on {self._device} to NumPy is not allowed: "
+                                "use x.to_device('cpu') first")
         if copy:
             return np.array(self._data, dtype=dtype, copy=True)
         if dtype is not None and np.dtype(dtype) != self._data.dtype:

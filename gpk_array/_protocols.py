@@ -23,17 +23,21 @@ SciPy's special-function ufuncs (``scipy.special.erf``, ...) called on a CUDA Ar
 import builtins
 import importlib
 import sys
+from _thread import get_ident as _get_ident
 
 import numpy as _np
 
 from ._array import Array
 from ._device import CPU
+from ._errors import HostOnlyError
 from ._ops._common import PY_SCALARS as _PY_SCALARS
 _INF = float("inf")
 _FALLBACK = object()   # a ufunc or function gpk_array does not implement: NumPy on the CPU, TypeError on CUDA
 
 # the ufunc object (NumPy's, SciPy's, ...) -> our ufunc object, or _FALLBACK
 _UFUNCS = {}
+# (NumPy function, thread) pairs whose gpk_array implementation is running
+_ACTIVE = set()
 # the NumPy function -> (our function or None, the most positional arguments it takes, the keyword names it takes
 # (None: any), whether the call is NumPy's like= dispatch of a creation function (ours takes device= instead))
 _FUNCS = {}
@@ -73,7 +77,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if dev is None:
         dev = self._device
     if dev is not CPU and host:
-        raise TypeError(_host_operand_message(f"numpy.{ufunc.__name__}", dev))
+        raise HostOnlyError(_host_operand_message(f"numpy.{ufunc.__name__}", dev))
     if ours is _FALLBACK:
         return _ufunc_fallback(ufunc, method, inputs, kwargs, dev)
     if host and out is not None:
@@ -162,7 +166,9 @@ class _CallOnly:
         return out
 
     def __getattr__(self, method):
-        raise ValueError(f"method {method} is not supported for numpy.{self.__name__} on gpk_array arrays")
+        if method in ("reduce", "accumulate", "reduceat", "outer", "at"):
+            raise ValueError(f"method {method} is not supported for numpy.{self.__name__} on gpk_array arrays")
+        raise AttributeError(method)
 
 
 _CALL_ONLY = {"matmul": "matmul", "vecdot": "vecdot", "matvec": "matvec", "vecmat": "vecmat",
@@ -192,12 +198,12 @@ def _ufunc_fallback(ufunc, method, inputs, kwargs, dev):
                 fn = getattr(fn, method, None)
             if fn is not None:
                 return _call_on_backing(fn, inputs, kwargs, dev)
-            raise TypeError(f"scipy.special.{name}{'' if method == '__call__' else '.' + method} has no CuPy "
+            raise HostOnlyError(f"scipy.special.{name}{'' if method == '__call__' else '.' + method} has no CuPy "
                             f"implementation (cupyx.scipy.special) for arrays on {dev}; compute it on the host "
                             "explicitly: scipy.special."
                             f"{name}(x.to_device(\"cpu\"))")
         what = f"numpy.{name}" + ("" if method == "__call__" else f".{method}")
-        raise TypeError(f"{what} is not implemented by gpk_array for arrays on {dev}; compute it on the host "
+        raise HostOnlyError(f"{what} is not implemented by gpk_array for arrays on {dev}; compute it on the host "
                         f"explicitly: {what}(x.to_device(\"cpu\")) (NumPy does not copy device memory implicitly)")
     memo = {}
     args = _to_numpy(inputs, memo)
@@ -220,7 +226,7 @@ def _cupyx_special(name):
     """cupyx.scipy.special's function of that name (imported on first use), or None."""
     try:
         mod = importlib.import_module("cupyx.scipy.special")
-    except ImportError:
+    except Exception:   # not installed, or a CuPy that cannot load here
         return None
     return getattr(mod, name, None)
 
@@ -270,7 +276,16 @@ def array_function(self, func, types, args, kwargs):
         return _function_slow(self, func, entry, args, kwargs, host)
     if like and kwargs.get("device") is None:   # NumPy's Python-level creation functions pass device=None
         kwargs["device"] = self._device
-    return impl(*args, **kwargs)
+    key = (func, _get_ident())
+    if key in _ACTIVE:
+        # our implementation of func handed an Array back to NumPy's func (an argument it passes through, such as
+        # isclose's atol=): NumPy's own implementation now, or this would recurse
+        return _function_slow(self, func, (None, 0, frozenset(), False), args, kwargs, host)
+    _ACTIVE.add(key)
+    try:
+        return impl(*args, **kwargs)
+    finally:
+        _ACTIVE.discard(key)
 
 
 def _function_slow(self, func, entry, args, kwargs, host):
@@ -278,12 +293,19 @@ def _function_slow(self, func, entry, args, kwargs, host):
     dev = _device_in((args, kwargs)) or self._device
     name = _func_name(func)
     if dev is not CPU and host:
-        raise TypeError(_host_operand_message(name, dev))
+        raise HostOnlyError(_host_operand_message(name, dev))
     fits = impl is not None and len(args) <= maxpos and (names is None or names.issuperset(kwargs))
-    if fits:
+    key = (func, _get_ident())
+    if fits and key not in _ACTIVE:
         if like and kwargs.get("device") is None:
             kwargs["device"] = self._device
-        return impl(*args, **kwargs)
+        _ACTIVE.add(key)
+        try:
+            return impl(*args, **kwargs)
+        finally:
+            _ACTIVE.discard(key)
+    if fits:
+        impl = None   # re-entered from our own implementation: NumPy's below
     if dev is not CPU:
         if impl is None:
             why = "is not implemented by gpk_array"
@@ -291,8 +313,8 @@ def _function_slow(self, func, entry, args, kwargs, host):
             extra = sorted(set(kwargs) - names) if names is not None else []
             why = (f"is implemented by gpk_array without the argument(s) {', '.join(extra)}" if extra else
                    f"is implemented by gpk_array with at most {maxpos} positional arguments")
-        raise TypeError(f"{name} {why} for arrays on {dev}; compute it on the host explicitly with the arrays "
-                        "moved there: x.to_device(\"cpu\") (device memory is never copied implicitly)")
+        raise HostOnlyError(f"{name} {why} for arrays on {dev}; compute it on the host explicitly with the arrays "
+                            "moved there: x.to_device(\"cpu\") (device memory is never copied implicitly)")
     memo = {}
     a = _to_numpy(args, memo)
     k = _to_numpy(kwargs, memo)

@@ -26,6 +26,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     xp = dev.xp
     if x.__class__ in PY_SCALARS and y.__class__ in PY_SCALARS:
         x = xp.asarray(x)
+    rtol, atol = data_or_scalar(rtol, dev), data_or_scalar(atol, dev)   # tolerances may be Arrays too
     return new(xp.asarray(xp.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan)), dev)
 
 

@@ -331,9 +331,10 @@ def test_what_gpk_array_lacks_raises_on_cuda_naming_it(device, call, name):
 
 
 def test_cuda_fallback_never_copies_to_the_host(device, monkeypatch):
-    if str(device) == "cpu":
-        pytest.skip("CUDA only")
+    from .fakegpu import FakeCudaArray
     x = gp.asarray([0.0, 1.0, 2.0, 0.0], device=device)
+    if not isinstance(x._data, FakeCudaArray):
+        pytest.skip("the stand-in CUDA device (its arrays' get() can be watched)")
     calls = []
     monkeypatch.setattr(type(x._data), "get", lambda self, *a, **k: calls.append(1), raising=False)
     with pytest.raises(TypeError):
@@ -349,3 +350,31 @@ def test_results_are_arrays_the_same_as_the_namespaces():
     assert_match(numpy.mean(x, axis=1), to_numpy(gp.mean(x, axis=1)))
     assert_match(numpy.exp(x), to_numpy(gp.exp(x)))
     assert_match(numpy.linalg.norm(x, axis=0), to_numpy(gp.linalg.norm(x, axis=0)))
+
+
+def test_tolerance_arrays_pass_through_isclose(device):
+    """SciPy's tests call numpy.isclose/allclose with an Array atol=: no recursion, NumPy's values."""
+    a = numpy.asarray([1.0, 1.05, 2.0])
+    x = gp.asarray(a, device=device)
+    tol = gp.asarray(0.1, device=device)
+    assert_match(numpy.isclose(x, gp.asarray([1.0, 1.0, 1.0], device=device), atol=tol),
+                 numpy.isclose(a, numpy.ones(3), atol=0.1), device)
+    assert numpy.allclose(x, x, rtol=tol) is True
+
+
+def test_an_implementation_handing_arrays_back_to_numpy_does_not_recurse(device, monkeypatch):
+    """Our implementation of a NumPy function that calls the same NumPy function on Arrays again gets NumPy's
+    implementation there (CPU device), or HostOnlyError (CUDA), never a RecursionError."""
+    from gpk_array import _protocols
+
+    def reentrant(a, axis=None, out=None, keepdims=False):
+        return numpy.ptp(a, axis=axis)            # back to NumPy with the Array itself
+    monkeypatch.setitem(_protocols._FUNCS, numpy.ptp, (reentrant, 4, frozenset({"a", "axis", "out", "keepdims"}),
+                                                       False))
+    a = numpy.asarray([3.0, -1.0, 4.0])
+    x = gp.asarray(a, device=device)
+    if str(device) == "cpu":
+        assert_match(numpy.ptp(x), numpy.ptp(a))
+    else:
+        with pytest.raises(gp.HostOnlyError):
+            numpy.ptp(x)

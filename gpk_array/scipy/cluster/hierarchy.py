@@ -1,0 +1,6 @@
+"""``scipy.cluster.hierarchy`` on gpk_array Arrays, on their device: SciPy's own functions, and on a CUDA device, where
+SciPy computes on the host, CuPy's ``cupyx.scipy.cluster.hierarchy`` (see gpk_array.scipy)."""
+from .._bridge import install
+
+install(globals(), "cluster.hierarchy")
+del install
