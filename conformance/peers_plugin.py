@@ -21,9 +21,9 @@ way. How each suite takes the new backend:
 
 Every test item is labelled with the namespace it runs on (from its parameters); items with no namespace (tests
 that do not run per backend) are deselected, so a run is exactly the suite's array-API tests. With
-``--peers-report FILE`` the controlling process writes one JSON object: ``{test id: [label, outcome, message]}``
+``--peers-report FILE`` the controlling process writes one JSON object: ``{test id: [label, outcome, message, seconds]}``
 (the id names the test module by its dotted name, e.g. ``sklearn.utils.tests.test_array_api::test_x[...]``),
-outcome one of passed, failed, error, skipped, xfailed, xpassed.
+outcome one of passed, failed, error, skipped, xfailed, xpassed; seconds is setup + call + teardown.
 """
 import enum
 import functools
@@ -48,7 +48,7 @@ def pytest_addoption(parser):
     g.addoption("--peers-api-version", default=None,
                 help="the standard's version gpk_array follows in the run (default: 2024.12 for SciPy, which pins "
                      "array_api_strict to 2024.12 in its conftest; the library's default elsewhere)")
-    g.addoption("--peers-report", help="write {nodeid: [namespace, outcome, message]} here (controller only)")
+    g.addoption("--peers-report", help="write {test id: [namespace, outcome, message, seconds]} here (controller only)")
 
 
 def _selected(config):
@@ -363,9 +363,12 @@ class _Recorder:
         else:
             return
         prev = self.results.get(nodeid)
+        seconds = round(report.duration + (prev[3] if prev is not None else 0.0), 4)
         if prev is not None and prev[1] in ("failed", "error"):
+            prev[3] = seconds
             return  # a teardown error after a failure keeps the failure
-        self.results[nodeid] = [label, outcome, "" if outcome in ("passed", "xpassed") else _message(report)]
+        self.results[nodeid] = [label, outcome, "" if outcome in ("passed", "xpassed") else _message(report),
+                                seconds]
 
     def pytest_sessionfinish(self, session):
         with open(self.path, "w") as f:

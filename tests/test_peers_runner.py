@@ -186,6 +186,40 @@ def test_runner_passes_and_fails(tmp_path, monkeypatch, capsys, broken):
         assert status == 0 and gpk.get("failed", 0) == 0 and gpk.get("passed", 0) == strict["passed"]
 
 
+@needs_sklearn
+@needs_strict
+def test_sklearn_probe_checks_documented_estimators_against_numpy(tmp_path, capsys):
+    from conformance import sklearn_probe
+    out = tmp_path / "probe.json"
+    status = sklearn_probe.main(["--only", "StandardScaler(),PoissonRegressor(),r2_score,train_test_split",
+                                 "--json", str(out)])
+    data = json.loads(out.read_text())
+    names = {r["probe"] for r in data["probes"]}
+    assert {"StandardScaler()", "PoissonRegressor()", "train_test_split"} <= names
+    assert any(n.startswith("r2_score") for n in names)
+    for r in data["probes"]:
+        assert r["results"]["gpk_array/cpu/float64"] == "passed", r
+        assert r["results"]["array_api_strict/CPU_DEVICE/float64"] == "passed", r
+    assert not [f for f in data["gpk_array_failures"] if f["config"].endswith("float64")]
+    assert status == (1 if data["gpk_array_failures"] else 0)
+
+
+@needs_sklearn
+@needs_strict
+def test_sklearn_probe_fails_on_a_broken_namespace(tmp_path, monkeypatch):
+    import gpk_array
+
+    from conformance import sklearn_probe
+    good = gpk_array.sum
+    monkeypatch.setattr(gpk_array, "sum", lambda x, /, *a, **k: good(x, *a, **k) + 1)
+    out = tmp_path / "probe.json"
+    assert sklearn_probe.main(["--only", "StandardScaler()", "--dtypes", "float64", "--json", str(out)]) == 1
+    failures = {f["probe"]: f for f in json.loads(out.read_text())["gpk_array_failures"]}
+    f = failures["StandardScaler()"]  # (and the FeatureUnion wrapping one)
+    assert f["result"].startswith("types only: values differ")
+    assert f["others"] == {"array_api_strict/CPU_DEVICE/float64": "passed"}
+
+
 def test_a_suite_not_installed_is_skipped(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(peers, "_version", lambda dist: None if dist == "array-api-extra" else "1")
     assert peers.main(["extra", "--json", str(tmp_path / "o.json")]) == 0
