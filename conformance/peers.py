@@ -104,9 +104,9 @@ def _template(nodeid, label, device="cpu"):
     kind = "cpu" if device == "cpu" else "cuda"
     devices = {"array_api_strict": ("CPU_DEVICE", "device1"), "torch": (kind,),
                GPK: (re.escape(device), "None")}.get(base, ())
-    out = re.sub(rf"(?<=[\[\-=,(]){re.escape(label)}(?=[\]\-,)])", "NS", nodeid) if label else nodeid
+    out = re.sub(rf"(?<=[\[\-=,( ]){re.escape(label)}(?=[\]\-,) ])", "NS", nodeid) if label else nodeid
     for dev in devices:
-        out = re.sub(rf"(?<=NS-){dev}(?=[\]\-,)])|(?<=device_name=){dev}(?=[\],)])", "DEV", out)
+        out = re.sub(rf"(?<=NS[- ]){dev}(?=[\]\-,) ])|(?<=device_name=){dev}(?=[\],)])", "DEV", out)
     return out
 
 

@@ -163,11 +163,11 @@ def _tool_probes():
 
 def _to_numpy(a):
     import numpy as np
-    if hasattr(a, "to_device"):
-        try:
-            a = a.to_device("cpu")
-        except Exception:
-            pass
+    if type(a).__module__.startswith("array_api_strict"):
+        import array_api_strict
+        a = a.to_device(array_api_strict.Device("CPU_DEVICE"))
+    elif hasattr(a, "to_device"):  # gpk_array
+        a = a.to_device("cpu")
     if hasattr(a, "cpu"):  # torch
         a = a.cpu()
     if hasattr(a, "get"):  # cupy

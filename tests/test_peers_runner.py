@@ -54,9 +54,12 @@ def test_sklearn_tests_get_gpk_array_and_only_the_selected_namespaces(tmp_path):
     assert any("gpk_array-cpu-float64" in i for i in gpk) and any("gpk_array-cpu-float32" in i for i in gpk)
     assert any("array_api_strict" in i for i in ids)
     assert not any("torch" in i or "cupy" in i or "numpy-None-None" in i for i in ids), ids[:20]
-    # the same tests run with both namespaces: every gpk_array test has array_api_strict's twin
+    # the same tests run with both namespaces: every gpk_array test of the namespace/device/dtype generator has
+    # array_api_strict's twin; mixed-input tests get gpk_array beside NumPy and array_api_strict
     twins = {peers._template(i, "array_api_strict") for i in ids if "array_api_strict" in i}
-    assert all(peers._template(i, "gpk_array") in twins for i in gpk)
+    assert all(peers._template(i, "gpk_array") in twins for i in gpk if "gpk_array-cpu-float" in i)
+    assert {"numpy to gpk_array cpu", "gpk_array cpu to numpy", "array_api_strict to gpk_array cpu"} <= {
+        i.split("[")[1][:-1] for i in gpk if "move_to_array_api_conversions" in i}
 
 
 @needs_scipy
@@ -238,6 +241,9 @@ def test_a_suite_not_installed_is_skipped(monkeypatch, capsys, tmp_path):
      "t.py::e[P()-check(array_namespace=NS,device_name=DEV,dtype_name=float64)]"),
     ("s.py::f[float64-gpk_array]", "gpk_array", "cpu", "s.py::f[float64-NS]"),
     ("s.py::f[numpy_gpk_array_x]", "gpk_array", "cpu", "s.py::f[numpy_gpk_array_x]"),
+    ("m.py::t[numpy to gpk_array cpu]", "gpk_array", "cpu", "m.py::t[numpy to NS DEV]"),
+    ("m.py::t[array_api_strict to torch cpu]", "torch", "cpu", "m.py::t[array_api_strict to NS DEV]"),
+    ("m.py::t[torch mps to numpy]", "torch", "cpu", "m.py::t[NS mps to numpy]"),
 ])
 def test_templates_pair_the_same_test_across_namespaces(nodeid, label, device, expected):
     assert peers._template(nodeid, label, device) == expected
