@@ -191,6 +191,7 @@ def test_runner_passes_and_fails(tmp_path, monkeypatch, capsys, broken):
 
 @needs_sklearn
 @needs_strict
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")  # scikit-learn's test module, imported
 def test_sklearn_probe_checks_documented_estimators_against_numpy(tmp_path, capsys):
     from conformance import sklearn_probe
     out = tmp_path / "probe.json"
@@ -209,6 +210,7 @@ def test_sklearn_probe_checks_documented_estimators_against_numpy(tmp_path, caps
 
 @needs_sklearn
 @needs_strict
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")
 def test_sklearn_probe_fails_on_a_broken_namespace(tmp_path, monkeypatch):
     import gpk_array
 
