@@ -43,9 +43,13 @@ SKLEARN_CI = ["sklearn.utils.tests.test_array_api", "sklearn.metrics.tests.test_
               "sklearn.preprocessing.tests.test_data", "sklearn.decomposition.tests.test_pca",
               "sklearn.linear_model.tests.test_ridge", "sklearn.linear_model.tests.test_logistic",
               "sklearn.mixture.tests.test_gaussian_mixture"]
-SCIPY_CI = ["scipy._lib.tests.test_array_api", "scipy.special.tests.test_support_alternative_backends",
-            "scipy.stats.tests.test_morestats", "scipy.fft.tests.test_basic", "scipy.cluster.tests.test_vq",
-            "scipy.integrate.tests.test_quadrature", "scipy.linalg.tests.test_basic"]
+SCIPY_CI = ["scipy._lib.tests.test__util", "scipy.stats.tests.test_device_dtype", "scipy.stats.tests.test_correlation",
+            "scipy.stats.tests.test_continued_fraction", "scipy.stats.tests.test_morestats",
+            "scipy.special.tests.test_logsumexp", "scipy.fft.tests.test_basic", "scipy.fft.tests.test_helper",
+            "scipy.integrate.tests.test_tanhsinh", "scipy.optimize.tests.test_chandrupatla",
+            "scipy.differentiate.tests.test_differentiate", "scipy.spatial.transform.tests.test_rigid_transform",
+            "scipy.cluster.tests.test_vq", "scipy.ndimage.tests.test_measurements",
+            "scipy.interpolate.tests.test_bsplines", "scipy.linalg.tests.test_special_matrices"]
 EXTRA_CI = ["tests/main"]
 
 SUITES = {
@@ -100,9 +104,9 @@ def _template(nodeid, label, device="cpu"):
     kind = "cpu" if device == "cpu" else "cuda"
     devices = {"array_api_strict": ("CPU_DEVICE", "device1"), "torch": (kind,),
                GPK: (re.escape(device), "None")}.get(base, ())
-    out = re.sub(rf"(?<=[\[\-=,(]){re.escape(label)}(?=[\]\-,)])", "NS", nodeid) if label else nodeid
+    out = re.sub(rf"(?<=[\[\-=,( ]){re.escape(label)}(?=[\]\-,) ])", "NS", nodeid) if label else nodeid
     for dev in devices:
-        out = re.sub(rf"(?<=NS-){dev}(?=[\]\-,)])|(?<=device_name=){dev}(?=[\],)])", "DEV", out)
+        out = re.sub(rf"(?<=NS[- ]){dev}(?=[\]\-,) ])|(?<=device_name=){dev}(?=[\],)])", "DEV", out)
     return out
 
 
@@ -111,7 +115,7 @@ def summarize(results, device="cpu"):
     by_label = collections.defaultdict(collections.Counter)
     templates = collections.defaultdict(dict)
     failures = collections.defaultdict(list)
-    for nodeid, (label, outcome, message) in sorted(results.items()):
+    for nodeid, (label, outcome, message, *_) in sorted(results.items()):
         by_label[label][outcome] += 1
         templates[label][_template(nodeid, label, device)] = (nodeid, outcome)
         if outcome in ("failed", "error"):
@@ -174,10 +178,14 @@ def run_suite(suite, a, namespaces):
                     "error": (proc.stdout[-3000:] + proc.stderr[-3000:]).strip()}
         results = json.loads(report.read_text())
     by_label, common, failures = summarize(results, a.device)
+    seconds = collections.Counter()
+    for label, _, _, *t in results.values():
+        seconds[label] += t[0] if t else 0.0
     return {"suite": suite, "version": version, "command": cmd[2:], "returncode": proc.returncode,
             "seconds": round(elapsed, 1), "tail": proc.stdout.strip().splitlines()[-1:],
             "totals": {k: dict(v) for k, v in sorted(by_label.items(), key=lambda kv: str(kv[0]))},
             "same_selection": {k: dict(v) for k, v in sorted(common.items(), key=lambda kv: str(kv[0]))},
+            "seconds_per_namespace": {k: round(v, 1) for k, v in sorted(seconds.items(), key=lambda kv: str(kv[0]))},
             "failures": dict(failures), "results": results if a.per_test else None}
 
 

@@ -8,22 +8,25 @@ way. How each suite takes the new backend:
   (and ``yield_namespaces()``), called when a test module is imported; both are replaced before collection (and
   rebound in the sklearn modules already imported) by versions that yield gpk_array on ``--peers-device`` in
   float64 and float32, after the selected namespaces of the original.
-- ``scipy``: gpk_array follows the standard's 2024.12 version, as SciPy's conftest makes array_api_strict do
-  (its ``devices`` fixture adds a list to ``devices()``, a tuple from 2025.12 on). Its ``xp`` fixture (``scipy/conftest.py``) is parametrized over the backends found at import; the
-  fixture's parameters get gpk_array (marked ``array_api_backends``, as the others are) and lose the namespaces
-  not selected. gpk_array joins the conftest's set of known backends, so ``np_only`` and ``cpu_only`` markers treat
-  it as they treat torch; on a CUDA device it counts as a GPU backend that may run what CuPy may run (a
-  ``cpu_only`` marker whose exceptions name CuPy lets gpk_array run too: those are the functions SciPy delegates for
-  CuPy arrays). Arrays in GPU memory are compared on the host: ``xp_assert_*`` copy gpk_array arrays that are not
-  on the CPU to the CPU after their namespace, dtype and shape checks, as SciPy does for CuPy and torch.
+- ``scipy``: its ``xp`` fixture (``scipy/conftest.py``) is parametrized over the backends found at import; its
+  parameters get gpk_array (marked ``array_api_backends``, as the others are) and lose the namespaces not
+  selected. gpk_array joins the conftest's set of known backends, so ``np_only`` and ``cpu_only`` markers treat it
+  as they treat torch, and a test that skips every eager backend SciPy knows by name skips it too. gpk_array
+  follows the standard's 2024.12 there, as the conftest makes array_api_strict do (its ``devices`` fixture adds a
+  list to ``devices()``, a tuple from 2025.12 on). On a CUDA device gpk_array is a GPU backend that may run what
+  CuPy may run (a ``cpu_only`` marker whose exceptions name CuPy lets it run: those are the functions SciPy
+  delegates for CuPy arrays), and ``xp_assert_*`` compare its arrays on the host after their namespace, dtype and
+  shape checks, as SciPy does for CuPy and torch.
 - ``extra`` (array-api-extra): its ``library`` fixture is parametrized over the ``Backend`` enum; a
-  ``Backend.GPK_ARRAY`` member (module ``gpk_array``) is added and becomes one more parameter.
+  ``Backend.GPK_ARRAY`` member (module ``gpk_array``) is added and becomes one more parameter. Its tests of the
+  delegation to libraries it knows by name skip array_api_strict ("array-agnostic fallback") and gpk_array alike.
 
 Every test item is labelled with the namespace it runs on (from its parameters); items with no namespace (tests
 that do not run per backend) are deselected, so a run is exactly the suite's array-API tests. With
-``--peers-report FILE`` the controlling process writes one JSON object: ``{test id: [label, outcome, message]}``
-(the id names the test module by its dotted name, e.g. ``sklearn.utils.tests.test_array_api::test_x[...]``),
-outcome one of passed, failed, error, skipped, xfailed, xpassed.
+``--peers-report FILE`` the controlling process writes one JSON object,
+``{test id: [label, outcome, message, seconds]}``: the id names the test module by its dotted name
+(``sklearn.utils.tests.test_array_api::test_x[...]``), the outcome is one of passed, failed, error, skipped,
+xfailed, xpassed, and seconds add setup, call and teardown.
 """
 import enum
 import functools
@@ -48,7 +51,8 @@ def pytest_addoption(parser):
     g.addoption("--peers-api-version", default=None,
                 help="the standard's version gpk_array follows in the run (default: 2024.12 for SciPy, which pins "
                      "array_api_strict to 2024.12 in its conftest; the library's default elsewhere)")
-    g.addoption("--peers-report", help="write {nodeid: [namespace, outcome, message]} here (controller only)")
+    g.addoption("--peers-report",
+                help="write {test id: [namespace, outcome, message, seconds]} here (controller only)")
 
 
 def _selected(config):
@@ -99,14 +103,33 @@ def _patch_sklearn(selected, device):
         if GPK in selected:
             yield GPK
 
-    for new in (yield_namespace_device_dtype_combinations, yield_namespaces):
+    orig_mixed = getattr(aa, "yield_mixed_namespace_input_permutations", None)
+
+    def yield_mixed_namespace_input_permutations():
+        both = set(selected) | {"numpy"}
+        for first, second, desc in orig_mixed():
+            if first.xp in both and second.xp in both and GPK not in (first.xp, second.xp):
+                yield first, second, desc
+        if GPK in selected:  # (y's, X's): y follows X; scikit-learn converts y
+            ND = aa.NamespaceAndDevice
+            for first, second in ((ND("numpy", None), ND(GPK, device)), (ND(GPK, device), ND("numpy", None)),
+                                  (ND("array_api_strict", "device1"), ND(GPK, device))):
+                yield first, second, " to ".join(f"{n.xp} {n.device}" if n.xp == GPK else n.xp
+                                                 for n in (first, second))
+
+    news = [yield_namespace_device_dtype_combinations, yield_namespaces]
+    swaps = {id(orig_combos): yield_namespace_device_dtype_combinations, id(orig_names): yield_namespaces}
+    if orig_mixed is not None:
+        news.append(yield_mixed_namespace_input_permutations)
+        swaps[id(orig_mixed)] = yield_mixed_namespace_input_permutations
+    for new in news:
         new._peers = True
         new.__doc__ = "gpk_array added by conformance.peers_plugin, other namespaces filtered."
-    swaps = {id(orig_combos): yield_namespace_device_dtype_combinations, id(orig_names): yield_namespaces}
     for name, mod in list(sys.modules.items()):
         if not (name == "sklearn" or name.startswith("sklearn.")) or mod is None:
             continue
-        for attr in ("yield_namespace_device_dtype_combinations", "yield_namespaces"):
+        for attr in ("yield_namespace_device_dtype_combinations", "yield_namespaces",
+                     "yield_mixed_namespace_input_permutations"):
             current = getattr(mod, attr, None)
             if current is not None and id(current) in swaps:
                 setattr(mod, attr, swaps[id(current)])
@@ -261,29 +284,36 @@ def _label(value):
     (array-api-extra runs one module as several backends: ``array_api_strict`` and ``array_api_strictest``)."""
     if isinstance(value, str):
         return (value, value) if value in _KNOWN else None
-    if isinstance(value, functools.partial):
+    if isinstance(value, functools.partial):  # scikit-learn's estimator checks
+        for key in ("array_namespace", "X_ns_and_device", "other_ns_and_device"):
+            if (found := _label(value.keywords.get(key))) is not None and found[0] != "numpy":
+                return found
         return _label(value.keywords.get("array_namespace"))
     if inspect.ismodule(value):
         return (value.__name__, value.__name__) if value.__name__ in _KNOWN else None
     if isinstance(value, enum.Enum) and type(value).__name__ == "Backend":
         label = value.name.lower().replace("_gpu", ":gpu").replace("_readonly", ":readonly")  # its pytest id
         return label, str(value.value).split(":")[0]
+    if isinstance(value, tuple) and type(value).__name__ == "NamespaceAndDevice":
+        return _label(value.xp)
     return None
 
 
 def namespace_of(item):
-    """(label, module) of the namespace a collected test item runs on (None where it does not run per
-    namespace)."""
+    """(label, module) of the namespace a collected test item runs on, or None where it does not run per
+    namespace. A test of mixed inputs (one of them NumPy's, or array_api_strict's beside gpk_array's) counts for
+    the namespace that is not NumPy, gpk_array first."""
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return None
-    for key in ("xp", "library", "array_namespace", "namespace"):
-        if key in callspec.params and (found := _label(callspec.params[key])):
-            return found
-    for value in callspec.params.values():
-        if found := _label(value):
-            return found
-    return None
+    found = [f for f in map(_label, callspec.params.values()) if f is not None]
+    for f in found:
+        if f[1] == GPK:
+            return f
+    for f in found:
+        if f[0] != "numpy":
+            return f
+    return found[0] if found else None
 
 
 def stable_id(item):
@@ -363,9 +393,12 @@ class _Recorder:
         else:
             return
         prev = self.results.get(nodeid)
+        seconds = round(report.duration + (prev[3] if prev is not None else 0.0), 4)
         if prev is not None and prev[1] in ("failed", "error"):
+            prev[3] = seconds
             return  # a teardown error after a failure keeps the failure
-        self.results[nodeid] = [label, outcome, "" if outcome in ("passed", "xpassed") else _message(report)]
+        self.results[nodeid] = [label, outcome, "" if outcome in ("passed", "xpassed") else _message(report),
+                                seconds]
 
     def pytest_sessionfinish(self, session):
         with open(self.path, "w") as f:

@@ -54,9 +54,12 @@ def test_sklearn_tests_get_gpk_array_and_only_the_selected_namespaces(tmp_path):
     assert any("gpk_array-cpu-float64" in i for i in gpk) and any("gpk_array-cpu-float32" in i for i in gpk)
     assert any("array_api_strict" in i for i in ids)
     assert not any("torch" in i or "cupy" in i or "numpy-None-None" in i for i in ids), ids[:20]
-    # the same tests run with both namespaces: every gpk_array test has array_api_strict's twin
+    # the same tests run with both namespaces: every gpk_array test of the namespace/device/dtype generator has
+    # array_api_strict's twin; mixed-input tests get gpk_array beside NumPy and array_api_strict
     twins = {peers._template(i, "array_api_strict") for i in ids if "array_api_strict" in i}
-    assert all(peers._template(i, "gpk_array") in twins for i in gpk)
+    assert all(peers._template(i, "gpk_array") in twins for i in gpk if "gpk_array-cpu-float" in i)
+    assert {"numpy to gpk_array cpu", "gpk_array cpu to numpy", "array_api_strict to gpk_array cpu"} <= {
+        i.split("[")[1][:-1] for i in gpk if "move_to_array_api_conversions" in i}
 
 
 @needs_scipy
@@ -186,6 +189,42 @@ def test_runner_passes_and_fails(tmp_path, monkeypatch, capsys, broken):
         assert status == 0 and gpk.get("failed", 0) == 0 and gpk.get("passed", 0) == strict["passed"]
 
 
+@needs_sklearn
+@needs_strict
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")  # scikit-learn's test module, imported
+def test_sklearn_probe_checks_documented_estimators_against_numpy(tmp_path, capsys):
+    from conformance import sklearn_probe
+    out = tmp_path / "probe.json"
+    status = sklearn_probe.main(["--only", "StandardScaler(),PoissonRegressor(),r2_score,train_test_split",
+                                 "--json", str(out)])
+    data = json.loads(out.read_text())
+    names = {r["probe"] for r in data["probes"]}
+    assert {"StandardScaler()", "PoissonRegressor()", "train_test_split"} <= names
+    assert any(n.startswith("r2_score") for n in names)
+    for r in data["probes"]:
+        assert r["results"]["gpk_array/cpu/float64"] == "passed", r
+        assert r["results"]["array_api_strict/CPU_DEVICE/float64"] == "passed", r
+    assert not [f for f in data["gpk_array_failures"] if f["config"].endswith("float64")]
+    assert status == (1 if data["gpk_array_failures"] else 0)
+
+
+@needs_sklearn
+@needs_strict
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")
+def test_sklearn_probe_fails_on_a_broken_namespace(tmp_path, monkeypatch):
+    import gpk_array
+
+    from conformance import sklearn_probe
+    good = gpk_array.sum
+    monkeypatch.setattr(gpk_array, "sum", lambda x, /, *a, **k: good(x, *a, **k) + 1)
+    out = tmp_path / "probe.json"
+    assert sklearn_probe.main(["--only", "StandardScaler()", "--dtypes", "float64", "--json", str(out)]) == 1
+    failures = {f["probe"]: f for f in json.loads(out.read_text())["gpk_array_failures"]}
+    f = failures["StandardScaler()"]  # (and the FeatureUnion wrapping one)
+    assert f["result"].startswith("types only: values differ")
+    assert f["others"] == {"array_api_strict/CPU_DEVICE/float64": "passed"}
+
+
 def test_a_suite_not_installed_is_skipped(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(peers, "_version", lambda dist: None if dist == "array-api-extra" else "1")
     assert peers.main(["extra", "--json", str(tmp_path / "o.json")]) == 0
@@ -204,6 +243,9 @@ def test_a_suite_not_installed_is_skipped(monkeypatch, capsys, tmp_path):
      "t.py::e[P()-check(array_namespace=NS,device_name=DEV,dtype_name=float64)]"),
     ("s.py::f[float64-gpk_array]", "gpk_array", "cpu", "s.py::f[float64-NS]"),
     ("s.py::f[numpy_gpk_array_x]", "gpk_array", "cpu", "s.py::f[numpy_gpk_array_x]"),
+    ("m.py::t[numpy to gpk_array cpu]", "gpk_array", "cpu", "m.py::t[numpy to NS DEV]"),
+    ("m.py::t[array_api_strict to torch cpu]", "torch", "cpu", "m.py::t[array_api_strict to NS DEV]"),
+    ("m.py::t[torch mps to numpy]", "torch", "cpu", "m.py::t[NS mps to numpy]"),
 ])
 def test_templates_pair_the_same_test_across_namespaces(nodeid, label, device, expected):
     assert peers._template(nodeid, label, device) == expected
