@@ -18,9 +18,9 @@ tokens before the host has read them; on the CPU it is NumPy (``run_numpy`` belo
    additions (Cody-Waite reduction by ln 2, a degree-6 polynomial, a power of two; ``exp_fixed``), never a
    library ``exp``: the CPU and CUDA compute every bit of it alike. When some logits are +inf, they alone share
    the probability (e = 1 there, 0 elsewhere).
-4. Fixed point: ``q = floor(e * 2**40)``, an integer (the largest token has exactly ``2**40``). Every sum from here
-   on is of uint64 integers, which no summation order changes: no float32 renormalization drift, and exactly
-   the same set and weights on both devices.
+4. Fixed point: ``q = floor(e * 2**40)``, an integer (the largest token has exactly ``2**40``; one below 2**-40 of
+   it gets 0 and is never drawn). Every sum from here on is of uint64 integers, which no summation order changes:
+   renormalizing after the filters is exact, and the same set and weights come out on both devices.
 5. Filters, all as thresholds on ``q`` (ties at a threshold are kept, as in transformers' top-k): min-p keeps
    ``q >= ceil(min_p * 2**40)``; top-k keeps ``e >= `` the k-th largest ``e``; then top-p keeps the tokens whose
    ``e`` is at least the largest threshold ``t`` for which the kept mass at or above ``t`` reaches ``top_p`` of
@@ -252,33 +252,33 @@ def penalized(x, slots, tab, counts, seen, bias):
     return _clean(x)
 
 
-def _choose_sampled(y, m, word):
-    """Steps 3-6 for one row y (float32, penalized) with max m and its table row: the token id."""
-    temperature = _f32_field(word[2])
-    top_k = int(word[2] >> np.uint64(32))
-    flags = int(word[6] >> np.uint64(32))
-    if m == np.inf:
-        e = (y == np.inf).astype(np.float32)
-    else:
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            e = exp_fixed((y - m) / temperature)
+def _filter_rows(y, m, tab):
+    """Steps 3-5 for rows y (R, V) (float32, penalized) with maxima m (all > -inf) and their table rows: the kept
+    mask, the fixed-point weights q and the kept totals (uint64)."""
+    V = y.shape[1]
+    temperature = _f32_field(tab[:, 2])[:, None]
+    top_k = (tab[:, 2] >> np.uint64(32)).astype(np.int64)
+    flags = (tab[:, 6] >> np.uint64(32)).astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        e = exp_fixed((y - m[:, None]) / temperature)
+    inf_rows = np.nonzero(m == np.inf)[0]
+    if inf_rows.size:  # +inf logits alone share the probability
+        e[inf_rows] = y[inf_rows] == np.inf
     key = e.view(np.uint32)
     q = quantize(e)
-    keep = (q >= word[4]) & (key > 0)
-    V = y.size
-    if 0 < top_k < V:
-        kth = np.partition(key, V - top_k)[V - top_k]
-        keep &= key >= kth
-    total = q[keep].sum(dtype=np.uint64)
-    if flags & TOP_P:
-        top_p = np.array(word[3], dtype=np.uint64).view(np.float64)
-        target = max(min(total, np.uint64(np.float64(total) * top_p)), np.uint64(1))
-        kk, qq = key[keep], q[keep]
+    keep = (q >= tab[:, 4][:, None]) & (key > 0)
+    for r in np.nonzero((top_k > 0) & (top_k < V))[0]:
+        k = top_k[r]
+        keep[r] &= key[r] >= np.partition(key[r], V - k)[V - k]
+    total = np.where(keep, q, np.uint64(0)).sum(axis=1, dtype=np.uint64)
+    for r in np.nonzero(flags & TOP_P)[0]:
+        top_p = np.array(tab[r, 3], dtype=np.uint64).view(np.float64)
+        target = max(min(total[r], np.uint64(np.float64(total[r]) * top_p)), np.uint64(1))
+        kk, qq = key[r][keep[r]], q[r][keep[r]]
         order = np.argsort(kk, kind="stable")[::-1]
         cum = np.cumsum(qq[order], dtype=np.uint64)
-        t = kk[order][np.searchsorted(cum, target, side="left")]
-        keep &= key >= t
-        total = q[keep].sum(dtype=np.uint64)
+        keep[r] &= key[r] >= kk[order][np.searchsorted(cum, target, side="left")]
+        total[r] = q[r][keep[r]].sum(dtype=np.uint64)
     return keep, q, total
 
 
@@ -316,11 +316,12 @@ def run_numpy(logits, table, counts, seen, bias, counted, *, slots=None, tok=Non
     m = y.max(axis=1)
     tokens = np.where(m > -np.inf, y.argmax(axis=1), -1)
     steps = (pos - plen + 1).astype(np.uint64)
-    for r in np.nonzero(((flags & GREEDY) == 0) & (m > -np.inf))[0]:
-        keep, q, total = _choose_sampled(y[r], m[r], tab[r])
-        u = mulhi64(token_bits(tab[r, 0], steps[r]), total)
-        cum = np.cumsum(np.where(keep, q, np.uint64(0)), dtype=np.uint64)
-        tokens[r] = int(np.searchsorted(cum, u, side="right"))
+    rows = np.nonzero(((flags & GREEDY) == 0) & (m > -np.inf))[0]
+    if rows.size:  # step 6: the inverse CDF in token order at 64 random bits of (seed, step)
+        keep, q, total = _filter_rows(y[rows], m[rows], tab[rows])
+        u = mulhi64(token_bits(tab[rows, 0], steps[rows]), total)
+        cum = np.cumsum(np.where(keep, q, np.uint64(0)), axis=1, dtype=np.uint64)
+        tokens[rows] = (cum > u[:, None]).argmax(axis=1)
     for r in np.nonzero(flags & LOGPROBS)[0]:
         _logprobs_row(x_in[r], int(tokens[r]), (int(flags[r]) >> 8) & 0xFF, logprobs[r], logprob_ids[r])
     if out is not None:
@@ -353,6 +354,19 @@ def _logprobs_row(x, token, k, lp, ids):
         lp[1:1 + k] = lpv[top]
 
 
+def filter_mask(logits, params):
+    """The tokens min-p, top-k and top-p keep from one row of logits (V,) under params (no penalties): a boolean
+    mask (every token for greedy params, which keep only the argmax by other means). ValueError when no logit is
+    above -inf."""
+    y = _clean(np.asarray(logits).astype(np.float32).reshape(-1))
+    m = y.max()
+    if m == -np.inf:
+        raise ValueError("no finite logit to choose a token from (every logit is NaN or -inf)")
+    if params.greedy:
+        return np.ones(y.size, dtype=bool)
+    return _filter_rows(y[None], np.array([m]), pack_slot(params, 0, 1, y.size)[None])[0][0]
+
+
 def sample(logits, params, step=0, *, seed=None, prompt=(), generated=()):
     """The token a sequence chooses from one row of logits (V,) with ``params`` at token index ``step`` (0: the
     first generated token), by the engine's algorithm (module docstring), on the host.
@@ -363,18 +377,18 @@ def sample(logits, params, step=0, *, seed=None, prompt=(), generated=()):
     V = x.shape[1]
     if seed is None:
         seed = params.seed if params.seed is not None else fresh_seed()
-    prompt = [int(t) for t in prompt] or [0]
-    table = pack_slot(params, seed, len(prompt), V)[None]
+    prompt = [int(t) for t in prompt]
+    table = pack_slot(params, seed, max(len(prompt), 1), V)[None]
     counts = np.zeros((1, V), dtype=np.int32)
     np.add.at(counts[0], np.asarray([int(t) for t in generated], dtype=np.int64), 1)
     seen = np.zeros((1, V), dtype=np.uint8)
-    seen[0, prompt] = 1
+    seen[0, np.asarray(prompt, dtype=np.int64)] = 1
     bias = np.zeros((1, V), dtype=np.float32)
     b = bias_row(params, V)
     if b is not None:
         bias[0] = b
     counted = np.array([2 ** 62], dtype=np.int64)  # nothing more to count
-    pos = len(prompt) - 1 + int(step)
+    pos = max(len(prompt), 1) - 1 + int(step)
     tok = run_numpy(x, table, counts, seen, bias, counted, tok=[0], pos=[pos])[0]
     if tok < 0:
         raise ValueError("no finite logit to choose a token from (every logit is NaN or -inf)")

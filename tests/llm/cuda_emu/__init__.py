@@ -55,11 +55,13 @@ class Emulated:
         self.fn.restype = None
 
     def run(self, logits, table, counts, seen, bias, counted, *, slots=None, tok=None, pos=None, prompt=None,
-            out=None, logprobs=None, logprob_ids=None, next_tok=None, next_pos=None, max_pos=0, threads=128):
-        """One launch over the rows of logits (float32 (R, V), C-contiguous), writing out etc. in place."""
+            out=None, logprobs=None, logprob_ids=None, next_tok=None, next_pos=None, max_pos=0, threads=128,
+            work=None):
+        """One launch over the rows of logits (float32 (R, V), C-contiguous), writing out etc. in place (work:
+        the kernel's scratch, (R, V) float32, where sampled rows leave their probabilities)."""
         R, V = logits.shape
         assert logits.dtype == np.float32 and logits.flags.c_contiguous
-        work = np.zeros((R, V), dtype=np.float32)
+        work = np.zeros((R, V), dtype=np.float32) if work is None else work
         out = np.zeros(R, dtype=np.int64) if out is None else out
         lp = np.zeros((R, 21), dtype=np.float32) if logprobs is None else logprobs
         ids = np.zeros((R, 20), dtype=np.int32) if logprob_ids is None else logprob_ids
