@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpk_array._kernels import elementwise, loader, nn, reduction  # noqa: E402
+from gpk_array._kernels import elementwise, loader, nn, reduction, sampling  # noqa: E402
 
 DEFAULT_ARCHS = ("80", "90a")
 
@@ -49,7 +49,8 @@ def compile_one(nvcc: str, cu: Path, arch: str, outdir: Path) -> dict:
 
 def expected_names() -> dict[str, set[str]]:
     names: dict[str, set[str]] = {}
-    for table in (elementwise.expected_kernels(), reduction.expected_kernels(), nn.expected_kernels()):
+    for table in (elementwise.expected_kernels(), reduction.expected_kernels(), nn.expected_kernels(),
+                  sampling.expected_kernels()):
         for f, s in table.items():
             names.setdefault(f, set()).update(s)
     return names
@@ -60,7 +61,8 @@ def check_nvrtc(archs, jobs) -> int:
         print("check_kernels: NVRTC library not loadable", file=sys.stderr)
         return 2
     mods: dict = {}
-    for table in (elementwise.expected_by_module(), reduction.expected_by_module(), nn.expected_by_module()):
+    for table in (elementwise.expected_by_module(), reduction.expected_by_module(), nn.expected_by_module(),
+                  sampling.expected_by_module()):
         mods.update(table)
     work = [(f, opts, a) for (f, opts) in sorted(mods) for a in archs]
     t0 = time.perf_counter()

@@ -196,31 +196,69 @@ __device__ __forceinline__ void block_argmax(float& b, int& i, Shared& sh) {
   }
 }
 
-// Exclusive prefix sum over the threads of the block, in thread order; total gets the sum of all.
-__device__ __forceinline__ u64 block_exclusive_scan(u64 v, Shared& sh, u64& total) {
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nw = blockDim.x >> 5;
-  u64 x = v;
+__device__ __forceinline__ u64 warp_sum(u64 v) {
 #pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const u64 y = __shfl_up_sync(FULL, x, o);
-    if (lane >= o) x += y;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL, v, o);
+  return v;
+}
+
+// Warp w's contiguous piece of [0, n), in coalesced steps of 32: [begin, end).
+__device__ __forceinline__ void warp_segment(int n, int& begin, int& end) {
+  const int nw = blockDim.x >> 5, w = threadIdx.x >> 5;
+  const int seg = ((n + nw - 1) / nw + 31) & ~31;
+  begin = min(n, w * seg);
+  end = min(n, begin + seg);
+}
+
+// The sum of v over the warps before this one (v: each warp's own total, the same in all its lanes).
+__device__ __forceinline__ u64 warps_before(u64 v, Shared& sh) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  __syncthreads();
+  if (lane == 0) sh.red_u[warp] = v;
+  __syncthreads();
+  u64 base = 0;
+  for (int w = 0; w < warp; ++w) base += sh.red_u[w];
+  return base;
+}
+
+// The inverse CDF in token order: the first j in [0, n) at which the running sum of weight(j) exceeds u (u below
+// the total). Each warp sums its segment; the warp whose range holds u walks it 32 tokens at a time.
+template <class Wt>
+__device__ i64 choose_in_order(int n, const Wt& weight, u64 u, Shared& sh) {
+  const int lane = threadIdx.x & 31;
+  int b, e;
+  warp_segment(n, b, e);
+  u64 s = 0;
+  for (int j = b + lane; j < e; j += 32) s += weight(j);
+  s = warp_sum(s);
+  if (threadIdx.x == 0) sh.token = -1;
+  u64 base = warps_before(s, sh);
+  if (base <= u && u < base + s) {
+    for (int j0 = b; j0 < e; j0 += 32) {
+      const int j = j0 + lane;
+      u64 inc = j < e ? weight(j) : 0;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const u64 y = __shfl_up_sync(FULL, inc, o);
+        if (lane >= o) inc += y;
+      }
+      const unsigned hit = __ballot_sync(FULL, base + inc > u);
+      if (hit) {
+        if (lane == __ffs(hit) - 1) sh.token = j;
+        break;
+      }
+      base += __shfl_sync(FULL, inc, 31);
+    }
   }
   __syncthreads();
-  if (lane == 31) sh.red_u[warp] = x;
-  __syncthreads();
-  u64 off = 0, tot = 0;
-  for (int w = 0; w < nw; ++w) {
-    if (w < warp) off += sh.red_u[w];
-    tot += sh.red_u[w];
-  }
-  total = tot;
-  return off + x - v;
+  return sh.token;
 }
 
 // Radix select: the largest key t such that the weight of the selected elements with key >= t reaches `target`
 // (target >= 1 and at most the total weight). src(j, key, weight) says whether element j takes part, and with
 // which key and weight. Leaves in sh.above the weight strictly above t and in sh.at the weight at t.
-template <class Src>
+// COUNT: every weight is 1, and a warp adds each bin's count once (__match_any_sync), not once per lane.
+template <bool COUNT, class Src>
 __device__ u32 radix_select(int n, const Src& src, u64 target, Shared& sh) {
   const int tid = threadIdx.x, lane = tid & 31;
   u32 prefix = 0, mask = 0;
@@ -228,10 +266,18 @@ __device__ u32 radix_select(int n, const Src& src, u64 target, Shared& sh) {
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int b = tid; b < 256; b += blockDim.x) sh.hist[b] = 0;
     __syncthreads();
-    for (int j = tid; j < n; j += blockDim.x) {
-      u32 key;
-      u64 w;
-      if (src(j, key, w) && (key & mask) == prefix) atomicAdd(&sh.hist[(key >> shift) & 255u], w);
+    for (int base = tid & ~31; base < n; base += blockDim.x) {  // warp-uniform trip count
+      const int j = base + lane;
+      u32 key = 0;
+      u64 w = 0;
+      const bool in = j < n && src(j, key, w) && (key & mask) == prefix;
+      if constexpr (COUNT) {
+        const unsigned bin = in ? (key >> shift) & 255u : 256u;
+        const unsigned peers = __match_any_sync(FULL, bin);
+        if (in && lane == __ffs(peers) - 1) atomicAdd(&sh.hist[bin], (u64)__popc(peers));
+      } else {
+        if (in) atomicAdd(&sh.hist[(key >> shift) & 255u], w);
+      }
     }
     __syncthreads();
     if (tid < 32) {  // warp 0 picks the bin: lane l holds bins 255 - 8l down to 248 - 8l
@@ -373,7 +419,8 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
     __syncthreads();
     u32 tk = 0;
     if (top_k > 0 && top_k < (u32)V) {
-      tk = radix_select(V, [&](int j, u32& key, u64& wt) { key = wku[j]; wt = 1; return true; }, (u64)top_k, sh);
+      tk = radix_select<true>(V, [&](int j, u32& key, u64& wt) { key = wku[j]; wt = 1; return true; }, (u64)top_k,
+                               sh);
     }
     auto keep = [&](u32 key) { return key >= tk && key != 0u && quant(key) >= qmin; };
     const u64 R = token_bits(seed, (u64)(p - plen + 1));
@@ -395,6 +442,7 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       small = sh.count <= CAND;
     }
     if (tid == 0) sh.token = -1;
+    i64 chosen = -1;
     if (small) {
       const int n = sh.count;
       u64 loc = 0;
@@ -439,7 +487,7 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       if (flags & TOP_P) {
         u64 target = __double2ull_rz(__dmul_rn(__ull2double_rn(total), top_p));
         target = target > total ? total : (target < 1 ? 1 : target);
-        tp = radix_select(V, [&](int j, u32& key, u64& wt) {
+        tp = radix_select<false>(V, [&](int j, u32& key, u64& wt) {
           key = wku[j];
           if (!keep(key)) return false;
           wt = quant(key);
@@ -448,30 +496,13 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
         total = sh.above + sh.at;
       }
       const u64 u = __umul64hi(R, total);
-      const int chunk = (V + nt - 1) / nt, j0 = tid * chunk, j1 = min(V, j0 + chunk);
-      loc = 0;
-      for (int j = j0; j < j1; ++j) {
+      chosen = choose_in_order(V, [&](int j) {
         const u32 key = wku[j];
-        if (keep(key) && key >= tp) loc += quant(key);
-      }
-      u64 all;
-      const u64 before = block_exclusive_scan(loc, sh, all);
-      if (before <= u && u < before + loc) {
-        u64 acc = before;
-        for (int j = j0; j < j1; ++j) {
-          const u32 key = wku[j];
-          if (keep(key) && key >= tp) {
-            acc += quant(key);
-            if (acc > u) {
-              sh.token = j;
-              break;
-            }
-          }
-        }
-      }
+        return keep(key) && key >= tp ? quant(key) : (u64)0;
+      }, u, sh);
     }
     __syncthreads();
-    token = sh.token;
+    token = small ? sh.token : chosen;
   }
   if (tid == 0) {
     out[r] = token;
@@ -515,14 +546,16 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
     if (tid == 0) lpr[0] = token >= 0 ? logprob(to_f(x[token])) : __int_as_float(0x7fc00000);
     const int k = (int)((flags >> 8) & 0xffu) < V ? (int)((flags >> 8) & 0xffu) : V;
     if (k > 0) {
-      const u32 t = radix_select(V, [&](int j, u32& key, u64& wt) { key = order_key(to_f(x[j])); wt = 1; return true; },
+      const u32 t = radix_select<true>(V, [&](int j, u32& key, u64& wt) { key = order_key(to_f(x[j])); wt = 1; return true; },
                                  (u64)k, sh);
       const int need = k - (int)sh.above;  // how many of the ties at t, lowest ids first
       if (tid == 0) sh.count = 0;
       __syncthreads();
-      const int chunk = (V + nt - 1) / nt, j0 = tid * chunk, j1 = min(V, j0 + chunk);
+      const int lane = tid & 31;
+      int b, e;
+      warp_segment(V, b, e);
       u64 ties = 0;
-      for (int j = j0; j < j1; ++j) {
+      for (int j = b + lane; j < e; j += 32) {
         const u32 key = order_key(to_f(x[j]));
         if (key > t) {
           const int i = atomicAdd(&sh.count, 1);
@@ -532,15 +565,17 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
           ++ties;
         }
       }
-      u64 all;
-      u64 rank = block_exclusive_scan(ties, sh, all);  // also orders the gathers above before the reads below
-      for (int j = j0; j < j1 && rank < (u64)need; ++j) {
-        if (order_key(to_f(x[j])) == t) {
+      u64 rank = warps_before(warp_sum(ties), sh);  // ties in earlier warps' segments (also orders the gathers)
+      for (int j0 = b; j0 < e && rank < (u64)need; j0 += 32) {  // warp-uniform: the ties in token order
+        const int j = j0 + lane;
+        const bool tie = j < e && order_key(to_f(x[j])) == t;
+        const unsigned m = __ballot_sync(FULL, tie);
+        if (tie && rank + __popc(m & ((1u << lane) - 1u)) < (u64)need) {
           const int i = atomicAdd(&sh.count, 1);
           sh.ckey[i] = t;
           sh.cidx[i] = j;
-          ++rank;
         }
+        rank += __popc(m);
       }
       __syncthreads();
       for (int i = tid; i < k; i += nt) {

@@ -75,7 +75,19 @@ inline unsigned __ballot_sync(unsigned, bool pred) {
   w.bar.arrive_and_wait();
   return b;
 }
+template <class V> inline V __shfl_sync(unsigned, V v, int src) { return emu_exchange(v, src); }
+inline unsigned __match_any_sync(unsigned, unsigned v) {
+  emu::Warp& w = *emu::warps[threadIdx.x >> 5];
+  const int lane = threadIdx.x & 31;
+  w.slot[lane] = v;
+  w.bar.arrive_and_wait();
+  unsigned m = 0;
+  for (int i = 0; i < 32; ++i) m |= (unsigned)(w.slot[i] == v) << i;
+  w.bar.arrive_and_wait();
+  return m;
+}
 inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
 
 template <class V, class W> inline V atomicAdd(V* p, W v) { return __atomic_fetch_add(p, (V)v, __ATOMIC_SEQ_CST); }
 
