@@ -50,6 +50,9 @@ import numpy as np
 
 from .philox import mulhi64, token_bits
 
+__all__ = ["MIN_TEMPERATURE", "SamplingParams", "SlotSampler", "bias_row", "exp_fixed", "filter_mask", "fresh_seed",
+           "pack_slot", "penalized", "quantize", "run_numpy", "sample"]
+
 # Temperatures below this decode greedily: dividing logits by a tiny temperature overflows (1e-310: every logit
 # becomes +-inf), and well before that the distribution is one-hot but for exact ties.
 MIN_TEMPERATURE = 1e-5
