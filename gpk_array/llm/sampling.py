@@ -422,7 +422,8 @@ class SlotSampler:
         self.seen = gp.zeros((B, V), dtype=gp.uint8, device=device)
         self.bias = gp.zeros((B, V), dtype=gp.float32, device=device)
         self.counted = gp.zeros((B,), dtype=gp.int64, device=device)
-        self.work = gp.zeros((B, V), dtype=gp.float32, device=device) if device.kind == "cuda" else None
+        # the kernel's scratch: rows padded to 16 bytes for vector loads
+        self.work = gp.zeros((B, -(-V // 4) * 4), dtype=gp.float32, device=device) if device.kind == "cuda" else None
 
     def check(self, params):
         """ValueError if params cannot run with this vocabulary (a logit_bias id outside it)."""

@@ -221,22 +221,50 @@ __device__ __forceinline__ u64 warps_before(u64 v, Shared& sh) {
   return base;
 }
 
-// The inverse CDF in token order: the first j in [0, n) at which the running sum of weight(j) exceeds u (u below
-// the total). Each warp sums its segment; the warp whose range holds u walks it 32 tokens at a time.
+// 4 keys of a 16-byte aligned u32 row from j (a multiple of 4); those at or past n read as 0.
+__device__ __forceinline__ void load4(const u32* __restrict__ row, int j, int n, u32 (&k)[4]) {
+  if (j + 3 < n) {
+    const uint4 v = *reinterpret_cast<const uint4*>(row + j);
+    k[0] = v.x;
+    k[1] = v.y;
+    k[2] = v.z;
+    k[3] = v.w;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) k[e] = j + e < n ? row[j + e] : 0u;
+  }
+}
+
+// The inverse CDF in token order over a 16-byte aligned row of keys: the first j in [0, n) at which the running sum
+// of weight(key[j]) exceeds u (u below the total; weight(0) must be 0). Each warp sums its own segment (a multiple
+// of 128 keys, read 4 per lane); the warp whose range holds u walks it 128 keys at a time.
 template <class Wt>
-__device__ i64 choose_in_order(int n, const Wt& weight, u64 u, Shared& sh) {
-  const int lane = threadIdx.x & 31;
-  int b, e;
-  warp_segment(n, b, e);
+__device__ i64 choose_in_order(const u32* __restrict__ row, int n, const Wt& weight, u64 u, Shared& sh) {
+  const int lane = threadIdx.x & 31, nw = blockDim.x >> 5, warp = threadIdx.x >> 5;
+  const int seg = ((n + nw - 1) / nw + 127) & ~127;
+  const int b = min(n, warp * seg), e = min(n, b + seg);
   u64 s = 0;
-  for (int j = b + lane; j < e; j += 32) s += weight(j);
+  for (int j = b + 4 * lane; j < e; j += 128) {
+    u32 k[4];
+    load4(row, j, e, k);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) s += weight(k[q]);
+  }
   s = warp_sum(s);
   if (threadIdx.x == 0) sh.token = -1;
   u64 base = warps_before(s, sh);
-  if (base <= u && u < base + s) {
-    for (int j0 = b; j0 < e; j0 += 32) {
-      const int j = j0 + lane;
-      u64 inc = j < e ? weight(j) : 0;
+  if (base <= u && u < base + s) {  // warp-uniform
+    for (int j0 = b; j0 < e; j0 += 128) {
+      const int j = j0 + 4 * lane;
+      u32 k[4];
+      load4(row, j, e, k);
+      u64 w[4], mine = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        w[q] = weight(k[q]);
+        mine += w[q];
+      }
+      u64 inc = mine;
 #pragma unroll
       for (int o = 1; o < 32; o <<= 1) {
         const u64 y = __shfl_up_sync(FULL, inc, o);
@@ -244,7 +272,16 @@ __device__ i64 choose_in_order(int n, const Wt& weight, u64 u, Shared& sh) {
       }
       const unsigned hit = __ballot_sync(FULL, base + inc > u);
       if (hit) {
-        if (lane == __ffs(hit) - 1) sh.token = j;
+        if (lane == __ffs(hit) - 1) {
+          u64 acc = base + inc - mine;
+          for (int q = 0; q < 4; ++q) {
+            acc += w[q];
+            if (acc > u) {
+              sh.token = j + q;
+              break;
+            }
+          }
+        }
         break;
       }
       base += __shfl_sync(FULL, inc, 31);
@@ -254,31 +291,32 @@ __device__ i64 choose_in_order(int n, const Wt& weight, u64 u, Shared& sh) {
   return sh.token;
 }
 
-// Radix select: the largest key t such that the weight of the selected elements with key >= t reaches `target`
-// (target >= 1 and at most the total weight). src(j, key, weight) says whether element j takes part, and with
-// which key and weight. Leaves in sh.above the weight strictly above t and in sh.at the weight at t.
-// COUNT: every weight is 1, and a warp adds each bin's count once (__match_any_sync), not once per lane.
-template <bool COUNT, class Src>
-__device__ u32 radix_select(int n, const Src& src, u64 target, Shared& sh) {
+// One element's part in a radix pass's histogram; with COUNT every lane of the warp calls it together (the
+// warp adds each bin's count once, __match_any_sync), and the weight is 1.
+template <bool COUNT>
+__device__ __forceinline__ void hist_add(bool in, u32 key, u64 w, int shift, Shared& sh) {
+  if constexpr (COUNT) {
+    const unsigned bin = in ? (key >> shift) & 255u : 256u;
+    const unsigned peers = __match_any_sync(FULL, bin);
+    if (in && (int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&sh.hist[bin], (u64)__popc(peers));
+  } else {
+    if (in) atomicAdd(&sh.hist[(key >> shift) & 255u], w);
+  }
+}
+
+// Radix select: the largest key t such that the weight of the elements taking part with key >= t reaches
+// `target` (target >= 1 and at most their total weight). fill(mask, prefix, shift) adds to sh.hist, for every
+// element taking part whose key matches prefix under mask, its weight at bin (key >> shift) & 255 (hist_add).
+// Leaves in sh.above the weight strictly above t and in sh.at the weight at t.
+template <class Fill>
+__device__ u32 radix_select(const Fill& fill, u64 target, Shared& sh) {
   const int tid = threadIdx.x, lane = tid & 31;
   u32 prefix = 0, mask = 0;
   u64 above = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int b = tid; b < 256; b += blockDim.x) sh.hist[b] = 0;
     __syncthreads();
-    for (int base = tid & ~31; base < n; base += blockDim.x) {  // warp-uniform trip count
-      const int j = base + lane;
-      u32 key = 0;
-      u64 w = 0;
-      const bool in = j < n && src(j, key, w) && (key & mask) == prefix;
-      if constexpr (COUNT) {
-        const unsigned bin = in ? (key >> shift) & 255u : 256u;
-        const unsigned peers = __match_any_sync(FULL, bin);
-        if (in && lane == __ffs(peers) - 1) atomicAdd(&sh.hist[bin], (u64)__popc(peers));
-      } else {
-        if (in) atomicAdd(&sh.hist[(key >> shift) & 255u], w);
-      }
-    }
+    fill(mask, prefix, shift);
     __syncthreads();
     if (tid < 32) {  // warp 0 picks the bin: lane l holds bins 255 - 8l down to 248 - 8l
       u64 loc[8];
@@ -317,13 +355,57 @@ __device__ u32 radix_select(int n, const Src& src, u64 target, Shared& sh) {
   return prefix;
 }
 
+// A radix pass over a 16-byte aligned row of keys (4 per lane, warp-uniform steps): those with pred(key) take part.
+template <bool COUNT, class Pred>
+__device__ __forceinline__ void fill_keys(const u32* __restrict__ row, int n, const Pred& pred, u32 mask, u32 prefix,
+                                          int shift, Shared& sh) {
+  const int lane = threadIdx.x & 31;
+  for (int base = (int)(threadIdx.x & ~31u) * 4; base < n; base += 4 * (int)blockDim.x) {
+    const int j = base + 4 * lane;
+    u32 k[4];
+    load4(row, j, n, k);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const bool in = j + q < n && pred(k[q]) && (k[q] & mask) == prefix;
+      hist_add<COUNT>(in, k[q], COUNT ? 1 : quant(k[q]), shift, sh);
+    }
+  }
+}
+
+// Calls f(j, value) once for every j in [0, n) of row x (as float), this thread's share: 16-byte loads (four in
+// flight) over the aligned body of the row, single elements before and after it.
+template <class T, class F>
+__device__ __forceinline__ void visit_row(const T* __restrict__ x, int n, const F& f) {
+  constexpr int VEC = 16 / sizeof(T);
+  const int tid = threadIdx.x, nt = blockDim.x;
+  const int head = min(n, (int)(((16u - (unsigned)(reinterpret_cast<u64>(x) & 15u)) & 15u) / sizeof(T)));
+  for (int j = tid; j < head; j += nt) f(j, to_f(x[j]));
+  const int nv = (n - head) / VEC;
+  const T* body = x + head;
+  for (int v0 = tid; v0 < nv; v0 += 4 * nt) {
+    uint4 buf[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (v0 + u * nt < nv) buf[u] = *reinterpret_cast<const uint4*>(body + (i64)(v0 + u * nt) * VEC);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      if (v0 + u * nt >= nv) break;
+      T vals[VEC];
+      memcpy(vals, &buf[u], 16);
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) f(head + (v0 + u * nt) * VEC + q, to_f(vals[q]));
+    }
+  }
+  for (int j = head + nv * VEC + tid; j < n; j += nt) f(j, to_f(x[j]));
+}
+
 // ---- one row ----------------------------------------------------------------------------------------------------
 template <class T>
 __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i64* __restrict__ slots,
                            const i64* __restrict__ tok, const i64* __restrict__ pos, const u64* __restrict__ table,
                            int* __restrict__ counts, unsigned char* __restrict__ seen, const float* __restrict__ bias,
                            i64* __restrict__ counted, const i64* __restrict__ prompt, i64 prompt_stride,
-                           float* __restrict__ work, i64* __restrict__ out, float* __restrict__ lp,
+                           float* __restrict__ work, i64 ldw, i64* __restrict__ out, float* __restrict__ lp,
                            int* __restrict__ lp_ids, i64* __restrict__ next_tok, i64* __restrict__ next_pos,
                            i64 max_pos, Shared& sh) {
   const int tid = threadIdx.x, nt = blockDim.x;
@@ -344,7 +426,7 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   unsigned char* sn = seen + s * (i64)V;
   const float* bs = bias + s * (i64)V;
   const T* x = logits + r * ld;
-  float* wk = work + r * (i64)V;
+  float* wk = work + r * ldw;  // 16-byte aligned rows (ldw a multiple of 4)
   u32* wku = reinterpret_cast<u32*>(wk);
 
   // -- the slot's penalty state: reset by the sequence's first row, else count the fed token once --
@@ -371,56 +453,51 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   const bool pen = (flags & (REPETITION | COUNTS | BIAS)) != 0;
   float best = neg_inf();
   int bi = 0x7fffffff;
-  for (int j0 = tid; j0 < V; j0 += 4 * nt) {
-    float v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int j = j0 + u * nt;
-      v[u] = j < V ? to_f(x[j]) : neg_inf();
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int j = j0 + u * nt;
-      if (j >= V) break;
-      float y = v[u];
-      if (y != y) y = neg_inf();
-      if (pen) {
-        if (flags & (REPETITION | COUNTS)) {
-          const int c = cnt[j];
-          if ((flags & REPETITION) && (c > 0 || sn[j] != 0)) y = y > 0.f ? __fdiv_rn(y, rep) : __fmul_rn(y, rep);
-          if ((flags & COUNTS) && c > 0) {
-            y = __fsub_rn(y, __fmul_rn(freq, (float)c));
-            y = __fsub_rn(y, pres);
-          }
+  visit_row(x, V, [&](int j, float y) {
+    if (y != y) y = neg_inf();
+    if (pen) {
+      if (flags & (REPETITION | COUNTS)) {
+        const int c = cnt[j];
+        if ((flags & REPETITION) && (c > 0 || sn[j] != 0)) y = y > 0.f ? __fdiv_rn(y, rep) : __fmul_rn(y, rep);
+        if ((flags & COUNTS) && c > 0) {
+          y = __fsub_rn(y, __fmul_rn(freq, (float)c));
+          y = __fsub_rn(y, pres);
         }
-        if (flags & BIAS) y = __fadd_rn(y, bs[j]);
-        if (y != y) y = neg_inf();
       }
-      if (sampled) wk[j] = y;
-      if (y > best) {
-        best = y;
-        bi = j;
-      }
+      if (flags & BIAS) y = __fadd_rn(y, bs[j]);
+      if (y != y) y = neg_inf();
     }
-  }
+    if (sampled) wk[j] = y;
+    if (y > best || (y == best && j < bi)) {
+      best = y;
+      bi = j;
+    }
+  });
   block_argmax(best, bi, sh);
   const float m = best;
   i64 token = -1;
 
   if (m > neg_inf() && !sampled) token = bi;
   if (m > neg_inf() && sampled) {
-    // -- probabilities: float bits as keys --
+    // -- probabilities, in place: their float bits are the keys --
     const bool inf_case = m == pos_inf();
-    for (int j = tid; j < V; j += nt) {
-      const float y = wk[j];
-      const float e = inf_case ? (y == pos_inf() ? 1.f : 0.f) : exp_fixed(__fdiv_rn(__fsub_rn(y, m), temp));
-      wku[j] = __float_as_uint(e);
+    auto prob = [&](float y) {
+      return __float_as_uint(inf_case ? (y == pos_inf() ? 1.f : 0.f) : exp_fixed(__fdiv_rn(__fsub_rn(y, m), temp)));
+    };
+    for (int j = 4 * tid; j < V; j += 4 * nt) {
+      if (j + 3 < V) {
+        const float4 v = *reinterpret_cast<const float4*>(wk + j);
+        *reinterpret_cast<uint4*>(wku + j) = make_uint4(prob(v.x), prob(v.y), prob(v.z), prob(v.w));
+      } else {
+        for (int q = j; q < V; ++q) wku[q] = prob(wk[q]);
+      }
     }
     __syncthreads();
     u32 tk = 0;
     if (top_k > 0 && top_k < (u32)V) {
-      tk = radix_select<true>(V, [&](int j, u32& key, u64& wt) { key = wku[j]; wt = 1; return true; }, (u64)top_k,
-                               sh);
+      tk = radix_select([&](u32 mask, u32 prefix, int shift) {
+        fill_keys<true>(wku, V, [](u32) { return true; }, mask, prefix, shift, sh);
+      }, (u64)top_k, sh);
     }
     auto keep = [&](u32 key) { return key >= tk && key != 0u && quant(key) >= qmin; };
     const u64 R = token_bits(seed, (u64)(p - plen + 1));
@@ -428,13 +505,17 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
     if (tk != 0u && top_k <= (u32)CAND) {  // gather the survivors of top-k (ties may make them more than k)
       if (tid == 0) sh.count = 0;
       __syncthreads();
-      for (int j = tid; j < V; j += nt) {
-        const u32 key = wku[j];
-        if (keep(key)) {
-          const int i = atomicAdd(&sh.count, 1);
-          if (i < CAND) {
-            sh.ckey[i] = key;
-            sh.cidx[i] = j;
+      for (int j = 4 * tid; j < V; j += 4 * nt) {
+        u32 k[4];
+        load4(wku, j, V, k);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          if (keep(k[q])) {
+            const int i = atomicAdd(&sh.count, 1);
+            if (i < CAND) {
+              sh.ckey[i] = k[q];
+              sh.cidx[i] = j + q;
+            }
           }
         }
       }
@@ -478,28 +559,25 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       }
     } else {
       u64 loc = 0;
-      for (int j = tid; j < V; j += nt) {
-        const u32 key = wku[j];
-        if (keep(key)) loc += quant(key);
+      for (int j = 4 * tid; j < V; j += 4 * nt) {
+        u32 k[4];
+        load4(wku, j, V, k);
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          if (keep(k[q])) loc += quant(k[q]);
       }
       u64 total = block_sum(loc, sh);
       u32 tp = 0;
       if (flags & TOP_P) {
         u64 target = __double2ull_rz(__dmul_rn(__ull2double_rn(total), top_p));
         target = target > total ? total : (target < 1 ? 1 : target);
-        tp = radix_select<false>(V, [&](int j, u32& key, u64& wt) {
-          key = wku[j];
-          if (!keep(key)) return false;
-          wt = quant(key);
-          return true;
+        tp = radix_select([&](u32 mask, u32 prefix, int shift) {
+          fill_keys<false>(wku, V, keep, mask, prefix, shift, sh);
         }, target, sh);
         total = sh.above + sh.at;
       }
       const u64 u = __umul64hi(R, total);
-      chosen = choose_in_order(V, [&](int j) {
-        const u32 key = wku[j];
-        return keep(key) && key >= tp ? quant(key) : (u64)0;
-      }, u, sh);
+      chosen = choose_in_order(wku, V, [&](u32 key) { return keep(key) && key >= tp ? quant(key) : (u64)0; }, u, sh);
     }
     __syncthreads();
     token = small ? sh.token : chosen;
@@ -546,8 +624,13 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
     if (tid == 0) lpr[0] = token >= 0 ? logprob(to_f(x[token])) : __int_as_float(0x7fc00000);
     const int k = (int)((flags >> 8) & 0xffu) < V ? (int)((flags >> 8) & 0xffu) : V;
     if (k > 0) {
-      const u32 t = radix_select<true>(V, [&](int j, u32& key, u64& wt) { key = order_key(to_f(x[j])); wt = 1; return true; },
-                                 (u64)k, sh);
+      const u32 t = radix_select([&](u32 mask, u32 prefix, int shift) {
+        for (int base = tid & ~31; base < V; base += nt) {  // warp-uniform steps
+          const int j = base + (tid & 31);
+          const u32 key = j < V ? order_key(to_f(x[j])) : 0u;
+          hist_add<true>(j < V && (key & mask) == prefix, key, 1, shift, sh);
+        }
+      }, (u64)k, sh);
       const int need = k - (int)sh.above;  // how many of the ties at t, lowest ids first
       if (tid == 0) sh.count = 0;
       __syncthreads();
@@ -605,12 +688,12 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   extern "C" __global__ void __launch_bounds__(1024) gpk_sample_##DT(                                              \
       const T* logits, long long ld, int V, const long long* slots, const long long* tok, const long long* pos,   \
       const unsigned long long* table, int* counts, unsigned char* seen, const float* bias, long long* counted,    \
-      const long long* prompt, long long prompt_stride, float* work, long long* out, float* lp, int* lp_ids,       \
-      long long* next_tok, long long* next_pos, long long max_pos) {                                               \
+      const long long* prompt, long long prompt_stride, float* work, long long ldw, long long* out, float* lp,     \
+      int* lp_ids, long long* next_tok, long long* next_pos, long long max_pos) {                                  \
     __shared__ gpk_smp::Shared sh;                                                                                 \
     GPK_SMP_PDL()                                                                                                  \
     gpk_smp::sample_row<T>(logits, ld, V, slots, tok, pos, table, counts, seen, bias, counted, prompt,             \
-                           prompt_stride, work, out, lp, lp_ids, next_tok, next_pos, max_pos, sh);                 \
+                           prompt_stride, work, ldw, out, lp, lp_ids, next_tok, next_pos, max_pos, sh);            \
   }
 
 GPK_SAMPLE_KERNEL(float, f32)

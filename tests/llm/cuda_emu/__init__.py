@@ -58,10 +58,11 @@ class Emulated:
             out=None, logprobs=None, logprob_ids=None, next_tok=None, next_pos=None, max_pos=0, threads=128,
             work=None):
         """One launch over the rows of logits (float32 (R, V), C-contiguous), writing out etc. in place (work:
-        the kernel's scratch, (R, V) float32, where sampled rows leave their probabilities)."""
+        the kernel's scratch, (R, >= V) float32 with rows of a multiple of 4, where sampled rows leave their
+        probabilities)."""
         R, V = logits.shape
         assert logits.dtype == np.float32 and logits.flags.c_contiguous
-        work = np.zeros((R, V), dtype=np.float32) if work is None else work
+        work = np.zeros((R, -(-V // 4) * 4), dtype=np.float32) if work is None else work
         out = np.zeros(R, dtype=np.int64) if out is None else out
         lp = np.zeros((R, 21), dtype=np.float32) if logprobs is None else logprobs
         ids = np.zeros((R, 20), dtype=np.int32) if logprob_ids is None else logprob_ids
@@ -73,6 +74,7 @@ class Emulated:
             assert a.dtype == dt and a.flags.c_contiguous, (a.dtype, dt)
         self.fn(ctypes.c_int(threads), ctypes.c_int(R), _p(logits), ctypes.c_longlong(V), ctypes.c_int(V), _p(slots),
                 _p(tok), _p(pos), _p(table), _p(counts), _p(seen), _p(bias), _p(counted), _p(pr),
-                ctypes.c_longlong(0 if pr is None else pr.shape[1]), _p(work), _p(out), _p(lp), _p(ids),
+                ctypes.c_longlong(0 if pr is None else pr.shape[1]), _p(work), ctypes.c_longlong(work.shape[1]),
+                _p(out), _p(lp), _p(ids),
                 _p(next_tok), _p(next_pos), ctypes.c_longlong(max_pos))
         return out

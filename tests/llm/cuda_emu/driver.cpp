@@ -5,10 +5,10 @@
 extern "C" void emu_sample(int threads, int rows, const float* logits, long long ld, int V, const long long* slots,
                            const long long* tok, const long long* pos, const unsigned long long* table, int* counts,
                            unsigned char* seen, const float* bias, long long* counted, const long long* prompt,
-                           long long prompt_stride, float* work, long long* out, float* lp, int* lp_ids,
+                           long long prompt_stride, float* work, long long ldw, long long* out, float* lp, int* lp_ids,
                            long long* next_tok, long long* next_pos, long long max_pos) {
   emu_launch(rows, threads, [=] {
     gpk_sample_f32(logits, ld, V, slots, tok, pos, table, counts, seen, bias, counted, prompt, prompt_stride, work,
-                   out, lp, lp_ids, next_tok, next_pos, max_pos);
+                   ldw, out, lp, lp_ids, next_tok, next_pos, max_pos);
   });
 }
