@@ -244,8 +244,9 @@ SETTINGS = [dict(temperature=1.0), dict(temperature=0.8, top_k=50, top_p=0.95),
 @pytest.mark.parametrize("kw", SETTINGS)
 def test_cpu_and_gpu_generate_the_same_256_tokens(kw):
     """A float32 random GPT-2 with GPT-2's vocabulary on both devices, four prompts in a batch, 256 sampled tokens
-    each: the same tokens (the logits agree to float32 rounding; a draw within that of a boundary could differ,
-    about once in a million tokens), with and without CUDA graphs."""
+    each: the same tokens, with and without CUDA graphs. (The two devices' logits agree to float32 rounding, not
+    bit for bit: a draw that falls within that rounding of a boundary between two tokens would differ, about once
+    in 10^6 tokens; these inputs are fixed, so the outcome is the same on every run.)"""
     prompts = [[1, 2, 3], [40, 41], [7] * 9, [300, 5000, 20000, 11]]
     want = generate(wide("cpu"), prompts, max_new_tokens=256, seed=21, **kw)
     assert generate(wide("cuda:0"), prompts, max_new_tokens=256, seed=21, **kw) == want
@@ -264,7 +265,7 @@ def test_gpu_logprobs_and_failures_match_the_cpu():
         assert abs(a - b) < 1e-4 and [i for i, _ in ta] == [i for i, _ in tb]
         assert np.allclose([v for _, v in ta], [v for _, v in tb], atol=1e-4)
     m = wide("cuda:0")
-    engine = Engine(NaNForSlot(m, 0, 6), max_batch=2, max_len=64)
+    engine = Engine(NaNForSlot(m, 0, 6), max_batch=2, max_len=64, cuda_graphs=False)  # the wrapper copies to host
     bad = Sequence([1, 2, 3], max_new_tokens=20, params=SamplingParams(1.0, seed=1))
     good = Sequence([4, 5], max_new_tokens=20, params=SamplingParams(1.0, seed=2))
     engine.add([bad, good])
