@@ -251,3 +251,65 @@ def test_cuda_kernel_on_ties_and_special_values(case):
     params = list(SETTINGS.values())
     want = scenario(run_numpy, params, 700, 8, logits_fn=ADVERSARIAL[case])
     assert_same(want, scenario(_cuda_run(np.float32), params, 700, 8, logits_fn=ADVERSARIAL[case]))
+
+
+def test_the_launcher_passes_what_the_kernel_takes(emu, monkeypatch):
+    """gpk_array._kernels.sampling.sample (the launcher the engine calls on CUDA) with numpy-backed stand-ins for
+    CuPy arrays, its launch routed to the emulated kernel (driver.cpp's emu_sample takes the kernel's parameters in
+    the kernel's order): the outputs of run_numpy, so the launcher's argument order, strides and scalars are right."""
+    import ctypes
+    import importlib.util
+    import pathlib
+
+    from gpk_array._kernels import loader
+    from gpk_array._kernels import sampling as launcher
+    spec = importlib.util.spec_from_file_location("gpk_kernels_emu",
+                                                  pathlib.Path(__file__).parents[1] / "kernels" / "_emu.py")
+    fake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake)
+    launches = []
+
+    def launch(fn, grid, block, args, shared_mem=0, pdl=False):
+        assert fn == "gpk_sample_f32" and block == launcher.THREADS and pdl
+        launches.append(grid)
+        c = []
+        for a in args:
+            if a is None:
+                c.append(None)
+            elif isinstance(a, fake.FakeArray):
+                c.append(ctypes.c_void_p(a.data.ptr))
+            elif a.dtype == np.int32:
+                c.append(ctypes.c_int(int(a)))
+            else:
+                assert a.dtype == np.int64, a.dtype
+                c.append(ctypes.c_longlong(int(a)))
+        emu.fn(ctypes.c_int(32), ctypes.c_int(grid), *c)
+    monkeypatch.setattr(loader, "get_function", lambda cu_file, name, options=(): name)
+    monkeypatch.setattr(loader, "launch", launch)
+    rng = np.random.default_rng(9)
+    B, V, R = 4, 301, 3
+    params = [SETTINGS[k] for k in ("k50-p0.95", "penalties", "lp20", "greedy-pen-bias-lp")]
+    table = np.stack([pack_slot(p, 5 + i, 4, V) for i, p in enumerate(params)])
+    x = rng.standard_normal((R, V + 7)).astype(np.float32)[:, :V]  # rows with a stride beyond V
+    slots, prompt = np.array([3, 0, 2]), rng.integers(0, V, (R, 4))
+    state = lambda: [np.zeros((B, V), np.int32), np.zeros((B, V), np.uint8), np.zeros((B, V), np.float32),  # noqa
+                     np.zeros(B, np.int64)]
+    outs = lambda: [np.zeros(R, np.int64), np.zeros((R, 21), np.float32), np.zeros((R, 20), np.int32)]  # noqa
+    want_state, want = state(), outs()
+    nt, npos = np.zeros(B, np.int64), np.zeros(B, np.int64)
+    run_numpy(np.ascontiguousarray(x), table, *want_state, slots=slots, tok=prompt[:, -1], pos=np.full(R, 3),
+              prompt=prompt, out=want[0], logprobs=want[1], logprob_ids=want[2], next_tok=nt, next_pos=npos,
+              max_pos=9)
+    got_state, got = state(), outs()
+    gt, gpos = np.zeros(B, np.int64), np.zeros(B, np.int64)
+    F = fake.FakeArray
+    launcher.sample(F(x), F(table), *map(F, got_state), F(np.zeros((B, V + 3), np.float32)), *map(F, got),
+                    tok=F(prompt[:, -1].copy()), pos=F(np.full(R, 3)), slots=F(slots), prompt=F(prompt),
+                    next_tok=F(gt), next_pos=F(gpos), max_pos=9)
+    assert launches == [R]
+    for a, b in zip(want_state + want[:1] + want[2:] + [nt, npos], got_state + got[:1] + got[2:] + [gt, gpos]):
+        assert np.array_equal(a, b)
+    assert np.allclose(want[1], got[1], atol=2e-5, equal_nan=True)
+    with pytest.raises(ValueError, match="work"):
+        launcher.sample(F(x), F(table), *map(F, got_state), F(np.zeros((B, V), np.float32)), *map(F, got),
+                        tok=F(prompt[:, -1].copy()), pos=F(np.full(R, 3)))

@@ -487,7 +487,12 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
     for (int j = 4 * tid; j < V; j += 4 * nt) {
       if (j + 3 < V) {
         const float4 v = *reinterpret_cast<const float4*>(wk + j);
-        *reinterpret_cast<uint4*>(wku + j) = make_uint4(prob(v.x), prob(v.y), prob(v.z), prob(v.w));
+        uint4 o;
+        o.x = prob(v.x);
+        o.y = prob(v.y);
+        o.z = prob(v.z);
+        o.w = prob(v.w);
+        *reinterpret_cast<uint4*>(wku + j) = o;
       } else {
         for (int q = j; q < V; ++q) wku[q] = prob(wk[q]);
       }

@@ -30,7 +30,6 @@
 struct dim3_ { unsigned x, y, z; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
 struct alignas(16) float4 { float x, y, z, w; };
-inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 inline thread_local dim3_ threadIdx;
 inline thread_local dim3_ blockIdx;
 inline dim3_ blockDim;
