@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpk_array._kernels import attention, elementwise, loader, nn, reduction  # noqa: E402
+from gpk_array._kernels import attention, elementwise, loader, nn, reduction, sampling  # noqa: E402
 
 DEFAULT_ARCHS = ("80", "90a")
 
@@ -50,7 +50,7 @@ def compile_one(nvcc: str, cu: Path, arch: str, outdir: Path) -> dict:
 def expected_names() -> dict[str, set[str]]:
     names: dict[str, set[str]] = {}
     for table in (elementwise.expected_kernels(), reduction.expected_kernels(), nn.expected_kernels(),
-                  attention.expected_kernels()):
+                  attention.expected_kernels(), sampling.expected_kernels()):
         for f, s in table.items():
             names.setdefault(f, set()).update(s)
     return names
@@ -62,7 +62,7 @@ def check_nvrtc(archs, jobs) -> int:
         return 2
     mods: dict = {}
     for table in (elementwise.expected_by_module(), reduction.expected_by_module(), nn.expected_by_module(),
-                  attention.expected_by_module()):
+                  attention.expected_by_module(), sampling.expected_by_module()):
         mods.update(table)
     work = [(f, opts, a) for (f, opts) in sorted(mods) for a in archs]
     t0 = time.perf_counter()

@@ -27,9 +27,9 @@ from . import loader
 def all_variants() -> list[tuple[str, tuple]]:
     """Every (cu_file, options) module the front ends may load, the CUTLASS GEMM instances of gemm.py
     (``cutlass/<file>.cu``, used with GPK_GEMM=cutlass) included."""
-    from . import attention, elementwise, gemm, nn, reduction
+    from . import attention, elementwise, gemm, nn, reduction, sampling
     return sorted(set(elementwise.variants()) | set(reduction.variants()) | set(nn.variants())
-                  | set(attention.variants()) | set(gemm.variants()))
+                  | set(attention.variants()) | set(sampling.variants()) | set(gemm.variants()))
 
 
 def prebuild(arch=None, *, jobs: int | None = None, verbose: bool = False, force: bool = False,

@@ -1,4 +1,4 @@
-"""Text generation: KV cache, greedy and sampled decoding, stop tokens, batches, streaming.
+"""Text generation: KV cache, greedy and sampled decoding on the device, stop tokens, batches, streaming.
 
 ``Engine`` holds a fixed number of slots, the rows of one preallocated KV cache. A sequence is prefilled into a
 free slot (several at once, right-padded), then every ``step()`` runs one batched decode over all slots, with
@@ -7,148 +7,40 @@ to a block) with a mask. On a CUDA device that step is captured once per ``kv_le
 (when every kernel in it can be captured; otherwise, with a warning, it runs eagerly).
 Sequences come and go between steps (continuous batching): ``generate`` and the HTTP server both drive it.
 
-Token choice happens on the host for sampling, with one seeded NumPy Generator per sequence, so the CPU and a
-GPU draw the same tokens from the same logits; greedy rows take an argmax on the device.
+Token choice is part of the step (``sampling.py``): one batched sampler over every slot, each with its own
+parameters (greedy or sampled, penalties, logit bias, seed, logprobs) in a table on the device, written when the
+sequence joins. On CUDA it is one kernel inside the captured graph; so for sampled sequences as for greedy ones
+the step after this one is launched from the device's tokens before the host has read them. The draws come from
+Philox4x32-10 keyed by the sequence's seed and counted by its token index, computed alike in NumPy and CUDA: the
+CPU and a GPU choose the same tokens from the same logits, whatever the batch.
+
+``generate()`` keeps its engines (their caches and captured graphs) per model and batch size and reuses them on
+the next call; ``clear_engines(model)`` frees them.
 """
 import collections
-import dataclasses
+import math
+import sys
+import threading
 import warnings
+import weakref
 
 import numpy as np
 
 import gpk_array as gp
-from .._ops.indexing import take_unchecked
-from . import _host_sampling as _hs
+from .graphs import CudaGraphs
+from .sampling import (MAX_LOGPROBS, MIN_TEMPERATURE, SamplingParams, SlotSampler, fresh_seed,  # noqa: F401
+                       sample)
 
-
-# Temperatures below this decode greedily: dividing logits by a tiny temperature overflows (1e-310: every logit
-# becomes +-inf and the softmax NaN), and well before that the distribution is one-hot but for exact ties.
-MIN_TEMPERATURE = 1e-5
-
-
-@dataclasses.dataclass
-class SamplingParams:
-    """How a sequence chooses its tokens; each field is checked (ValueError naming it).
-
-    temperature 0 (or below MIN_TEMPERATURE) means greedy; top_k None/0 and top_p None/1.0 keep every token; min_p
-    None/0 keeps every token, else those with a probability of at least min_p times the largest.
-    repetition_penalty (Hugging Face / vLLM semantics, over the prompt and the generated tokens: a positive logit
-    is divided by it, a negative one multiplied), presence_penalty and frequency_penalty (OpenAI semantics, over
-    the generated tokens: a logit drops by frequency_penalty per occurrence plus presence_penalty once),
-    logit_bias ({token id: value added to its logit}) change the logits before the choice, greedy included.
-    seed: None (fresh entropy), a non-negative integer below 2**64 (or a sequence of them:
-    numpy.random.default_rng's). logprobs: None records nothing; k in [0, 20] records, for every token appended
-    to ``Sequence.tokens``, the chosen token's log-probability and the top k (``Sequence.token_logprobs``)."""
-    temperature: float = 0.0
-    top_k: int | None = None
-    top_p: float | None = None
-    min_p: float | None = None
-    repetition_penalty: float = 1.0
-    presence_penalty: float = 0.0
-    frequency_penalty: float = 0.0
-    logit_bias: dict | None = None
-    seed: int | None = None
-    logprobs: int | None = None
-
-    def __post_init__(self):
-        if not (_is_number(self.temperature) and 0 <= self.temperature < float("inf")):
-            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
-        if self.top_k is not None and not (_is_int(self.top_k) and self.top_k >= 0):
-            raise ValueError(f"top_k must be an integer >= 0, got {self.top_k!r}")
-        if self.top_p is not None and not (_is_number(self.top_p) and 0 < self.top_p <= 1):
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
-        if self.min_p is not None and not (_is_number(self.min_p) and 0 <= self.min_p <= 1):
-            raise ValueError(f"min_p must be in [0, 1], got {self.min_p!r}")
-        if not (_is_number(self.repetition_penalty) and 0 < self.repetition_penalty < float("inf")):
-            raise ValueError(f"repetition_penalty must be a finite number > 0, got {self.repetition_penalty!r}")
-        for name in ("presence_penalty", "frequency_penalty"):
-            v = getattr(self, name)
-            if not (_is_number(v) and np.isfinite(v)):
-                raise ValueError(f"{name} must be a finite number, got {v!r}")
-        if self.logit_bias is not None:
-            if not isinstance(self.logit_bias, dict):
-                raise ValueError(f"logit_bias must be a dict {{token id: bias}}, got {type(self.logit_bias).__name__}")
-            for k, v in self.logit_bias.items():
-                if not (_is_int(k) and k >= 0):
-                    raise ValueError(f"logit_bias keys must be token ids (integers >= 0), got {k!r}")
-                if not (_is_number(v) and np.isfinite(v)):
-                    raise ValueError(f"logit_bias values must be finite numbers, got {v!r} for token {k}")
-        if self.logprobs is not None and not (_is_int(self.logprobs) and 0 <= self.logprobs <= 20):
-            raise ValueError(f"logprobs must be None or an integer in [0, 20], got {self.logprobs!r}")
-        seed = self.seed
-        if seed is None or isinstance(seed, (np.random.SeedSequence, np.random.BitGenerator, np.random.Generator)):
-            return
-        parts = seed if isinstance(seed, (list, tuple)) and seed else [seed]
-        if not all(_is_int(x) and 0 <= x < 2 ** 64 for x in parts):
-            raise ValueError(f"seed must be None, an integer in [0, 2**64) or a non-empty sequence of them, "
-                             f"got {seed!r}")
-
-    @property
-    def greedy(self):
-        """Whether these parameters pick the most likely token (temperature below MIN_TEMPERATURE, or top_k 1)."""
-        return self.temperature < MIN_TEMPERATURE or self.top_k == 1
-
-
-def _is_int(x):
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _is_number(x):
-    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
-
-
-def _clean_logits(logits):
-    """float64 logits in which NaN counts as -inf and, if any logit is +inf, only the +inf ones remain (at 0);
-    ValueError when no logit is above -inf (no token can be chosen)."""
-    z = np.array(logits, dtype=np.float64).reshape(-1)
-    if not np.isfinite(z).all():
-        z[np.isnan(z)] = -np.inf
-        top = np.isposinf(z)
-        if top.any():
-            z = np.where(top, 0.0, -np.inf)
-        if not (z > -np.inf).any():
-            raise ValueError("no finite logit to choose a token from (every logit is NaN or -inf)")
-    return z
-
-
-def sample(logits, params, rng):
-    """A token id from one row of logits (NumPy, (V,)) under ``params``, drawing with ``rng``.
-
-    NaN logits never win (they count as -inf); +inf logits share all of the probability; ValueError when no logit
-    is above -inf. The softmax subtracts the largest logit before dividing by the temperature, in float64."""
-    z = _clean_logits(logits)
-    if params.greedy:
-        return int(np.argmax(z))
-    with np.errstate(over="ignore"):  # <= 0, with 0 at the largest: what overflows is -inf, a probability of 0
-        z = (z - z.max()) / params.temperature
-    if params.top_k and params.top_k < z.size:
-        kth = np.partition(z, -params.top_k)[-params.top_k]
-        z = np.where(z >= kth, z, -np.inf)
-    p = np.exp(z)
-    p /= p.sum()
-    if params.top_p is not None and params.top_p < 1:
-        order = np.argsort(-p, kind="stable")
-        sorted_p = p[order]
-        drop = np.cumsum(sorted_p) - sorted_p >= params.top_p  # keep the smallest prefix reaching top_p
-        p[order[drop]] = 0.0
-        p /= p.sum()
-    if params.min_p:  # after top-k / top-p: tokens below min_p times the most likely one's probability drop
-        p[p < params.min_p * p.max()] = 0.0
-        p /= p.sum()
-    cdf = np.cumsum(p)
-    return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), z.size - 1))
+NO_FINITE_LOGIT = "no finite logit to choose a token from (every logit is NaN or -inf)"
 
 
 class Sequence:
     """One prompt being continued: its generated ``tokens``, and ``finish_reason`` once done
     ("stop": a stop token came (it is not kept), "length": max_new_tokens reached, "cancelled", "error": choosing
-    its next token raised, the exception in ``exception`` and its text in ``error``; the other sequences of the
-    batch go on).
-
-    ``token_logprobs``: None unless ``params.logprobs`` is an integer k; then one ``(logprob, top)`` per token of
-    ``tokens``: the log-softmax of the model's raw logits (before temperature, penalties, bias, top-k/p) at the
-    chosen token, and the k most likely ``(token id, logprob)`` in decreasing order (a stop token that ends the
-    sequence is not appended and has no entry)."""
+    its next token failed, the exception in ``exception`` and its text in ``error``; the other sequences of the
+    batch go on). ``token_logprobs``: None unless params.logprobs is set, else one ``(logprob, [(id, logprob),
+    ...])`` per token of ``tokens`` (the chosen token's log-softmax and the params.logprobs most likely tokens',
+    from the raw logits). ``seed``: the Philox key of its draws (params.seed, or fresh entropy)."""
 
     def __init__(self, prompt, *, max_new_tokens=64, params=None, stop_tokens=(), tag=None):
         if isinstance(prompt, np.ndarray) and prompt.dtype.kind in "iu":  # one C conversion, not one per token
@@ -163,8 +55,7 @@ class Sequence:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
         self.max_new_tokens = max_new_tokens
         self.params = params or SamplingParams()
-        self._on_device = _hs.on_device(self.params)  # its token is the device's argmax (read every step)
-        self._rng = None
+        self.seed = self.params.seed if self.params.seed is not None else fresh_seed()
         self.stop_tokens = frozenset(int(t) for t in stop_tokens)
         self.tokens = []
         self.token_logprobs = None if self.params.logprobs is None else []
@@ -175,13 +66,6 @@ class Sequence:
         self.exception = None
 
     @property
-    def rng(self):
-        """The sampling generator, seeded from params.seed (made when first sampled from: greedy never does)."""
-        if self._rng is None:
-            self._rng = np.random.default_rng(self.params.seed)
-        return self._rng
-
-    @property
     def prompt_array(self):
         """The prompt as an int64 NumPy array (made once)."""
         if self._prompt_array is None:
@@ -190,7 +74,7 @@ class Sequence:
 
     @property
     def done(self):
-        """Whether the sequence has finished (``finish_reason`` is ``"stop"`` or ``"length"``)."""
+        """Whether the sequence has finished (``finish_reason`` is set)."""
         return self.finish_reason is not None
 
     @property
@@ -204,13 +88,13 @@ class Sequence:
             self.finish_reason = "error"
             self.error, self.exception = f"{type(exc).__name__}: {exc}", exc
 
-    def _push(self, token, logprob=None):
+    def _push(self, token, logprobs=None):
         if token in self.stop_tokens:
             self.finish_reason = "stop"
             return
         self.tokens.append(token)
         if self.token_logprobs is not None:
-            self.token_logprobs.append(logprob)
+            self.token_logprobs.append(logprobs)
         if len(self.tokens) >= self.max_new_tokens:
             self.finish_reason = "length"
 
@@ -234,21 +118,28 @@ class Engine:
         dev = self.device
         self._io = gp.zeros((2, max_batch, 1), dtype=gp.int64, device=dev)  # decode tokens and positions
         self._io_host = np.zeros((2, max_batch, 1), dtype=np.int64)
+        self._io_next = gp.zeros((2, max_batch, 1), dtype=gp.int64, device=dev)  # the next step's, from the sampler
         if cuda_graphs is None or cuda_graphs is True:
             cuda_graphs = CudaGraphs() if dev.kind == "cuda" else None
         self.graphs = cuda_graphs or None
         self.graph_error = None  # why capture was given up, if it was
         self._ahead = None  # (active set, fetch): a decode step launched before its inputs reached the host
-        if self.graphs is not None:  # the static buffers a captured step reads and writes
-            self._logits = gp.zeros((max_batch, c.vocab_size), dtype=model.dtype, device=dev)
-            self._next = gp.zeros((max_batch,), dtype=gp.int64, device=dev)
-            self._io_next = gp.zeros((2, max_batch, 1), dtype=gp.int64, device=dev)  # the next step's inputs
-            self._pinned = None
-            self._p_io = gp.zeros((self.max_len + 2,), dtype=gp.int64, device=dev)  # prefill: tokens, row, last
-            self._p_logits = gp.zeros((1, c.vocab_size), dtype=model.dtype, device=dev)
-            self._p_next = gp.zeros((1,), dtype=gp.int64, device=dev)
+        self.sampler = SlotSampler(max_batch, c.vocab_size, dev)
+        # what a step leaves for the host: tokens, logprobs (the chosen token's, then the top ones), top ids;
+        # decode rows are slots, prefill rows the sequences being added
+        self._out = self._outputs(max_batch)
+        self._p_out = self._outputs(max_batch)
+        self._p_io = gp.zeros((self.max_len + 2,), dtype=gp.int64, device=dev)  # prefill graph: tokens, row, last
+        self._pinned = None
+        self._busy = False  # lent out by generate()'s engine cache
+        self._ctx = None
         self.steps = 0
         self.max_active = 0  # most sequences seen in one decode step (evidence of batching)
+
+    def _outputs(self, n):
+        dev = self.device
+        return (gp.zeros((n,), dtype=gp.int64, device=dev), gp.zeros((n, 1 + MAX_LOGPROBS), dtype=gp.float32,
+                device=dev), gp.zeros((n, MAX_LOGPROBS), dtype=gp.int32, device=dev))
 
     @property
     def active(self):
@@ -270,6 +161,7 @@ class Engine:
         a = seq.prompt_array
         if int(a.min()) < 0 or int(a.max()) >= v:
             raise ValueError(f"prompt token ids must be in [0, {v})")
+        self.sampler.check(seq.params)
 
     def add(self, seqs):
         """Prefill seqs into free slots (one batched forward) and choose their first tokens; returns them."""
@@ -278,30 +170,25 @@ class Engine:
             return []
         self._claim(seqs)
         if len(seqs) == 1 and self.graphs is not None:
-            logits, nxt = self._prefill_graph(seqs[0])
+            self._prefill_graph(seqs[0])
         else:
-            lens = [len(s.prompt) for s in seqs]
-            toks = np.zeros((len(seqs), max(lens)), dtype=np.int64)  # right padding: later slots are rewritten
-            for r, s in enumerate(seqs):
-                toks[r, :lens[r]] = s.prompt
-            rows = np.array([s.slot for s in seqs], dtype=np.int64)
-            logits = self.model(toks, cache=self.cache, rows=rows, last=np.array(lens) - 1)
-            nxt = None
-        self._choose(seqs, logits, nxt)
+            self._prefill_batch(seqs)
+        self._push_tokens(seqs, *self._fetch(self._p_out, len(seqs), seqs)(), rows=range(len(seqs)))
         return seqs
 
     def step(self):
         """One decode step for every active sequence; returns the sequences that advanced (or finished).
 
-        With CUDA graphs and greedy sequences the step after this one is launched before this one's tokens are
-        read back (its inputs come from this step's argmax on the device), so the GPU never waits for the host;
+        With CUDA graphs the step after this one is launched before this one's tokens are read back (its inputs
+        come from this step's sampler on the device, greedy or sampled alike), so the GPU never waits for the host;
         it is used when the next call finds the same sequences, and simply recomputed otherwise (a sequence that
-        stopped, one that joined), which rewrites the same cache entries with the same values."""
+        stopped, one that joined), which rewrites the same cache entries with the same values (and the sampler's
+        penalty counts count a fed token once)."""
         active = self.active
         if not active:
             return []
+        sig = tuple((s.slot, id(s)) for s in active)
         if self.graphs is not None:
-            sig = tuple((s.slot, id(s)) for s in active)
             ahead, self._ahead = self._ahead, None
             if ahead is not None and ahead[0] == sig:
                 return self._finish_step(active, ahead[1], sig)
@@ -312,26 +199,16 @@ class Engine:
             io[1, s.slot, 0] = s.next_position
         kv_len = self._kv_len(max(s.next_position for s in active))
         _upload(self._io, io)
-        tok, pos = self._io[0], self._io[1]
-        if self.graphs is not None:
-            if self._graph(("decode", kv_len), self._decode_fn(kv_len)):
-                if all(s._on_device for s in active):
-                    return self._finish_step(active, self._fetch(), sig)
-                logits, nxt = self._logits, self._next
-            else:
-                logits, nxt = self.model(tok, pos, cache=self.cache, kv_len=kv_len)[:, 0], None
-        else:
-            logits, nxt = self.model(tok, pos, cache=self.cache, kv_len=kv_len)[:, 0], None
-        self.steps += 1
-        self.max_active = max(self.max_active, len(active))
-        rows = [s.slot for s in active]
-        self._choose(active, logits, nxt, rows)
-        return active
+        fn = self._decode_fn(kv_len)
+        if not self._graph(("decode", kv_len), fn):
+            fn()
+        return self._finish_step(active, self._fetch(self._out, self.max_batch, active), sig)
 
     def add_shared(self, seqs):
         """Prefill one prompt once for several sequences of it (an OpenAI request's ``n`` choices) and choose
         their first tokens; returns them. The first sequence's prefill fills its cache row, whose prompt slots are
-        then copied to the other sequences' rows; each chooses from the same logits with its own parameters."""
+        then copied to the other sequences' rows; the sampler chooses each one's token from the same logits with
+        its own parameters and seed."""
         seqs = list(seqs)
         if len(seqs) <= 1:
             return self.add(seqs)
@@ -339,21 +216,24 @@ class Engine:
         if any(s.prompt != first.prompt for s in seqs[1:]):
             raise ValueError("add_shared takes sequences of one prompt")
         self._claim(seqs)
-        n = len(first.prompt)
-        if self.graphs is not None:
-            logits, nxt = self._prefill_graph(first)
-        else:
-            logits = self.model(first.prompt_array.reshape(1, n), cache=self.cache,
-                                rows=np.array([first.slot], dtype=np.int64), last=np.array([n - 1]))
-            nxt = None
+        n, k, dev = len(first.prompt), len(seqs), self.device
+        toks = gp.asarray(first.prompt_array.reshape(1, n), device=dev)
+        last = gp.asarray(np.full(k, n - 1, dtype=np.int64), device=dev)
+        logits = self.model(toks, cache=self.cache, rows=gp.asarray(np.array([first.slot], dtype=np.int64),
+                                                                    device=dev), last=last[:1])
         for layer in self.cache.layers:  # (2, batch, n_head, max_len, head_dim): the prompt's slots of its row
             for s in seqs[1:]:
                 layer[:, s.slot, :, :n] = layer[:, first.slot, :, :n]
-        self._choose(seqs, logits, nxt, [0] * len(seqs))
+        rows = gp.asarray(np.array([s.slot for s in seqs], dtype=np.int64), device=dev)
+        out, lp, ids = self._p_out
+        self.sampler.run(gp.tile(logits, (k, 1)), tok=last, pos=last, slots=rows, prompt=gp.tile(toks, (k, 1)),
+                         out=out[:k], logprobs=lp[:k], logprob_ids=ids[:k])
+        self._push_tokens(seqs, *self._fetch(self._p_out, k, seqs)(), rows=range(k))
         return seqs
 
     def _claim(self, seqs):
-        """Check seqs and give each a free slot (RuntimeError when there are too few)."""
+        """Check seqs, give each a free slot (RuntimeError when there are too few) and load their sampling
+        parameters into the sampler."""
         if len(seqs) > self.free:
             raise RuntimeError(f"{len(seqs)} sequences for {self.free} free slots")
         for s in seqs:
@@ -362,6 +242,9 @@ class Engine:
         free = [i for i, s in enumerate(self.slots) if s is None]
         for s, i in zip(seqs, free):
             s.slot, self.slots[i] = i, s
+        for s in seqs:
+            self.sampler.set_slot(s.slot, s.params, s.seed, len(s.prompt))
+        self.sampler.upload()
 
     def release(self, seq, reason=None):
         """Free seq's slot (finishing it with ``reason`` if it was still running)."""
@@ -369,107 +252,113 @@ class Engine:
             seq.finish_reason = reason
         if seq.slot is not None and self.slots[seq.slot] is seq:
             self.slots[seq.slot] = None
+            self.sampler.clear_slot(seq.slot)
             self._ahead = None  # a step launched ahead was for the old set of sequences
         seq.slot = None
 
     # --- internals -------------------------------------------------------------------------------------
     def _decode_fn(self, kv_len):
-        """The captured decode step: logits and argmax of the tokens and positions in self._io, and the next
-        step's inputs (the argmax, the positions + 1) in self._io_next (not in self._io: a step must stay
-        idempotent, as CudaGraphs runs it once before capturing it)."""
+        """The decode step (captured per kv_len): logits of the tokens and positions in self._io, the sampler's
+        choice of every slot into self._out, and the next step's inputs (the tokens, the positions + 1) into
+        self._io_next (not self._io: a step must stay idempotent, as CudaGraphs runs it once before capturing it)."""
         tok, pos = self._io[0], self._io[1]
+        out, lp, ids = self._out
 
         def fn():
             logits = self.model(tok, pos, cache=self.cache, kv_len=kv_len)[:, 0]
-            self._logits[...] = logits
-            nxt = gp.argmax(logits, axis=-1)
-            self._next[...] = nxt
-            self._io_next[0, :, 0] = nxt
-            self._io_next[1] = gp.minimum(pos + 1, self.max_len - 1)
+            self.sampler.run(logits, tok=tok, pos=pos, out=out, logprobs=lp, logprob_ids=ids,
+                             next_tok=self._io_next[0], next_pos=self._io_next[1], max_pos=self.max_len - 1)
         return fn
 
     def _finish_step(self, active, fetch, sig):
-        """The greedy step whose tokens ``fetch`` brings: launch the one after it first when every sequence will
-        still be running then, then read the tokens and push them."""
-        if all(len(s.tokens) + 1 < s.max_new_tokens for s in active):
+        """The step whose tokens ``fetch`` brings: with graphs, launch the one after it first when every sequence
+        will still be running then, then read the tokens and push them."""
+        if self.graphs is not None and all(len(s.tokens) + 1 < s.max_new_tokens for s in active):
             top = max(s.next_position for s in active) + 1  # the next step feeds this position
             if top < self.max_len:
                 kv_len = self._kv_len(top)
                 self._io[...] = self._io_next
                 if self._graph(("decode", kv_len), self._decode_fn(kv_len)):
-                    self._ahead = (sig, self._fetch())
+                    self._ahead = (sig, self._fetch(self._out, self.max_batch, active))
         self.steps += 1
         self.max_active = max(self.max_active, len(active))
-        ids = fetch()
-        self._push_tokens(active, [ids[s.slot] for s in active])
+        self._push_tokens(active, *fetch())
         return active
 
     def _kv_len(self, top):
         """Cache slots a decode step attends when the highest position it feeds is top: whole kv_blocks."""
         return min(self.max_len, -(-(top + 1) // self.kv_block) * self.kv_block)
 
-    def _push_tokens(self, seqs, tokens, entries=None):
-        """Append each sequence's chosen token (None: it failed) and its logprobs entry, then free the slots of
-        those that finished."""
-        entries = entries or [None] * len(seqs)
-        for s, t, e in zip(seqs, tokens, entries):
-            if t is None:
-                continue
+    def _push_tokens(self, seqs, ids, lp, lp_ids, rows=None):
+        """Append each sequence's token (row: its slot, or rows[i]); -1 (no logit above -inf) fails that
+        sequence alone; then free the slots of those that finished."""
+        vocab = self.model.config.vocab_size
+        for i, s in enumerate(seqs):
+            r = s.slot if rows is None else rows[i]
             try:
-                s._push(int(t), e)
+                t = int(ids[r])
+                if t < 0:
+                    raise ValueError(NO_FINITE_LOGIT)
+                entry = None
+                if s.params.logprobs is not None:
+                    k = min(s.params.logprobs, vocab)
+                    entry = (float(lp[r, 0]), [(int(lp_ids[r, j]), float(lp[r, 1 + j])) for j in range(k)])
+                s._push(t, entry)
             except Exception as e:  # one sequence's failure is its own
                 s.fail(e)
         for s in seqs:
             if s.done:
                 self.release(s)
 
-    def _fetch(self):
-        """Start copying the step's argmax to the host; returns a function that waits for it (CUDA: into one of
-        two pinned buffers, the copy ordered on the stream before anything launched later)."""
+    def _fetch(self, bufs, n, seqs):
+        """Start copying the first n rows of a step's outputs (tokens; logprobs when one of seqs records them) to
+        the host; returns a function that waits for them and gives (tokens, logprobs, top ids) (CUDA: into one of
+        two pinned buffer sets, the copies ordered on the stream before anything launched later)."""
+        want = any(s.params.logprobs is not None for s in seqs)
         if self.device.kind != "cuda":
-            ids = _host(self._next).copy()
-            return lambda: ids
+            vals = tuple(b._data[:n].copy() if (i == 0 or want) else None for i, b in enumerate(bufs))
+            return lambda: vals
         import cupy
         if self._pinned is None:
-            n = self.max_batch
-            mem = [cupy.cuda.alloc_pinned_memory(8 * n) for _ in range(2)]
-            self._pinned = [mem, [np.frombuffer(m, dtype=np.int64, count=n) for m in mem], 0]
-        k = self._pinned[2] = 1 - self._pinned[2]
-        buf = self._pinned[1][k]
-        self._next._data.get(out=buf, blocking=False)
+            sets = []
+            for _ in range(2):
+                host = []
+                for b in bufs:
+                    mem = cupy.cuda.alloc_pinned_memory(b._data.nbytes)
+                    host.append((mem, np.frombuffer(mem, dtype=b.dtype, count=b.size).reshape(b.shape)))
+                sets.append(host)
+            self._pinned = [sets, 0]
+        k = self._pinned[1] = 1 - self._pinned[1]
+        host = [h for _, h in self._pinned[0][k]]
+        for i, b in enumerate(bufs):
+            if i == 0 or want:
+                b._data[:n].get(out=host[i][:n], blocking=False)
         ev = cupy.cuda.Event()
         ev.record()
 
         def wait():
             ev.synchronize()
-            return buf.copy()
+            return tuple(h[:n].copy() if (i == 0 or want) else None for i, h in enumerate(host))
         return wait
 
-    def _choose(self, seqs, logits, nxt, rows=None):
-        """Choose each sequence's next token from its row of logits (rows: their rows, default 0..n-1)."""
-        rows = list(range(len(seqs))) if rows is None else rows
-        if all(s._on_device for s in seqs):
-            tokens = _host(nxt if nxt is not None else gp.argmax(logits, axis=-1))[rows]
-        else:
-            picked = logits if rows == list(range(logits.shape[0])) else take_unchecked(logits, gp.asarray(
-                np.array(rows), device=self.device), 0)  # the engine's own rows: no CUDA bounds check
-            host = _host(gp.astype(picked, gp.float32))
-            tokens, entries = [], []
-            for s, row in zip(seqs, host):
-                try:
-                    t = sample(_hs.adjust(row, s), s.params, s.rng)
-                    k = s.params.logprobs
-                    entries.append(None if k is None else _hs.logprob_entry(row, t, k))
-                    tokens.append(t)
-                except Exception as e:  # this sequence's parameters or logits: it alone finishes, with "error"
-                    s.fail(e)
-                    tokens.append(None)
-                    entries.append(None)
-            self._push_tokens(seqs, tokens, entries)
-            return
-        self._push_tokens(seqs, tokens)
+    def _prefill_batch(self, seqs):
+        """The prompts of seqs right-padded into one forward, and the sampler over their last tokens' logits."""
+        n = len(seqs)
+        lens = [len(s.prompt) for s in seqs]
+        toks = np.zeros((n, max(lens)), dtype=np.int64)  # right padding: later slots are rewritten
+        for r, s in enumerate(seqs):
+            toks[r, :lens[r]] = s.prompt
+        dev = self.device
+        toks = gp.asarray(toks, device=dev)
+        rows = gp.asarray(np.array([s.slot for s in seqs], dtype=np.int64), device=dev)
+        last = gp.asarray(np.array(lens, dtype=np.int64) - 1, device=dev)
+        logits = self.model(toks, cache=self.cache, rows=rows, last=last)
+        out, lp, ids = self._p_out
+        self.sampler.run(logits, tok=last, pos=last, slots=rows, prompt=toks, out=out[:n], logprobs=lp[:n],
+                         logprob_ids=ids[:n])
 
     def _prefill_graph(self, seq):
+        """One prompt's prefill and first token, through the graph of its length bucket (powers of two >= 16)."""
         n = len(seq.prompt)
         T = 16
         while T < n:
@@ -481,14 +370,14 @@ class Engine:
         _upload(self._p_io, host)
         tok = gp.reshape(self._p_io[:T], (1, T))
         row, last = self._p_io[-2:-1], self._p_io[-1:]
+        out, lp, ids = self._p_out
 
         def fn():
             logits = self.model(tok, cache=self.cache, rows=row, last=last)
-            self._p_logits[...] = logits
-            self._p_next[...] = gp.argmax(logits, axis=-1)
-        if self._graph(("prefill", T), fn):
-            return self._p_logits, self._p_next
-        return self.model(tok, cache=self.cache, rows=row, last=last), None
+            self.sampler.run(logits, tok=last, pos=last, slots=row, prompt=tok, out=out[:1], logprobs=lp[:1],
+                             logprob_ids=ids[:1])
+        if not self._graph(("prefill", T), fn):
+            fn()
 
     def _graph(self, key, fn):
         """Run fn through its CUDA graph; False (and graphs off from now on) if it cannot be captured."""
@@ -506,42 +395,6 @@ class Engine:
             return False
 
 
-class CudaGraphs:
-    """CUDA graphs of step functions, captured on first use per key and replayed after.
-
-    A step function reads and writes only arrays that outlive it (static inputs, outputs, the KV cache); its
-    temporaries come from a private memory pool that nothing else allocates from, so the addresses the graph
-    recorded stay its own across replays.
-    """
-
-    def __init__(self):
-        import cupy
-        self._cp = cupy
-        self.pool = cupy.cuda.MemoryPool()
-        self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.graphs = {}
-
-    def run(self, key, fn):
-        """Run the step ``fn`` as the CUDA graph stored under ``key``: on the first call for a key, ``fn`` runs once
-        eagerly (warm-up) and once under capture on this object's stream and private pool; every call replays the
-        graph on the current stream."""
-        cp = self._cp
-        graph = self.graphs.get(key)
-        if graph is None:
-            cp.cuda.get_current_stream().synchronize()
-            with cp.cuda.using_allocator(self.pool.malloc), self.stream:
-                fn()  # warm-up: compiles kernels and fills the pool; a step is idempotent, so running it twice is fine
-                self.stream.begin_capture()
-                try:
-                    fn()
-                finally:
-                    graph = self.stream.end_capture()
-                graph.upload(self.stream)
-            self.stream.synchronize()
-            self.graphs[key] = graph
-        graph.launch(stream=cp.cuda.get_current_stream())
-
-
 def _upload(dst, host):
     """Copy a host NumPy array into the device array dst (same shape and dtype), in place."""
     if dst.device.kind == "cpu":
@@ -550,21 +403,73 @@ def _upload(dst, host):
         dst._data.set(host)
 
 
-def _host(a):
-    return np.asarray(a.to_device("cpu"))
+# --- generate()'s engines: one per (model, batch size, graphs on/off, scheduler context), reused --------------
+
+_engines_lock = threading.Lock()
 
 
-# --- the generation API ----------------------------------------------------------------------------------
+def _sched_context():
+    core = sys.modules.get("gpk_array.sched._state")  # no scheduler imported: no context can be current
+    return core.current_context() if core is not None else None
+
+
+def _acquire_engine(model, max_batch, max_len, cuda_graphs):
+    """An idle Engine of ``model`` with ``max_batch`` slots and room for ``max_len`` tokens: the one kept from an
+    earlier call when it fits, else a new one (context rounded up to a whole kv block, so that later calls of
+    about the same length fit it too), kept for the next call. A stand-in ``cuda_graphs`` object (tests) gets an
+    engine of its own, not kept."""
+    if cuda_graphs not in (None, True, False):
+        return Engine(model, max_batch=max_batch, max_len=max_len, cuda_graphs=cuda_graphs)
+    ctx = _sched_context()
+    key = (max_batch, cuda_graphs is not False, id(ctx))
+    need = min(max_len, model.config.n_positions)
+    with _engines_lock:
+        kept = model.__dict__.setdefault("_generate_engines", {})
+        e = kept.get(key)
+        if e is not None and not e._busy and e._ctx is ctx and e.max_len >= need:
+            e._busy = True
+            return e
+    e = Engine(model, max_batch=max_batch, max_len=math.ceil(need / 128) * 128, cuda_graphs=cuda_graphs)
+    e._ctx, e._busy = ctx, True
+    with _engines_lock:
+        old = kept.get(key)
+        if old is None or not old._busy:  # a busy one stays (another thread has it); this one is then not kept
+            kept[key] = e
+    return e
+
+
+def _return_engine(engine):
+    """Give an engine from _acquire_engine back (its sequences cancelled)."""
+    for s in engine.active:
+        engine.release(s, "cancelled")
+    engine._busy = False
+
+
+def clear_engines(model):
+    """Forget the engines (KV caches and CUDA graphs) that ``generate`` and ``generate_stream`` keep for ``model``,
+    so that their memory can be freed; the next call makes new ones."""
+    with _engines_lock:
+        model.__dict__.pop("_generate_engines", None)
+
+
+def _params(temperature, top_k, top_p, seed, min_p, repetition_penalty, presence_penalty, frequency_penalty,
+            logit_bias, logprobs):
+    return SamplingParams(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty, frequency_penalty,
+                          logit_bias, seed, logprobs)
 
 
 def generate(model, prompts, *, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None, seed=None,
-             stop_tokens=None, tokenizer=None, max_batch=None, cuda_graphs=None):
+             stop_tokens=None, tokenizer=None, max_batch=None, cuda_graphs=None, min_p=None, repetition_penalty=1.0,
+             presence_penalty=0.0, frequency_penalty=0.0, logit_bias=None, logprobs=None):
     """Continue one prompt or a batch of prompts of any lengths.
 
     prompts: a list of token ids, or a list of them (or text / a list of texts, with ``tokenizer``).
     stop_tokens: ids that end a sequence (default: the tokenizer's end-of-text id, if a tokenizer is given).
-    seed: sequence i draws from ``numpy.random.default_rng([seed, i])`` (one prompt: ``default_rng(seed)``).
-    Returns the generated ids (stop token excluded) per prompt, or texts when the prompts were texts.
+    Sampling parameters as SamplingParams's (temperature 0: greedy). seed: prompt i of a batch draws with seed
+    ``seed + i`` (mod 2**64), one prompt with ``seed`` (None: fresh entropy).
+    Returns the generated ids (stop token excluded) per prompt, or texts when the prompts were texts; with
+    ``logprobs=k``, a pair (ids or text, token_logprobs) per prompt (see Sequence.token_logprobs).
+    The engine (KV cache and captured graphs) is kept for the next call with the same model and batch size.
     """
     single = isinstance(prompts, str) or (len(prompts) > 0 and isinstance(prompts[0], (int, np.integer)))
     batch = [prompts] if single else list(prompts)
@@ -575,24 +480,29 @@ def generate(model, prompts, *, max_new_tokens=64, temperature=0.0, top_k=None, 
         batch = [tokenizer.encode(p) if isinstance(p, str) else p for p in batch]
     if stop_tokens is None:
         stop_tokens = () if tokenizer is None or tokenizer.eos_token_id is None else (tokenizer.eos_token_id,)
+    extra = (min_p, repetition_penalty, presence_penalty, frequency_penalty, logit_bias, logprobs)
     seqs = []
     for i, p in enumerate(batch):
-        s = seed if single or seed is None else [seed, i]
-        params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=s)
+        s = seed if single or seed is None else (int(seed) + i) % 2 ** 64
+        params = _params(temperature, top_k, top_p, s, *extra)
         seqs.append(Sequence(p, max_new_tokens=max_new_tokens, params=params, stop_tokens=stop_tokens))
     max_len = max(len(s.prompt) for s in seqs) + max_new_tokens - 1
-    engine = Engine(model, max_batch=min(len(seqs), max_batch or len(seqs)), max_len=max_len,
-                    cuda_graphs=cuda_graphs)
-    for s in seqs:
-        engine.check(s)
-    pending = collections.deque(seqs)
-    while pending or engine.active:
-        if pending and engine.free:
-            _raise_failure(engine.add([pending.popleft() for _ in range(min(engine.free, len(pending)))]))
-        _raise_failure(engine.step())
+    engine = _acquire_engine(model, min(len(seqs), max_batch or len(seqs)), max_len, cuda_graphs)
+    try:
+        for s in seqs:
+            engine.check(s)
+        pending = collections.deque(seqs)
+        while pending or engine.active:
+            if pending and engine.free:
+                _raise_failure(engine.add([pending.popleft() for _ in range(min(engine.free, len(pending)))]))
+            _raise_failure(engine.step())
+    finally:
+        _return_engine(engine)
     out = [s.tokens for s in seqs]
     if texts:
         out = [tokenizer.decode(t) for t in out]
+    if logprobs is not None:
+        out = [(o, s.token_logprobs) for o, s in zip(out, seqs)]
     return out[0] if single else out
 
 
@@ -604,41 +514,50 @@ def _raise_failure(seqs):
 
 
 def generate_stream(model, prompt, *, max_new_tokens=64, temperature=0.0, top_k=None, top_p=None, seed=None,
-                    stop_tokens=None, tokenizer=None, engine=None):
+                    stop_tokens=None, tokenizer=None, engine=None, min_p=None, repetition_penalty=1.0,
+                    presence_penalty=0.0, frequency_penalty=0.0, logit_bias=None, logprobs=None):
     """Yield the tokens generated for one prompt as they come: ids, or text pieces when a tokenizer is given
-    (pieces end on whole UTF-8 characters). ``engine``: reuse an Engine (its cache and captured graphs)."""
+    (pieces end on whole UTF-8 characters); with ``logprobs=k``, pairs (id or piece, the token_logprobs entries of
+    its tokens). ``engine``: run on this Engine (default: generate()'s kept engine of one slot for this model)."""
     if isinstance(prompt, str):
         if tokenizer is None:
             raise ValueError("a text prompt needs a tokenizer")
         prompt = tokenizer.encode(prompt)
     if stop_tokens is None:
         stop_tokens = () if tokenizer is None or tokenizer.eos_token_id is None else (tokenizer.eos_token_id,)
-    params = SamplingParams(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    params = _params(temperature, top_k, top_p, seed, min_p, repetition_penalty, presence_penalty, frequency_penalty,
+                     logit_bias, logprobs)
     seq = Sequence(prompt, max_new_tokens=max_new_tokens, params=params, stop_tokens=stop_tokens)
-    engine = engine or Engine(model, max_batch=1, max_len=len(seq.prompt) + max_new_tokens - 1)
+    own = engine is None
+    if own:
+        engine = _acquire_engine(model, 1, len(seq.prompt) + max_new_tokens - 1, None)
     text = TextStream(tokenizer) if tokenizer is not None else None
-    engine.check(seq)
     sent = 0
     try:
+        engine.check(seq)
         _raise_failure(engine.add([seq]))
+        pending = []
         while True:
-            for t in seq.tokens[sent:]:
-                if text is None:
-                    yield t
-                else:
-                    piece = text.push([t])
-                    if piece:
-                        yield piece
+            for i in range(sent, len(seq.tokens)):
+                t = seq.tokens[i]
+                if logprobs is not None:
+                    pending.append(seq.token_logprobs[i])
+                piece = t if text is None else text.push([t])
+                if text is None or piece:
+                    yield piece if logprobs is None else (piece, pending)
+                    pending = []
             sent = len(seq.tokens)
             if seq.done:
                 break
             _raise_failure(engine.step())
         if text is not None:
             rest = text.flush()
-            if rest:
-                yield rest
+            if rest or pending:
+                yield rest if logprobs is None else (rest, pending)
     finally:
         engine.release(seq, "cancelled")
+        if own:
+            _return_engine(engine)
 
 
 class TextStream:

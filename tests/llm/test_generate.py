@@ -114,24 +114,26 @@ def test_sampling_is_seeded_and_per_sequence(ref):
     a = generate(m, prompts, seed=11, **kw)
     assert a == generate(m, prompts, seed=11, **kw)
     assert a != generate(m, prompts, seed=12, **kw)
-    # a sequence draws from its own generator: the same seed gives the same tokens alone or in a batch
-    assert generate(m, prompts[1], seed=[11, 1], **kw) == a[1]
+    # a sequence draws from its own stream (prompt i of a batch: seed + i): the same alone or in a batch
+    assert generate(m, prompts[1], seed=12, **kw) == a[1]
+    assert generate(m, prompts[::-1], seed=11, **kw)[2] == generate(m, prompts[0], seed=13, **kw)
     assert generate(m, prompts[0], top_k=1, temperature=1.0, seed=3, max_new_tokens=20) == \
         generate(m, prompts[0], max_new_tokens=20)
 
 
 def test_sample_distribution():
-    rng = np.random.default_rng(0)
+    """sample() (one row, the engine's algorithm on the host) draws token i of a sequence with probability
+    softmax(logits)[i]; filters and temperature as documented."""
     logits = np.log(np.array([0.5, 0.3, 0.15, 0.05]))
-    draws = [sample(logits, SamplingParams(temperature=1.0), rng) for _ in range(4000)]
+    draws = [sample(logits, SamplingParams(temperature=1.0, seed=0), step) for step in range(4000)]
     freq = np.bincount(draws, minlength=4) / 4000
     assert np.allclose(freq, [0.5, 0.3, 0.15, 0.05], atol=0.03)
-    assert set(sample(logits, SamplingParams(1.0, top_k=2), rng) for _ in range(300)) == {0, 1}
-    assert set(sample(logits, SamplingParams(1.0, top_p=0.75), rng) for _ in range(300)) == {0, 1}
-    assert set(sample(logits, SamplingParams(1.0, top_p=0.4), rng) for _ in range(50)) == {0}
-    cold = [sample(logits, SamplingParams(temperature=0.05), rng) for _ in range(200)]
+    assert {sample(logits, SamplingParams(1.0, top_k=2, seed=1), i) for i in range(300)} == {0, 1}
+    assert {sample(logits, SamplingParams(1.0, top_p=0.75, seed=2), i) for i in range(300)} == {0, 1}
+    assert {sample(logits, SamplingParams(1.0, top_p=0.4, seed=3), i) for i in range(50)} == {0}
+    cold = [sample(logits, SamplingParams(temperature=0.05, seed=4), i) for i in range(200)]
     assert cold.count(0) > 195
-    assert sample(logits, SamplingParams(), rng) == 0
+    assert sample(logits, SamplingParams()) == 0
     for bad in (dict(temperature=-1), dict(top_k=-2), dict(top_p=0.0), dict(top_p=1.5)):
         with pytest.raises(ValueError):
             SamplingParams(**bad)

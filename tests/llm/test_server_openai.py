@@ -103,10 +103,11 @@ def test_logprobs_zero_gives_the_chosen_token_only(api, tok, oracle):
 
 def test_streamed_completion_logprobs_add_up_to_the_whole(fast):
     api, _ = fast
-    kw = dict(model=NAME, prompt="Hello, world", max_tokens=40, temperature=0.9, seed=2, logprobs=3, echo=True)
+    kw = dict(model=NAME, prompt="Hello, world", max_tokens=40, temperature=0.9, seed=2, logprobs=3, echo=True,
+              extra_body={"ignore_eos": True})
     whole = api.completions.create(**kw).choices[0]
     chunks = [ch.choices[0] for ch in api.completions.create(**kw, stream=True) if ch.choices]
-    assert len(chunks) > 5
+    assert len(chunks) >= 2  # the echoed prompt's chunk, then the tokens (how many per chunk depends on load)
     assert "".join(c.text for c in chunks) == whole.text
     assert chunks[-1].finish_reason == whole.finish_reason and whole.finish_reason in ("length", "stop")
     got = {f: sum((getattr(c.logprobs, f) for c in chunks if c.logprobs), []) for f in
@@ -441,17 +442,17 @@ def test_one_failing_choice_fails_its_request_only(model, tok, monkeypatch):
     request with a 500; a request decoded in the same steps completes with what it gets alone."""
     import importlib
     generate_mod = importlib.import_module("gpk_array.llm.generate")
-    real = generate_mod.sample
+    real = generate_mod.Sequence._push
     app = create_app(model, tok, model_name=NAME, max_batch=4, max_queue=8)
     srv = app.state.server
     hit = threading.Event()
 
-    def flaky(logits, params, rng):
-        if params.seed == 501 and len(srv.engine.active) == 3:
+    def flaky(self, token, logprobs=None):
+        if self.params.seed == 501 and len(srv.engine.active) == 3:
             hit.set()
             raise RuntimeError("boom in choice 1")
-        return real(logits, params, rng)
-    monkeypatch.setattr(generate_mod, "sample", flaky)
+        return real(self, token, logprobs)
+    monkeypatch.setattr(generate_mod.Sequence, "_push", flaky)
     # the good request's decode steps wait (bounded) until the bad one is queued, so that both share steps
     # however loaded the machine is
     real_step, bad_queued = srv.engine.step, threading.Event()

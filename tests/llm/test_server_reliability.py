@@ -76,34 +76,34 @@ def test_every_sampling_field_is_checked_at_the_api(client, path, raw, param):
 
 
 def test_sampling_params_check_seed_and_finiteness():
-    for bad in (dict(seed=-1), dict(seed=[1, -2]), dict(seed=1.5), dict(temperature=float("nan")),
-                dict(temperature=float("inf")), dict(top_p=float("nan")), dict(top_k=2.5)):
-        with pytest.raises(ValueError):
+    for bad in (dict(seed=-1), dict(seed=[1, -2]), dict(seed=[3, 4]), dict(seed=1.5), dict(seed=2 ** 64),
+                dict(seed=True), dict(temperature=float("nan")), dict(temperature=float("inf")),
+                dict(top_p=float("nan")), dict(top_k=2.5)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
             SamplingParams(**{"temperature": 1.0, **bad})
-    SamplingParams(1.0, seed=[3, 4])
-    SamplingParams(1.0, seed=np.random.SeedSequence(5))
+    SamplingParams(1.0, seed=2 ** 64 - 1)
 
 
 def test_one_sequence_failing_in_the_engine_fails_only_its_request(model, tok, monkeypatch):
-    """A sequence whose token choice raises in the engine thread (the sampler, patched to raise for one seed, once
-    another sequence shares its decode step) gets its 500; the valid request decoded in the same steps completes,
-    with the tokens it gets alone."""
+    """A sequence whose token raises in the engine thread (taking it, patched to raise for one seed once another
+    sequence shares its decode step) gets its 500; the valid request decoded in the same steps completes, with the
+    tokens it gets alone."""
     bad_seed = 4242
-    real = generate_mod.sample
+    real = generate_mod.Sequence._push
     app = create_app(model, tok, model_name=NAME, max_batch=2, max_queue=4)
     srv = app.state.server
     failed = threading.Event()
 
-    def flaky(logits, params, rng):
-        if params.seed == bad_seed:
+    def flaky(self, token, logprobs=None):
+        if self.params.seed == bad_seed:
             # wait (bounded) until the valid request is queued, then fail beside it
             wait_until(lambda: len(srv.engine.active) >= 2 or srv.loop.waiting)
             if len(srv.engine.active) == 2:
                 failed.set()
                 raise RuntimeError("boom in one sequence")
-        return real(logits, params, rng)
+        return real(self, token, logprobs)
 
-    monkeypatch.setattr(generate_mod, "sample", flaky)
+    monkeypatch.setattr(generate_mod.Sequence, "_push", flaky)
     bad = {"model": NAME, "prompt": "Once upon a time", "max_tokens": 200, "temperature": 0.9, "seed": bad_seed,
            "ignore_eos": True}
     good = {"model": NAME, "prompt": "Hello, world", "max_tokens": 20, "temperature": 0}
@@ -127,13 +127,13 @@ def test_one_sequence_failing_in_the_engine_fails_only_its_request(model, tok, m
 
 
 def test_engine_fails_one_sequence_and_goes_on(model, monkeypatch):
-    real = generate_mod.sample
+    real = generate_mod.Sequence._push
 
-    def flaky(logits, params, rng):
-        if params.seed == 1:
+    def flaky(self, token, logprobs=None):
+        if self.params.seed == 1:
             raise ValueError("bad sequence")
-        return real(logits, params, rng)
-    monkeypatch.setattr(generate_mod, "sample", flaky)
+        return real(self, token, logprobs)
+    monkeypatch.setattr(generate_mod.Sequence, "_push", flaky)
     engine = Engine(model, max_batch=2, max_len=64)
     good = Sequence([1, 2, 3], max_new_tokens=8)
     bad = Sequence([4, 5], max_new_tokens=8, params=SamplingParams(1.0, seed=1))
@@ -433,23 +433,22 @@ def test_tiny_temperature_is_greedy(client, model, tok, temperature):
 
 
 def test_sampler_never_picks_nan_or_overflows():
-    rng = np.random.default_rng(0)
-    huge = np.array([-1e305, 1e305, 0.0, 1e305 * (1 - 1e-15)])  # logits / T overflow, yet a clear winner
+    huge = np.array([-3e38, 3e38, 0.0, np.nextafter(np.float32(3e38), 0)], dtype=np.float32)  # logits / T overflow
     for t in (1e-4, 0.01):
-        assert {sample(huge, SamplingParams(t), rng) for _ in range(50)} == {1}
+        assert {sample(huge, SamplingParams(t, seed=0), i) for i in range(50)} == {1}
     for t in (1e-310, 5e-324, 1e-30):  # below MIN_TEMPERATURE: greedy
-        assert sample(np.array([1.0, 3.0, 2.0, -1.0], dtype=np.float32), SamplingParams(t), rng) == 1
+        assert sample(np.array([1.0, 3.0, 2.0, -1.0], dtype=np.float32), SamplingParams(t)) == 1
     nan = np.array([np.nan, 1.0, np.nan, 0.5, np.nan], dtype=np.float32)
-    assert {sample(nan, SamplingParams(1.0), rng) for _ in range(200)} == {1, 3}
-    assert sample(nan, SamplingParams(0.0), rng) == 1
+    assert {sample(nan, SamplingParams(1.0, seed=1), i) for i in range(200)} == {1, 3}
+    assert sample(nan, SamplingParams(0.0)) == 1
     inf = np.array([1.0, np.inf, 2.0, np.inf, np.nan])
-    assert {sample(inf, SamplingParams(0.7), rng) for _ in range(200)} == {1, 3}
-    assert sample(inf, SamplingParams(0.0), rng) == 1
+    assert {sample(inf, SamplingParams(0.7, seed=2), i) for i in range(200)} == {1, 3}
+    assert sample(inf, SamplingParams(0.0)) == 1
     for hopeless in (np.full(4, np.nan), np.array([-np.inf, np.nan, -np.inf])):
         for params in (SamplingParams(1.0), SamplingParams(0.0)):
             with pytest.raises(ValueError, match="no finite logit"):
-                sample(hopeless, params, rng)
-    # the same draws as before for ordinary logits
+                sample(hopeless, params)
+    # ordinary logits: the softmax's frequencies
     logits = np.log(np.array([0.5, 0.3, 0.15, 0.05]))
-    freq = np.bincount([sample(logits, SamplingParams(1.0), rng) for _ in range(4000)], minlength=4) / 4000
+    freq = np.bincount([sample(logits, SamplingParams(1.0, seed=3), i) for i in range(4000)], minlength=4) / 4000
     assert np.allclose(freq, [0.5, 0.3, 0.15, 0.05], atol=0.03)
