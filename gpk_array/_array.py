@@ -163,16 +163,14 @@ class Array:
     def __dlpack_device__(self):
         return self._data.__dlpack_device__()
 
-    # --- indexing (__getitem__ is installed with the operators: gpk_array._ops.indexing.getitem) ----------
-
-    def __setitem__(self, key, value):
-        from ._ops.indexing import setitem
-        setitem(self, key, value)
+    # --- indexing: __getitem__ and __setitem__ are installed with the operators (gpk_array._ops.indexing's
+    # getitem and setitem, called directly) ---------------------------------------------------------------
 
     def __len__(self):
-        if self._data.ndim == 0:
-            raise TypeError("len() of a 0-dimensional array")
-        return self._data.shape[0]
+        try:
+            return len(self._data)
+        except TypeError:
+            raise TypeError("len() of a 0-dimensional array") from None
 
     def __iter__(self):
         # not a generator function: iter() itself raises for a 0-d array (numpy.iterable(x) is then False)
@@ -207,6 +205,7 @@ def _install_operators():
     from ._ops import elementwise as ew
     from ._ops import linalg_basic as la
     from ._ops.indexing import getitem as _getitem
+    from ._ops.indexing import setitem as _setitem
 
     def forward(fn):
         def op(self, other):
@@ -241,6 +240,7 @@ def _install_operators():
         "lshift": ew.bitwise_left_shift, "rshift": ew.bitwise_right_shift,
     }
     Array.__getitem__ = _getitem
+    Array.__setitem__ = _setitem
     for name, fn in binary.items():
         setattr(Array, f"__{name}__", getattr(fn, "operator", None) or forward(fn))
         setattr(Array, f"__r{name}__", reflected(fn))

@@ -9,6 +9,7 @@ from .. import _dtypes as _dt
 from .._array import Array
 from .._ops import manipulation as _mp
 from .._device import CPU
+from .._ops._common import raise_oom
 from ._util import data, dev_of, finish, new, normalize_axis, oom_guard, std_fn, to_array
 
 __all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack", "block",
@@ -42,6 +43,21 @@ def _cast(r, dtype):
 
 def concat(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """NumPy's ``concatenate``/``concat`` (and the standard's ``concat``): axis=None joins flattened arrays."""
+    if out is None and dtype is None and axis.__class__ is int and (arrays.__class__ is list or
+                                                                     arrays.__class__ is tuple) and arrays:
+        # fast path: Arrays of one device, dtype and rank (no promotion, no checks beyond the backend's)
+        first = arrays[0]
+        if first.__class__ is Array:
+            dev, dt, nd = first._device, first._data.dtype, first._data.ndim
+            for a in arrays:
+                if a.__class__ is not Array or a._device is not dev or a._data.dtype != dt or a._data.ndim != nd:
+                    break
+            else:
+                if -nd <= axis < nd:
+                    try:
+                        return new(dev.xp.concatenate([a._data for a in arrays], axis=axis), dev)
+                    except MemoryError as e:
+                        raise_oom(e)
     r = _cast(_concat(_seq(arrays), axis=axis), dtype)
     return r if out is None else finish(r._data, r._device, out)
 
@@ -235,6 +251,12 @@ def _shape_of(shape):
 
 def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     """NumPy's ``reshape(a, shape, order='C', *, copy=None)`` (and the standard's)."""
+    if shape.__class__ is tuple and a.__class__ is Array and order == "C" and copy is None and newshape is None \
+            and shape.count(-1) <= 1 and min(shape, default=0) >= -1:
+        try:  # fast path: a tuple shape, no copy asked for (the backend checks the ints and the size)
+            return new(a._data.reshape(shape), a._device)
+        except MemoryError as e:
+            raise_oom(e)
     if shape is None:
         if newshape is None:
             raise TypeError("reshape() missing the required argument 'shape'")

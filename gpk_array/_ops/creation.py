@@ -198,6 +198,10 @@ def _shape(shape):
 
 def _default_for(value):
     c = value.__class__
+    if c is float:
+        return _dt.F64
+    if c is int:
+        return _dt.I64
     if c is builtins.bool or isinstance(value, np.bool_):
         return _dt.BOOL
     if isinstance(value, (int, np.integer)):
@@ -258,6 +262,8 @@ def full(shape, fill_value, *, dtype=None, device=None):
     shape = _shape(shape)
     if _hooks.prealloc_hook is not None:
         _hooks.prealloc_hook(_hooks.nbytes(shape, dt.itemsize), dev)
+    if dev is CPU:
+        return new(np.full(shape, fill_value, dtype=dt), dev)
     with on_device(dev):
         return new(_full(dev, shape, fill_value, dt), dev)
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtypes as _dt
 from .._errors import DeviceError, OutOfMemoryError
-from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard
+from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard, raise_oom
 from .creation import _negative_zero, _to_gpu
 
 
@@ -155,6 +155,16 @@ def getitem(x, key):
                     r = new(x._data[key], dev)
                     r._base = x
                     return r
+            if dev is CPU:
+                # fast path: ints and slices on the CPU device, where NumPy's own checks raise what _check_ints
+                # would (IndexError, with the axis and size named)
+                for k in key:
+                    if k.__class__ is not int and k.__class__ is not slice:
+                        break
+                else:
+                    r = new(x._data[key], dev)
+                    r._base = x
+                    return r
         k = _key(key, dev)
         _check_ints(x, k)
         if dev is not CPU:
@@ -168,8 +178,29 @@ def getitem(x, key):
         raise OutOfMemoryError(str(e)) from e
 
 
-@oom_guard
 def setitem(x, key, value):
+    """``x[key] = value`` (standard: array method ``__setitem__``), installed as ``Array.__setitem__``."""
+    try:
+        dev = x._device
+        if dev is CPU:
+            # fast path: an int or a slice key and a real Python scalar or an Array of the CPU device; NumPy's
+            # own checks raise what the general path would (IndexError naming axis and size, ValueError for a
+            # read-only destination or a shape mismatch)
+            c = key.__class__
+            if c is int or c is slice:
+                v = value.__class__
+                if v is float or v is int or v is bool:
+                    x._data[key] = value
+                    return
+                if v is Array and value._device is CPU:
+                    x._data[key] = value._data
+                    return
+        _setitem(x, key, value)
+    except MemoryError as e:
+        raise_oom(e)
+
+
+def _setitem(x, key, value):
     dev = x._device
     k = _key(key, dev)
     _check_ints(x, k)

@@ -2,6 +2,8 @@
 import math
 from collections import namedtuple
 
+import numpy as np
+
 from .. import _dtypes as _dt
 from .elementwise import array_operands, binary_operands
 from .linalg_basic import matmul, matrix_transpose, tensordot, vecdot
@@ -257,6 +259,8 @@ def solve(x1, x2, /):
         return new(r, dev)
     if b.shape[-2] != a.shape[-1]:
         raise ValueError(f"solve: x2 of shape {b.shape} does not match x1 of shape {a.shape}")
+    if a.ndim == 2 and b.ndim == 2 and a.size and b.size:  # one system: nothing to broadcast
+        return new(xp.linalg.solve(a, b), dev)
     batch = xp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a = xp.broadcast_to(a, batch + a.shape[-2:])
     b = xp.broadcast_to(b, batch + b.shape[-2:])
@@ -300,6 +304,12 @@ def trace(x, /, *, offset=0, dtype=None):
 def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
     """Vector p-norm over axes (standard: linalg.vector_norm); the result has a real floating dtype."""
     x = as_array(x)
+    d = x._data
+    if ord == 2 and x._device is CPU and d.ndim == 1 and d.dtype.kind == "f" and d.itemsize >= 4 and d.size \
+            and axis in (None, 0, -1):
+        # one float32/float64 vector on the CPU: BLAS's dot, as numpy.linalg.norm computes it
+        r = np.sqrt(np.dot(d, d))
+        return new(r.reshape((1,)) if keepdims else r, CPU)
     xp = x._device.xp
     axes = normalize_axes(axis, x.ndim)
     data = _float(x)

@@ -2,7 +2,7 @@
 from .. import _dtypes as _dt
 from .statistical import _own
 from .elementwise import binary_operands
-from ._common import PY_SCALARS, Array, as_array, new, normalize_axes, normalize_axis, oom_guard, plain_scalar
+from ._common import CPU, PY_SCALARS, Array, as_array, new, normalize_axes, normalize_axis, oom_guard, plain_scalar
 
 
 _LONG_ROW = 4096  # CuPy's argmax gives a long row to few threads: from this length on our kernel runs
@@ -34,12 +34,15 @@ def _arg(fname):
         r = _own(fname, x, data, None if axis is None else (axis,), keepdims)  # where gpk_array/_gpu.py routes it
         if r is not None:
             return r
-        if axis is None:
+        if x._device is CPU:  # NumPy's methods (its module functions only forward to them)
+            r = getattr(data.reshape(-1), fname)() if axis is None else \
+                getattr(data, fname)(axis=axis, keepdims=keepdims)
+        elif axis is None:
             r = getattr(xp, fname)(data.reshape(-1))
-            if keepdims:
-                r = r.reshape((1,) * x.ndim)
         else:
             r = getattr(xp, fname)(data, axis=axis, keepdims=keepdims)
+        if axis is None and keepdims:
+            r = r.reshape((1,) * x.ndim)
         return new(r.astype(_dt.I64, copy=False), x._device)
     fn.__name__ = fname
     fn.__doc__ = f"Indices of the first {fname[3:]}imum (standard: searching_functions.{fname})."

@@ -190,3 +190,71 @@ def test_overhead_script_times_the_cpu(dev, monkeypatch):
     assert rows and rows[0][0] == "probe"
     assert SEEN and all(d == gp.Device("cpu") for d in SEEN)
     assert gp._device._default is dev
+
+
+def test_setitem_fast_paths_match_numpy(dev):
+    """``x[int or slice] = Python scalar or Array`` (the fast path on the CPU device) writes what NumPy writes and
+    raises what NumPy raises: out of range, read-only destinations, shape mismatches, complex into real."""
+    for dtype in ("float32", "int64", "bool", "uint8"):
+        base = numpy.arange(6).astype(dtype)
+        for key, value in [(0, 1), (-1, True), (2, 7.9), (slice(1, 4), 0), (slice(None, None, 2), 3),
+                           (slice(1, 3), numpy.array([5, 6]).astype(dtype))]:
+            got, want = gp.asarray(base.copy()), base.copy()
+            got[key] = gp.asarray(value) if isinstance(value, numpy.ndarray) else value
+            want[key] = value
+            assert_match(got, want, dev)
+    x = gp.arange(4.0)
+    with pytest.raises(IndexError, match="out of bounds"):
+        x[4] = 1.0
+    with pytest.raises(ValueError):
+        x[0:2] = gp.arange(3.0)
+    with pytest.raises(TypeError):
+        x[0] = 1j
+    with pytest.raises(OverflowError):
+        gp.arange(3, dtype=gp.uint8)[0] = -1
+    if dev.kind == "cpu":
+        ro = numpy.arange(3.0)
+        ro.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            gp.asarray(ro)[0] = 1.0
+
+
+def test_tuple_of_slices_and_reshape_fast_paths(dev):
+    h = numpy.arange(600.0).reshape(20, 30)
+    x = gp.asarray(h)
+    for key in [(slice(3, 15), slice(None, None, 2)), (1, slice(2, 9)), (slice(None), -1), (slice(5, 2),)]:
+        assert_match(x[key], h[key], dev)
+    with pytest.raises(IndexError):
+        x[20, slice(None)]
+    with pytest.raises(IndexError):
+        x[slice(None), slice(None), 0]
+    for shape in [(30, 20), (-1, 10), (600,), (2, -1, 3)]:
+        assert_match(gp.reshape(x, shape), h.reshape(shape), dev)
+    for shape in [(7, -1), (-1, -1), (-2, 300), (601,)]:
+        with pytest.raises(ValueError):
+            gp.reshape(x, shape)
+    with pytest.raises(TypeError):
+        gp.reshape(x, (2.0, 300))
+
+
+def test_concat_argmax_and_vector_norm_fast_paths(dev):
+    rng = numpy.random.default_rng(1)
+    for dtype in ("float32", "float64", "int16"):
+        a, b = rng.random((3, 4)).astype(dtype), rng.random((2, 4)).astype(dtype)
+        assert_match(gp.concat([gp.asarray(a), gp.asarray(b)]), numpy.concatenate([a, b]), dev)
+        assert_match(gp.concat((gp.asarray(a), gp.asarray(a)), axis=-1), numpy.concatenate([a, a], -1), dev)
+        assert_match(gp.argmax(gp.asarray(a)), numpy.argmax(a), dev)
+        assert_match(gp.argmax(gp.asarray(a), axis=1, keepdims=True), numpy.argmax(a, 1, keepdims=True), dev)
+    with pytest.raises(ValueError):
+        gp.concat([gp.ones((2, 3)), gp.ones((2, 4))])
+    with pytest.raises(ValueError):
+        gp.concat([gp.ones(3), gp.ones((1, 3))])
+    with pytest.raises((ValueError, IndexError)):
+        gp.concat([gp.ones(3), gp.ones(3)], axis=1)
+    for dtype in ("float32", "float64"):
+        v = rng.standard_normal(1000).astype(dtype)
+        want = numpy.linalg.norm(v.astype(numpy.float64))
+        got = gp.linalg.vector_norm(gp.asarray(v))
+        assert got.dtype == numpy.dtype(dtype) and got.shape == ()
+        assert float(got) == pytest.approx(want, rel=1e-5 if dtype == "float32" else 1e-12)
+        assert gp.linalg.vector_norm(gp.asarray(v), keepdims=True).shape == (1,)
