@@ -396,6 +396,11 @@ class Tokenizer:
                     raise ValueError(f"{path}: model.merges[{rank}]: expected two tokens separated by a space, "
                                      f"got {merges[rank]!r}")
             pairs.append(merge)
+        for content, token_id in list(special.items()):
+            in_vocab = model["vocab"].get(content)
+            if _is_integer(in_vocab) and in_vocab != token_id and 0 <= token_id < 2 ** 32:  # (theirs: a u32)
+                # as Hugging Face tokenizers: an added token the model's vocabulary already holds keeps that id
+                special[content] = in_vocab
         where = _Where(vocab=f"{path}: model.vocab", special=f"{path}: added_tokens", merges=f"{path}: model.merges",
                        type_error=ValueError)
         return cls._build(model["vocab"], pairs, special, where)

@@ -345,6 +345,13 @@ def _delete(*keys):
     return mutate
 
 
+def _add_new_token(content, token_id):
+    def mutate(spec):
+        spec["added_tokens"].append({**spec["added_tokens"][0], "content": content, "id": token_id})
+        return spec
+    return mutate
+
+
 def _add_token_twice(spec):
     spec["added_tokens"].append({**spec["added_tokens"][0], "id": 0})
     return spec
@@ -400,8 +407,8 @@ MALFORMED_JSON = {  # name: (mutation of _tiny_spec, or the file's text, the mes
     "added token id negative": (_set(-3, "added_tokens", 0, "id"),
                                 f"added_tokens: the id of token '{EOT}' is negative (-3)"),
     "added token twice": (_add_token_twice, f"added_tokens[1]: '{EOT}' is added twice, with ids 259 and 0"),
-    "added token of a vocab token's id": (_set(33, "added_tokens", 0, "id"),
-                                          f"added_tokens: tokens '!' (of PATH: model.vocab) and '{EOT}' have the "
+    "added token of a vocab token's id": (_add_new_token("<|pad|>", 33),
+                                          "added_tokens: tokens '!' (of PATH: model.vocab) and '<|pad|>' have the "
                                           "same id 33"),
     "merges missing": (_delete("model", "merges"), "model.merges: missing"),
     "flag a list": (_set([True], "pre_tokenizer", "use_regex"),
@@ -692,3 +699,17 @@ def test_property_ascii_fast_path_splits_like_stand_ins(text):
 @given(st.lists(st.integers(0, 50256), max_size=30))
 def test_property_decode_matches_tokenizers(ours, hf, ids):
     assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False)
+
+
+def test_added_token_already_in_the_vocabulary_keeps_its_vocabulary_id(tmp_path):
+    """An added token whose content the model's vocabulary holds under another id: Hugging Face tokenizers encodes
+    it with the vocabulary's id (found by the fuzz suite: ours took the added token's)."""
+    tokenizers = pytest.importorskip("tokenizers")
+    spec = _tiny_spec()
+    spec["added_tokens"][0]["id"] = 260  # the vocabulary has <|endoftext|> at 259
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    theirs, ours = tokenizers.Tokenizer.from_file(str(path)), Tokenizer.from_file(path)
+    for text in [EOT, f" the{EOT}  the\u00e9", f"{EOT}{EOT}he"]:
+        assert ours.encode(text) == theirs.encode(text).ids
+        assert ours.decode(ours.encode(text)) == text
