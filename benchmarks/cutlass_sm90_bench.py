@@ -152,8 +152,8 @@ def run(dtypes=("f16", "bf16"), reps=20, families=None, layouts=LAYOUTS, sweep=F
                       f"({row['ours_us']:8.1f} us, call {row['ours_call_us']:8.1f} us)  cuBLAS "
                       f"{row['cublas_tflops']:7.1f} ({row['cublas_us']:8.1f} us)  ratio {row['ratio']:.2f}  "
                       f"diff {diff:.1e}", flush=True)
-                del out
-            del x, w, ref, r32
+                out = None
+            x = w = ref = r32 = None  # frees the device memory before the next shape
     env["seconds"] = time.perf_counter() - t_all
     return {"env": env, "rows": rows}
 
@@ -236,7 +236,7 @@ def run_epilogues(dtypes=("f16", "bf16"), reps=20, activations=("gelu",), shapes
                       f"(call {row['fused_call_us']:8.1f})  ppt {row['ppt_us']:8.1f}  cuBLAS {row['cublas_us']:8.1f}  "
                       f"cuBLAS+CuPy {row['unfused_us']:8.1f}  fused/cuBLAS {row['fused_over_cublas']:.3f} "
                       f"{'ok' if row['target_met'] else 'MISSED'}  diff {diff:.1e}", flush=True)
-            del x, w, b, out
+            x = w = b = out = None  # frees the device memory before the next shape
     env["seconds"] = time.perf_counter() - t_all
     return {"env": env, "rows": rows}
 
