@@ -145,6 +145,16 @@ def empty(shape, dtype=None, **kwargs):
     return _empty(shape, dtype=None if dtype is None else _np.dtype(dtype))
 
 
+def percentile(a, q, method="linear"):
+    """Dask's ``percentile_lookup`` for Array chunks: (the chunk's percentiles q, its length), as Dask's for NumPy
+    chunks; Dask merges them (merge_percentiles) with NumPy's functions, which gpk_array runs on the device."""
+    import gpk_array
+    n = len(a)
+    if n == 0:
+        return None, 0
+    return gpk_array.percentile(a, q, method=method), n
+
+
 def to_numpy(x, **kwargs):
     """``to_numpy_dispatch`` for Array chunks (``d.to_backend("numpy")``): the chunk copied to host memory, asked
     for explicitly."""
@@ -344,6 +354,7 @@ def register():
     _dispatch.take_lookup.register(Array, take)
     _dispatch.numel_lookup.register(Array, numel)
     _dispatch.empty_lookup.register(Array, empty)
+    _dispatch.percentile_lookup.register(Array, percentile)
     _dispatch.to_numpy_dispatch.register(Array, to_numpy)
     _dispatch.to_cupy_dispatch.register(Array, to_cupy)
     normalize_token.register(Array, _normalize_token)
@@ -361,5 +372,5 @@ def chunk_devices(d):
 
 register()
 
-__all__ = ["register", "concatenate", "tensordot", "einsum", "take", "numel", "empty", "to_numpy", "to_cupy",
+__all__ = ["register", "concatenate", "tensordot", "einsum", "take", "numel", "empty", "percentile", "to_numpy", "to_cupy",
            "RandomState", "PCG64", "GpkArrayBackendEntrypoint", "to_gpk_dispatch", "chunk_devices"]

@@ -34,3 +34,14 @@ def device(request):
                 yield d
             return
         yield gpk_array.Device(request.param)
+
+
+@pytest.fixture(params=[p for p in _PARAMS if p.values[0] != "cpu"])
+def cuda_device(request):
+    """A CUDA device (cuda:0 where a GPU exists, else the stand-in), beside the CPU device in mixed-device tests."""
+    with dask.config.set(scheduler="synchronous"):
+        if request.param == "fake":
+            with fake_cuda_device() as d:
+                yield d
+            return
+        yield gpk_array.Device(request.param)

@@ -172,3 +172,20 @@ def test_register_is_idempotent():
     from dask.array.dispatch import concatenate_lookup, tensordot_lookup
     assert concatenate_lookup.dispatch(gp.Array) is gd.concatenate
     assert tensordot_lookup.dispatch(gp.Array) is gd.tensordot
+
+
+def test_percentile(device):
+    """da.percentile: the chunks' percentiles through the percentile hook, merged by Dask; Dask's scratch arrays
+    come from the empty hook on the default device (here made the chunks' device, as on a dask-cuda worker)."""
+    old = gp._device._default
+    gp.set_default_device(device)
+    try:
+        a = numpy.random.default_rng(3).standard_normal(40)
+        r = da.percentile(on(a, device, 10), [5, 50, 95])
+        assert type(r._meta) is gp.Array
+        want = da.percentile(da.from_array(a, chunks=10), [5, 50, 95]).compute()
+        got = r.compute()
+        assert type(got) is gp.Array and got.device == device
+        numpy.testing.assert_allclose(host(got), want, rtol=1e-12)
+    finally:
+        gp._device._default = old
