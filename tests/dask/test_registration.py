@@ -51,3 +51,18 @@ def test_gpk_array_first_without_gpk_array_dask_is_not_registered():
     """The documented limit: gpk_array imported before Dask, and gpk_array.dask never imported."""
     r = _probe("import gpk_array\nimport dask.array")
     assert r == {"dask": True, "hooks": False, "chunk_type": False}
+
+
+def test_backend_entry_point():
+    """Dask finds the "gpk_array" backend through the package's entry point, with no gpk_array import first."""
+    from importlib.metadata import entry_points
+    if not any(ep.name == "gpk_array" for ep in entry_points(group="dask.array.backends")):
+        pytest.skip("gpk_array is not installed with its entry points (pip install -e .)")
+    code = ("import dask, dask.array as da, json\n"
+            "with dask.config.set({'array.backend': 'gpk_array'}):\n"
+            "    x = da.ones((4, 2), chunks=2)\n"
+            "print(json.dumps([type(x._meta).__module__, str(x._meta.device), float(x.sum().compute())]))")
+    env = {**os.environ, "GPK_DEVICE": "cpu", "PYTHONPATH": ROOT}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                         cwd=ROOT).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == ["gpk_array._array", "cpu", 8.0]
