@@ -290,6 +290,33 @@ def _cuda_index(header):
     return cupy.cuda.runtime.getDevice()
 
 
+def _dtype(name):
+    """A dtype from its name (bfloat16 included: ml_dtypes' dtype, whose ``str`` is only ``<V2``)."""
+    import gpk_array
+    t = getattr(gpk_array, name, None)
+    return _np.dtype(t if t is not None else name)
+
+
+def _cuda_layout(x):
+    """(header, the chunk's CuPy memory as one contiguous uint8 device array): no copy unless the chunk is
+    neither C- nor F-contiguous (then one device copy)."""
+    import cupy
+    d = x._data
+    if not (d.flags.c_contiguous or d.flags.f_contiguous):
+        d = cupy.ascontiguousarray(d)
+    header = {"device": str(x._device), "shape": tuple(d.shape), "dtype": d.dtype.name,
+              "strides": tuple(d.strides)}
+    return header, cupy.ndarray((d.nbytes,), dtype=cupy.uint8, memptr=d.data)
+
+
+def _cuda_rebuild(header, buf):
+    """The chunk on this worker's current CUDA device from its bytes there (a device uint8 buffer)."""
+    import cupy
+    data = cupy.ndarray(tuple(header["shape"]), dtype=_dtype(header["dtype"]), memptr=buf.data,
+                        strides=tuple(header["strides"]))
+    return Array._new(data, Device(f"cuda:{_cuda_index(header)}"))
+
+
 def _register_serialization():
     try:
         from distributed.protocol import cuda as _cuda
@@ -297,45 +324,41 @@ def _register_serialization():
     except ImportError:
         return
 
-    def header_of(x, inner):
-        return {"device": str(x._device), "shape": tuple(x.shape), "dtype": str(x.dtype), "inner": inner}
-
     @dask_serialize.register(Array)
     def _dask_serialize(x):
-        """A chunk as host frames: a CPU chunk's memory (no copy); a CUDA chunk copied to the host, as for CuPy
-        (the transport carries host memory only)."""
+        """A chunk as host frames: a CPU chunk's memory (no copy, distributed's NumPy serializer); a CUDA chunk
+        copied to the host (the transport carries host memory only, as for CuPy's chunks over TCP)."""
         if x._device is CPU:
             inner, frames = dask_serialize.dispatch(_np.ndarray)(x._data)
-        else:
-            import cupy
-            inner, frames = dask_serialize.dispatch(cupy.ndarray)(x._data)
-        return header_of(x, inner), frames
+            return {"device": "cpu", "shape": tuple(x.shape), "dtype": x.dtype.name, "inner": inner}, frames
+        header, buf = _cuda_layout(x)
+        return header, [memoryview(buf.get())]
 
     @dask_deserialize.register(Array)
     def _dask_deserialize(header, frames):
         if header["device"] == "cpu":
             return Array._new(dask_deserialize.dispatch(_np.ndarray)(header["inner"], frames), CPU)
-        index = _cuda_index(header)
+        _cuda_index(header)
         import cupy
-        data = dask_deserialize.dispatch(cupy.ndarray)(header["inner"], frames)
-        return Array._new(data, Device(f"cuda:{index}"))
+        host = _np.frombuffer(b"".join(frames) if len(frames) != 1 else frames[0], dtype=_np.uint8)
+        return _cuda_rebuild(header, cupy.asarray(host))
 
     @_cuda.cuda_serialize.register(Array)
     def _cuda_serialize(x):
-        """A CUDA chunk's device memory as a device frame (no host copy); CPU chunks go to the next serializer."""
+        """A CUDA chunk's device memory as one device frame (no host copy); a CPU chunk goes to the next
+        serializer."""
         if x._device is CPU:
-            raise NotImplementedError("a CPU chunk: not a CUDA buffer")
-        import cupy
-        inner, frames = _cuda.cuda_serialize.dispatch(cupy.ndarray)(x._data)
-        return header_of(x, inner), frames
+            raise NotImplementedError("a CPU chunk is not a CUDA buffer")
+        header, buf = _cuda_layout(x)
+        return header, [buf]
 
     @_cuda.cuda_deserialize.register(Array)
     def _cuda_deserialize(header, frames):
         """The chunk on this worker's current CUDA device (dask-cuda gives each worker one GPU)."""
-        index = _cuda_index(header)
+        _cuda_index(header)
         import cupy
-        data = _cuda.cuda_deserialize.dispatch(cupy.ndarray)(header["inner"], frames)
-        return Array._new(data, Device(f"cuda:{index}"))
+        (frame,) = frames
+        return _cuda_rebuild(header, cupy.asarray(frame))   # any __cuda_array_interface__ buffer, no copy
 
 
 # --- registration -----------------------------------------------------------------------------------------------------
