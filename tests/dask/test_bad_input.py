@@ -78,3 +78,18 @@ def test_cuda_chunk_received_without_cuda_raises():
     header = {"device": "cuda:0", "shape": (4,), "dtype": "float32", "inner": {}}
     with pytest.raises(gp.DeviceError, match=r"sent from cuda:0, but this worker has no CUDA device"):
         dask_deserialize.dispatch(gp.Array)(header, [])
+
+
+def test_dask_routines_that_make_host_data_raise_on_cuda(cuda_device):
+    """Dask routines that build NumPy chunks of their own beside the data (argwhere, nonzero, isin's test
+    elements) cannot run on CUDA chunks: HostOnlyError, as they fail for CuPy chunks; those that call SciPy on the
+    chunks (linalg.solve, inv, lu) fail in SciPy (HostOnlyError, or SciPy's own TypeError/ValueError for mixed
+    namespaces under SCIPY_ARRAY_API=1). No result comes back: nothing was copied to the host."""
+    a = numpy.random.default_rng(0).standard_normal((4, 4)) + 4 * numpy.eye(4)
+    g = da.from_array(gp.asarray(a, device=cuda_device), chunks=4)
+    for build in (lambda: da.argwhere(g > 4), lambda: da.nonzero(g > 4)[0], lambda: da.isin(g, [1.0])):
+        with pytest.raises(gp.HostOnlyError):
+            build().compute()
+    for build in (lambda: da.linalg.solve(g, g[:, 0]), lambda: da.linalg.inv(g), lambda: da.linalg.lu(g)[1]):
+        with pytest.raises((TypeError, ValueError)):
+            build().compute()
