@@ -24,8 +24,6 @@ a chunk (``x[0:0, 0:0]``) and by calling NumPy's functions on it, which gpk_arra
 already imported, so a Dask worker that unpickles an Array has the hooks and deserializers before it uses them.
 Code that imports gpk_array before Dask imports this module itself.
 """
-import itertools
-
 import numpy as _np
 
 try:
@@ -195,8 +193,7 @@ class RandomState:
     Twister numbers (the same as Dask's NumPy chunks for the same seed) into chunks on that device."""
 
     def __init__(self, device=None):
-        self.device = None if device is None else str(Device(str(device)) if not isinstance(device, Device)
-                                                      else device)
+        self.device = None if device is None else str(Device(str(device)))   # checked now, sent as its name
 
     def __call__(self, seed=None):
         import gpk_array.random
@@ -386,14 +383,7 @@ def register():
     _register_serialization()
 
 
-def chunk_devices(d):
-    """The devices of a computed Dask array's chunks, in block order (a check that they stayed where they were):
-    computes ``d``'s blocks with the current scheduler."""
-    blocks = [d.blocks[i] for i in itertools.product(*(range(n) for n in d.numblocks))]
-    return [b.device for b in dask.compute(*blocks)]
-
-
 register()
 
 __all__ = ["register", "concatenate", "tensordot", "einsum", "take", "numel", "empty", "percentile", "to_numpy", "to_cupy",
-           "RandomState", "PCG64", "GpkArrayBackendEntrypoint", "to_gpk_dispatch", "chunk_devices"]
+           "RandomState", "PCG64", "GpkArrayBackendEntrypoint", "to_gpk_dispatch"]

@@ -129,12 +129,19 @@ def test_serialize_cuda_chunk_without_host_copy():
 
 
 @pytest.mark.gpu
-def test_local_cuda_cluster():
-    """dask-cuda: one worker per GPU; the same cases with chunks on cuda:0 of each worker."""
+@pytest.mark.parametrize("protocol", ["tcp", "ucx"])
+def test_local_cuda_cluster(protocol):
+    """dask-cuda: one worker per GPU; the same cases with chunks on cuda:0 of each worker. Over TCP CUDA chunks
+    travel as host frames (dask_serialize); over UCX as device frames (cuda_serialize, no host copy)."""
     if not any(d.kind == "cuda" for d in gp.__array_namespace_info__().devices()):
         pytest.skip("no CUDA GPU")
     dask_cuda = pytest.importorskip("dask_cuda")
+    if protocol == "ucx":
+        import importlib.util
+        if importlib.util.find_spec("ucxx") is None and importlib.util.find_spec("ucp") is None:
+            pytest.skip("UCX (ucxx / ucx-py) is not installed")
     from distributed import Client
-    with dask_cuda.LocalCUDACluster(dashboard_address=None, protocol="tcp") as cluster, Client(cluster) as client:
+    with dask_cuda.LocalCUDACluster(dashboard_address=None, protocol=protocol) as cluster, \
+            Client(cluster) as client:
         _run_cases(client, gp.Device("cuda:0"))
         assert all(client.run(_registered).values())
