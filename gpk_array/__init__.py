@@ -132,3 +132,19 @@ __all__ = [
     "union1d", "unique", "unpackbits", "unravel_index", "unsignedinteger", "unwrap", "ushort", "vander", "vdot",
     "vecmat", "vectorize", "void", "vsplit", "vstack",
 ]
+
+
+def _register_with_dask():
+    # Where Dask is imported already (a Dask worker unpickling an Array, or code that imported dask first), register
+    # Array with it now (gpk_array/dask.py: chunk type, dispatch hooks, serializers); elsewhere `import gpk_array.dask`
+    # does. Never imports Dask itself: `import gpk_array` stays as cheap as tests/test_import_time.py wants it.
+    import sys
+    if "dask" in sys.modules and "gpk_array.dask" not in sys.modules:
+        try:
+            import gpk_array.dask  # noqa: F401
+        except ImportError:   # a Dask without dask.array's dependencies: nothing to register with
+            pass
+
+
+_register_with_dask()
+del _register_with_dask

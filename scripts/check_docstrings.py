@@ -14,6 +14,7 @@ and staticmethods, from the classes of its MRO that gpk_array defines. Objects d
 """
 import argparse
 import importlib
+import importlib.util
 import inspect
 import os
 import pkgutil
@@ -23,6 +24,8 @@ import types
 ROOT = "gpk_array"
 # Imported for the walk; they need optional dependencies (the server: starlette) that the dev extra installs.
 SKIP_MODULES = set()
+# Modules that exist only with an optional dependency (gpk_array.dask: the `dask` extra): walked where it is installed.
+OPTIONAL_MODULES = {"gpk_array.dask": "dask.array"}
 
 
 def _ours(obj):
@@ -32,6 +35,13 @@ def _ours(obj):
     return isinstance(mod, str) and (mod == ROOT or mod.startswith(ROOT + "."))
 
 
+def _installed(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:   # its parent package is missing
+        return False
+
+
 def public_modules():
     """Every public module of gpk_array, imported, in a stable order."""
     pkg = importlib.import_module(ROOT)
@@ -39,6 +49,8 @@ def public_modules():
     for info in pkgutil.walk_packages(pkg.__path__, ROOT + "."):
         name = info.name
         if any(part.startswith("_") for part in name.split(".")[1:]) or name in SKIP_MODULES:
+            continue
+        if name in OPTIONAL_MODULES and not _installed(OPTIONAL_MODULES[name]):
             continue
         mods[name] = importlib.import_module(name)
     # modules the namespace hands out under a public name (gpk_array.emath is gpk_array._numpy.emath)
