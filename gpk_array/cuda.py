@@ -164,6 +164,9 @@ class Stream:
     @property
     def priority(self) -> int:
         """The stream's priority."""
+        pr = getattr(self.cupy_stream, "priority", None)
+        if isinstance(pr, int):
+            return pr
         return int(_cupy().cuda.runtime.streamGetPriority(self.ptr)) if self.ptr else 0
 
     def synchronize(self) -> None:

@@ -13,12 +13,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._array import Array
 from .._errors import DeviceError
 
 _INT_KINDS = "iub"
 _MAX_GRID = (2 ** 31 - 1, 65535, 65535)
 _MAX_BLOCK = (1024, 1024, 64)
 _DEFAULT_SHARED = 48 * 1024
+_cp = None
+
+
+def _cupy():
+    global _cp
+    if _cp is None:
+        try:
+            import cupy
+        except ImportError as e:
+            from .._errors import DeviceError as _DE
+            raise _DE("gpk_array.jit kernels run on CUDA devices and need CuPy (pip install 'gpk_array[cuda13]'), "
+                      "which is not installed") from e
+        _cp = cupy
+    return _cp
 
 
 def _dims(v, what: str) -> tuple:
@@ -63,7 +78,6 @@ def check_launch(grid, block, shared_mem=0, *, max_threads: int = 1024, max_shar
 
 def _device_pointer(a, p, kname):
     """(pointer, dtype or None, device id or None) of an array-like argument, or raise TypeError."""
-    from .._array import Array
     if type(a) is Array:
         dev = a._device
         if dev.kind != "cuda":
@@ -89,8 +103,7 @@ def _device_pointer(a, p, kname):
         if int(kind) not in (2, 13):  # kDLCUDA, kDLCUDAManaged
             raise TypeError(f"gpk_array: {kname}: argument {p} is in host memory (DLPack device {int(kind)}); jit "
                             "kernels run on CUDA only")
-        import cupy
-        c = cupy.from_dlpack(a)
+        c = _cupy().from_dlpack(a)
         return c.data.ptr, c.dtype, int(dev)
     raise TypeError(f"gpk_array: {kname}: argument {p} must be a CUDA array (gpk_array Array, CuPy array, "
                     f"__cuda_array_interface__ or DLPack object) or None, got {type(a).__name__}")
@@ -229,6 +242,7 @@ class JitKernel:
         self._fns: dict = {}
         self._limits: dict = {}
         self._configs: dict = {}
+        self._checked: dict = {}   # (grid, block, shared_mem, device) -> validated 3-tuples
 
     def __repr__(self):
         sig = "?" if self.params is None else ", ".join(f"{p.ctype} {p.name}" for p in self.params)
@@ -255,7 +269,7 @@ class JitKernel:
     def _function(self, dev):
         fn = self._fns.get(dev)
         if fn is None:
-            import cupy
+            cupy = _cupy()
             with cupy.cuda.Device(dev):
                 fn = self.module.get_function(self.name)
                 props = cupy.cuda.runtime.getDeviceProperties(dev)
@@ -269,23 +283,36 @@ class JitKernel:
         """Launch on ``grid`` blocks of ``block`` threads (ints or 1-3 tuples) with ``args`` (a tuple), ``shared_mem``
         bytes of dynamic shared memory, on ``stream`` (a gpk_array.cuda.Stream, a CuPy stream, or None: the current
         stream, which gpk_array's own operations use too)."""
-        if not isinstance(args, (tuple, list)):
-            raise TypeError(f"gpk_array: {self._label}: args must be a tuple of arguments, got {type(args).__name__}")
+        if type(args) is not tuple:
+            if not isinstance(args, list):
+                raise TypeError(f"gpk_array: {self._label}: args must be a tuple of arguments, got "
+                                f"{type(args).__name__}")
+            args = tuple(args)
         vals, dev = self.convert(args)
-        import cupy
+        cp = _cupy()
+        cur = cp.cuda.runtime.getDevice()
         if dev is None:
-            dev = cupy.cuda.runtime.getDevice()
+            dev = cur
         fn = self._fns.get(dev) or self._function(dev)
-        max_threads, max_shared = self._limits[dev]
-        g, b, shared_mem = check_launch(grid, block, shared_mem, max_threads=max_threads, max_shared=max_shared)
-        if shared_mem > _DEFAULT_SHARED and fn.max_dynamic_shared_size_bytes < shared_mem:
-            fn.max_dynamic_shared_size_bytes = shared_mem
-        s = getattr(stream, "cupy_stream", stream)
-        if dev != cupy.cuda.runtime.getDevice():
-            with cupy.cuda.Device(dev):
-                fn(g, b, tuple(vals), shared_mem=shared_mem, stream=s)
+        try:
+            key = (grid, block, shared_mem, dev)
+            checked = self._checked.get(key)
+        except TypeError:  # lists: unhashable, checked every time
+            key = checked = None
+        if checked is None:
+            max_threads, max_shared = self._limits[dev]
+            checked = check_launch(grid, block, shared_mem, max_threads=max_threads, max_shared=max_shared)
+            if checked[2] > _DEFAULT_SHARED and fn.max_dynamic_shared_size_bytes < checked[2]:
+                fn.max_dynamic_shared_size_bytes = checked[2]
+            if key is not None and len(self._checked) < 256:
+                self._checked[key] = checked
+        if stream is not None:
+            stream = getattr(stream, "cupy_stream", stream)
+        if dev != cur:
+            with cp.cuda.Device(dev):
+                fn(checked[0], checked[1], tuple(vals), shared_mem=checked[2], stream=stream)
         else:
-            fn(g, b, tuple(vals), shared_mem=shared_mem, stream=s)
+            fn(checked[0], checked[1], tuple(vals), shared_mem=checked[2], stream=stream)
 
     def __getitem__(self, config):
         """``k[total, block]`` (or ``k[total, block, shared_mem]``, ``k[total, block, shared_mem, stream]``): a
