@@ -1,7 +1,7 @@
 """python -m benchmarks KIND [KIND ...] [--json OUT]: run benchmarks, print tables, write JSON with the GPU, the
 commit and every figure beside its baseline measured in the same run.
 
-KIND: overhead | elementwise | reduction | gemm | linear | cutlass | attention | sched | llm | tokenizer | all
+KIND: overhead | elementwise | reduction | gemm | linear | cutlass | attention | sched | llm | tokenizer | jit | all
 """
 import argparse
 import datetime
@@ -23,6 +23,7 @@ KINDS = {
     "sched": ("benchmarks.sched_bench", "run", ()),
     "llm": ("benchmarks.llm_bench", "run", ()),
     "tokenizer": ("benchmarks.tokenizer_bench", "run", ()),
+    "jit": ("benchmarks.jit_bench", "run", ()),
 }
 
 

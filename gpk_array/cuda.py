@@ -143,10 +143,14 @@ class Stream:
         cp = _cupy()
         if _wrap is not None:
             self.cupy_stream = _wrap
+            self._priority = None
         else:
             if isinstance(priority, bool) or not isinstance(priority, (int, np.integer)):
                 raise TypeError(f"gpk_array.cuda.Stream: priority must be an int, got {priority!r}")
-            self.cupy_stream = cp.cuda.Stream(non_blocking=bool(non_blocking), priority=int(priority))
+            lo, hi = priority_range()
+            # CUDA clamps a priority outside the range; keep what it will use
+            self._priority = min(max(int(priority), min(lo, hi)), max(lo, hi))
+            self.cupy_stream = cp.cuda.Stream(non_blocking=bool(non_blocking), priority=self._priority)
 
     @classmethod
     def wrap(cls, cupy_stream):
@@ -163,11 +167,14 @@ class Stream:
 
     @property
     def priority(self) -> int:
-        """The stream's priority."""
+        """The stream's priority (clamped into ``priority_range()``, as CUDA does)."""
+        if self._priority is not None:
+            return self._priority
         pr = getattr(self.cupy_stream, "priority", None)
         if isinstance(pr, int):
             return pr
-        return int(_cupy().cuda.runtime.streamGetPriority(self.ptr)) if self.ptr else 0
+        get = getattr(_cupy().cuda.runtime, "streamGetPriority", None)
+        return int(get(self.ptr)) if get is not None and self.ptr else 0
 
     def synchronize(self) -> None:
         """Wait until all work queued on the stream is done."""

@@ -114,6 +114,17 @@ def _pointer_converter(param, kname):
     label = param.describe()
 
     def conv(a, dev):
+        if type(a) is Array and a._device.kind == "cuda":   # the common case: hand CuPy its own array
+            d = a._data
+            if want is not None and d.dtype != want:
+                raise TypeError(f"gpk_array: {kname}: parameter {label} points to {want}, got an array of {d.dtype}")
+            i = a._device.index
+            if dev[0] is None:
+                dev[0] = i
+            elif dev[0] != i:
+                raise DeviceError(f"gpk_array: {kname}: parameter {label} is on cuda:{i}, other arguments on "
+                                  f"cuda:{dev[0]}")
+            return d
         if a is None:
             return np.uint64(0)
         ptr, dt, d = _device_pointer(a, label, kname)
@@ -240,6 +251,7 @@ class JitKernel:
         self._label = f"kernel {name!r}"
         self._convs = converters(params, self._label)
         self._fns: dict = {}
+        self._raw: dict = {}
         self._limits: dict = {}
         self._configs: dict = {}
         self._checked: dict = {}   # (grid, block, shared_mem, device) -> validated 3-tuples
@@ -272,10 +284,14 @@ class JitKernel:
             cupy = _cupy()
             with cupy.cuda.Device(dev):
                 fn = self.module.get_function(self.name)
-                props = cupy.cuda.runtime.getDeviceProperties(dev)
-                optin = int(props.get("sharedMemPerBlockOptin", props.get("sharedMemPerBlock", _DEFAULT_SHARED)))
+                attrs = cupy.cuda.Device(dev).attributes
+                optin = int(attrs.get("MaxSharedMemoryPerBlockOptin", attrs.get("MaxSharedMemoryPerBlock",
+                                                                                _DEFAULT_SHARED)))
                 static = int(getattr(fn, "shared_size_bytes", 0) or 0)
                 self._limits[dev] = (int(fn.max_threads_per_block), max(0, optin - static))
+                self._raw[dev] = fn
+                # launch through the loaded function itself (what RawKernel.__call__ does after a lookup per call)
+                fn = getattr(fn, "kernel", fn)
             self._fns[dev] = fn
         return fn
 
@@ -302,8 +318,10 @@ class JitKernel:
         if checked is None:
             max_threads, max_shared = self._limits[dev]
             checked = check_launch(grid, block, shared_mem, max_threads=max_threads, max_shared=max_shared)
-            if checked[2] > _DEFAULT_SHARED and fn.max_dynamic_shared_size_bytes < checked[2]:
-                fn.max_dynamic_shared_size_bytes = checked[2]
+            raw = self._raw[dev]
+            if checked[2] > _DEFAULT_SHARED and raw.max_dynamic_shared_size_bytes < checked[2]:
+                with cp.cuda.Device(dev):
+                    raw.max_dynamic_shared_size_bytes = checked[2]
             if key is not None and len(self._checked) < 256:
                 self._checked[key] = checked
         if stream is not None:
