@@ -103,6 +103,22 @@ def _reason(identity: str, record: dict) -> str:
     return "not in cache"
 
 
+def _remember(identity: str, record: dict, compiled: bool) -> None:
+    """Keep ``record`` as the last inputs of ``identity`` (after a compile, or a disk hit on other inputs than the
+    record says), so the next miss's reason compares with what was used last."""
+    path = _index_path(identity)
+    if not compiled:
+        try:
+            if json.loads(path.read_text()) == record:
+                return
+        except (OSError, ValueError):
+            pass
+    try:
+        loader.write_atomic(path, json.dumps(record).encode())
+    except OSError:
+        pass
+
+
 def _line_of(log: str, name: str, source: str):
     """(line number, text) of the first error the compiler log reports in ``name``, else (None, None)."""
     base = Path(name).name
@@ -155,11 +171,7 @@ def compile(source: str, *, name: str = "kernel.cu", options=(), arch=None, name
                 loader.write_atomic(path, cubin)
                 cached = False
     seconds = time.perf_counter() - t0
-    if not cached or not _index_path(identity).is_file():
-        try:
-            loader.write_atomic(_index_path(identity), json.dumps(record).encode())
-        except OSError:
-            pass
+    _remember(identity, record, compiled=not cached)
     e = Entry(path, key, arch, symbols, cached, reason, seconds)
     with _lock:
         _entries[key] = e
@@ -315,8 +327,9 @@ def cache_info() -> dict:
 
 
 def cache_clear(memory_only: bool = True) -> None:
-    """Reset the counts and forget the entries loaded in this process; ``memory_only=False`` also deletes the
-    run-time compiled cubins' directory contents under the cache directory (every arch)."""
+    """Reset the counts and forget the entries loaded in this process; ``memory_only=False`` also deletes every
+    cubin under the cache directory, every arch, gpk_array's own kernels' included (they are rebuilt on use), and
+    the ``index/`` records."""
     with _lock:
         _stats.update(hits=0, misses=0, memory_hits=0)
         _records.clear()

@@ -210,8 +210,7 @@ def reload_changed() -> list:
     import importlib
     done = []
     for name, mod in list(sys.modules.items()):
-        if mod is not None and isinstance(getattr(mod, "__spec__", None), object) and \
-                isinstance(getattr(getattr(mod, "__spec__", None), "loader", None), CuLoader) and is_stale(mod):
+        if isinstance(getattr(getattr(mod, "__spec__", None), "loader", None), CuLoader) and is_stale(mod):
             importlib.reload(mod)
             done.append(name)
     return done

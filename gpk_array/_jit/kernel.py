@@ -335,7 +335,10 @@ class JitKernel:
     def __getitem__(self, config):
         """``k[total, block]`` (or ``k[total, block, shared_mem]``, ``k[total, block, shared_mem, stream]``): a
         launcher of ``ceil(total / block)`` blocks."""
-        launcher = self._configs.get(config) if not isinstance(config, list) else None
+        try:
+            launcher = self._configs.get(config)
+        except TypeError:  # an unhashable part (a list, a CuPy stream)
+            launcher = None
         if launcher is None:
             if not isinstance(config, tuple) or not 2 <= len(config) <= 4:
                 raise TypeError("gpk_array: use k[total, block] (optionally k[total, block, shared_mem, stream])")

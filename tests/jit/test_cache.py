@@ -160,3 +160,14 @@ def test_warmup_compiles_in_parallel(cache_dir):
         cache.warmup([3])
     with pytest.raises(gp.KernelCompileError):
         cache.warmup([SRC, "this is not CUDA"], arch="90")
+
+
+def test_a_disk_hit_updates_the_last_inputs(cache_dir):
+    """Going back to a source whose cubin is still on disk is a hit; the next change is judged against it."""
+    ident = dict(name="scale.cu", identity="jit:toggle")
+    cache.compile(SRC, arch="90", **ident)
+    cache.compile(SRC, arch="90", options=("-DA=1",), **ident)
+    cache.cache_clear()                                        # a new process, in effect
+    assert cache.compile(SRC, arch="90", **ident).cached       # back to the first: on disk
+    e = cache.compile(SRC, arch="80", **ident)
+    assert e.reason == "arch changed"                          # not "options changed": compared with the hit
