@@ -187,13 +187,47 @@ def _scalar_converter(param, kname):
     return conv
 
 
+_held_type = None
+
+
+def _held(buf: np.ndarray):
+    """A CuPy kernel argument whose value is the bytes of ``buf`` (a struct passed by value): a
+    ``cupy.cuda.function.CPointer`` to them that keeps ``buf`` alive through the launch (the driver copies the
+    parameter bytes when the launch is queued)."""
+    global _held_type
+    if _held_type is None:
+        base = _cupy().cuda.function.CPointer
+
+        class Held(base):
+            def __init__(self, b):
+                base.__init__(self, b.ctypes.data)
+                self.buf = b
+
+        _held_type = Held
+    return _held_type(buf)
+
+
 def _struct_converter(param, kname):
+    dt = param.dtype
     label = param.describe()
 
     def conv(a, dev):
-        raise TypeError(f"gpk_array: {kname}: parameter {label} is a struct passed by value, which jit kernels do "
-                        f"not launch with yet; pass a pointer to it instead (the module's dtype {param.dtype} builds "
-                        "the bytes: gpk_array.cuda.to_device(numpy.array(..., dtype)))")
+        if isinstance(a, (np.void, np.ndarray)) and a.dtype == dt and np.ndim(a) == 0:
+            buf = np.array(a, dtype=dt)
+        elif isinstance(a, tuple):
+            buf = np.zeros((), dt)
+            buf[()] = a
+        elif isinstance(a, dict):
+            buf = np.zeros((), dt)
+            for k, v in a.items():
+                if k not in dt.names:
+                    raise TypeError(f"gpk_array: {kname}: parameter {label} has no field {k!r} (fields: "
+                                    f"{', '.join(dt.names)})")
+                buf[k] = v
+        else:
+            raise TypeError(f"gpk_array: {kname}: parameter {label} is a struct; pass a NumPy scalar of its dtype "
+                            f"{dt} (the .cu module's attribute), a tuple or a dict of its fields")
+        return _held(buf)
     return conv
 
 

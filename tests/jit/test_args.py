@@ -142,3 +142,27 @@ def test_total_block_form_checks_before_any_launch():
         k[10.0, 256]
     with pytest.raises(TypeError, match=r"k\[total, block\]"):
         k[10]
+
+
+def test_struct_by_value_bytes_match_ctypes(monkeypatch):
+    """A struct parameter takes a dtype scalar, a tuple or a dict; the bytes handed to the launch are the C
+    struct's (ctypes as the oracle). The CuPy wrapper around them is replaced by the buffer itself here."""
+    import ctypes
+
+    from gpk_array._jit import kernel as K
+    monkeypatch.setattr(K, "_held", lambda buf: buf)
+    src = 'struct P { char c; double d; int n; };\nextern "C" __global__ void k(P p, int m) {}'
+    k = kernel("k", src)
+    dt = k.params[0].dtype
+
+    class P(ctypes.Structure):
+        _fields_ = [("c", ctypes.c_char), ("d", ctypes.c_double), ("n", ctypes.c_int)]
+
+    want = bytes(P(b"\x07", 2.5, -3))
+    for arg in ((7, 2.5, -3), {"c": 7, "d": 2.5, "n": -3}, np.array((7, 2.5, -3), dt)[()]):
+        vals, _ = k.convert((arg, 1))
+        assert vals[0].tobytes() == want
+    with pytest.raises(TypeError, match="no field 'x'"):
+        k.convert(({"x": 1}, 1))
+    with pytest.raises(TypeError, match="is a struct"):
+        k.convert((3.0, 1))

@@ -242,3 +242,21 @@ def test_cu_module_launches(tmp_path):
     out = np.empty_like(h)
     gp.cuda.memcpy_dtoh(out, mem)
     np.testing.assert_array_equal(out["a"], np.arange(10) * 0.5)
+
+
+def test_struct_by_value():
+    src = r'''
+    struct Affine { float scale; double shift; int n; };
+    extern "C" __global__ void affine(float* x, Affine t) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < t.n) x[i] = x[i] * t.scale + (float)t.shift;
+    }'''
+    k = gp.jit(src, "affine")
+    xh = np.arange(100, dtype=np.float32)
+    x = dev(xh)
+    k[100, 64](x, (2.0, 0.5, 90))
+    want = xh.copy()
+    want[:90] = xh[:90] * 2 + 0.5
+    np.testing.assert_array_equal(host(x), want)
+    k[100, 64](x, {"scale": 1.0, "n": 100})                    # shift left zero
+    np.testing.assert_array_equal(host(x), want)
