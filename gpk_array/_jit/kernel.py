@@ -237,8 +237,12 @@ def _unknown_converter(param, kname):
     def conv(a, dev):
         if a is None:
             return np.uint64(0)
-        if isinstance(a, (np.generic, int, float, bool, complex)):
+        if isinstance(a, np.generic):
             return a
+        if isinstance(a, (int, float, complex)):
+            raise TypeError(f"gpk_array: {kname}: the type of parameter {label} is not known here, so a Python "
+                            f"{type(a).__name__} has no size: pass a NumPy scalar (numpy.int32(...), "
+                            "numpy.float32(...))")
         ptr, dt, d = _device_pointer(a, label, kname)
         if d is not None and dev[0] is not None and d != dev[0]:
             raise DeviceError(f"gpk_array: {kname}: parameter {label} is on cuda:{d}, other arguments on "
@@ -278,7 +282,7 @@ class JitKernel:
     name expression; ``module`` the compiled source (``cache.Module``). CUDA only: arrays on the CPU device raise
     TypeError."""
 
-    def __init__(self, module, name: str, params, *, source_name: str = "kernel"):
+    def __init__(self, module, name: str, params):
         self.module = module
         self.name = name
         self.params = params

@@ -166,3 +166,16 @@ def test_struct_by_value_bytes_match_ctypes(monkeypatch):
         k.convert(({"x": 1}, 1))
     with pytest.raises(TypeError, match="is a struct"):
         k.convert((3.0, 1))
+
+
+def test_unknown_parameter_types_take_sized_values_only():
+    k = kernel("k", 'extern "C" __global__ void k(float4 v, MyInt m, float* p) {}')
+    vals, _ = k.convert((np.float32(1), np.int16(2), FakeCuda(np.float32, ptr=64)))
+    assert vals[0].dtype == np.float32 and vals[1].dtype == np.int16 and int(vals[2]) == 64
+    with pytest.raises(TypeError, match=r"'m' \(MyInt\) is not known here.*NumPy scalar"):
+        k.convert((np.float32(1), 2, None))
+    # no readable signature at all (a Module function without one): the same rule, any count
+    raw = JitKernel(None, "f", None)
+    assert len(raw.convert((np.int32(1), FakeCuda(np.int8), None))[0]) == 3
+    with pytest.raises(TypeError, match="NumPy scalar"):
+        raw.convert((1.5,))
