@@ -1,7 +1,8 @@
 """python -m benchmarks KIND [KIND ...] [--json OUT]: run benchmarks, print tables, write JSON with the GPU, the
 commit and every figure beside its baseline measured in the same run.
 
-KIND: overhead | elementwise | reduction | gemm | linear | cutlass | attention | sched | llm | tokenizer | dask | all
+KIND: overhead | elementwise | reduction | gemm | linear | cutlass | attention | sched | llm | tokenizer | dask | jit
+      | all
 """
 import argparse
 import datetime
@@ -24,6 +25,7 @@ KINDS = {
     "llm": ("benchmarks.llm_bench", "run", ()),
     "tokenizer": ("benchmarks.tokenizer_bench", "run", ()),
     "dask": ("benchmarks.dask_bench", "run", ()),
+    "jit": ("benchmarks.jit_bench", "run", ()),
 }
 
 

@@ -8,7 +8,7 @@ from ._lazy import lazy_submodules as _lazy_submodules  # noqa: E402
 # the CUDA dispatch layer and its kernel modules (gpk_array._gpu, gpk_array._kernels: the CPU device never reads
 # them), or the SciPy bridges (gpk_array.scipy, gpk_array.special: they import SciPy on first use). Before anything
 # below imports them; no module __getattr__ here, which would slow every gpk_array.<name> read.
-_lazy_submodules(globals(), "random", "testing", "sched", "_gpu", "_kernels", "scipy", "special")
+_lazy_submodules(globals(), "random", "testing", "sched", "_gpu", "_kernels", "scipy", "special", "cuda")
 del _lazy_submodules, _lazy  # noqa: F821  (the import bound the submodule too: keep dir(gpk_array) as it was)
 
 from ._version import get as _get_version, set_array_api_version  # noqa: E402
@@ -23,7 +23,8 @@ from ._dtypes import (  # noqa: E402
     bfloat16, bool, complex64, complex128, float16, float32, float64, int8, int16, int32, int64, uint8, uint16,
     uint32, uint64,
 )
-from ._errors import DeviceError, GpkArrayError, HostOnlyError, OutOfMemoryError  # noqa: E402
+from ._errors import DeviceError, GpkArrayError, HostOnlyError, KernelCompileError, OutOfMemoryError  # noqa: E402
+from ._jit.api import jit, kernel_cache_info, load_cu  # noqa: E402  (imports nothing until called)
 from ._device import Device, default_device, set_default_device  # noqa: E402
 from ._array import Array, _install_operators  # noqa: E402
 from ._ops.creation import (  # noqa: E402
@@ -96,6 +97,8 @@ __all__ = [
     "set_default_device", "set_float32_matmul_precision", "softmax",
     # SciPy on both devices (gpk_array.scipy), and the special-function namespace SciPy looks for (xp.special)
     "scipy", "special",
+    # your own kernels: CUDA source (gpk_array.jit), .cu files as modules, the compile cache, driver objects
+    "KernelCompileError", "cuda", "jit", "kernel_cache_info", "load_cu",
     # NumPy's names beside the standard's (gpk_array._numpy): functions, ufuncs, dtype names, submodules
     "False_", "NAN", "NINF", "NZERO", "PINF", "PZERO", "ScalarType", "True_", "absolute", "allclose", "amax",
     "amin", "angle", "append", "apply_along_axis", "apply_over_axes", "arccos", "arccosh", "arcsin", "arcsinh",
