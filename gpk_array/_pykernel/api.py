@@ -1,0 +1,415 @@
+"""The kernel object ``@gpk_array.kernel`` returns: argument checks, the specialization cache, the launch
+geometry, ``explain``, and the two back ends (cpu.py executes, codegen.py + backend.py generate and run CUDA)."""
+from __future__ import annotations
+
+import ast
+import copy
+import os
+import threading
+
+import numpy as np
+
+from . import types as T
+from .analysis import KernelInfo, write_nodes
+from .cpu import Lowered, run_threads
+
+_MAX_BLOCK = (1024, 1024, 64)
+_MAX_GRID = (2**31 - 1, 65535, 65535)
+_DEFAULT_BLOCK = {1: (256, 1, 1), 2: (32, 8, 1), 3: (32, 4, 2)}
+
+
+def make_kernel(func, **options):
+    """``Kernel(func, **options)``; the entry point of ``@gpk_array.kernel``."""
+    return Kernel(func, **options)
+
+
+class Specialization:
+    """One cache entry: a kernel for one argument signature (``key``). ``source`` is the generated CUDA C++
+    (made on first use on CUDA, or by ``explain``), ``function`` the loaded CUDA kernel."""
+
+    __slots__ = ("key", "cname", "_source", "function", "calls", "shared_bytes", "_kernel")
+
+    def __init__(self, kernel, key, index):
+        self._kernel = kernel
+        self.key = key
+        self.cname = f"gpk_{kernel.__name__}_{index}"
+        self._source = None
+        self.function = None
+        self.calls = 0
+        self.shared_bytes = 0
+
+    @property
+    def source(self):
+        """The CUDA C++ of this specialization."""
+        if self._source is None:
+            from .codegen import Generator
+            g = Generator(self._kernel._info, self.key, self.cname)
+            self._source = g.source()
+            self.shared_bytes = g.shared_bytes
+        return self._source
+
+
+class Kernel:
+    """A ``@gpk_array.kernel`` function: call it with arrays and numbers (``k(x, y, out)``), or with an explicit
+    launch geometry (``k[(total, block)](x, y, out)``, each an int or a tuple of up to 3). One specialization is
+    made and cached per argument signature (``k.specializations``); ``k.explain(*args)`` shows what a call does.
+    """
+
+    def __init__(self, func, readonly=(), block=None, name=None, debug=None):
+        self._info = KernelInfo(func)
+        self.__wrapped__ = func
+        self.__name__ = name or func.__name__
+        self.__qualname__ = getattr(func, "__qualname__", self.__name__)
+        self.__doc__ = func.__doc__
+        self.__module__ = func.__module__
+        fi = self._info.main
+        self.params = tuple(fi.params)
+        self._nparams = len(self.params)
+        self._effects = self._info.effects
+        if isinstance(readonly, str):
+            readonly = (readonly,)
+        for p in readonly:
+            if p not in self.params:
+                raise ValueError(f"gpk_array.kernel: readonly names {p!r}, which is not a parameter of "
+                                 f"{self.__name__}{self.params}")
+            if "W" in self._effects[p]:
+                node = write_nodes(fi, p)
+                raise ValueError(f"gpk_array.kernel: {self.__name__!r} writes its argument {p!r}, declared "
+                                 f"read-only (line {getattr(node, 'lineno', '?')}: "
+                                 f"{fi.line(node).strip()})")
+        self.readonly = tuple(readonly)
+        self._writes = tuple(i for i, p in enumerate(self.params) if "W" in self._effects[p])
+        self.block = _dims(block, "block") if block is not None else None
+        self.debug = os.environ.get("GPK_KERNEL_DEBUG") == "1" if debug is None else bool(debug)
+        self._cpu = Lowered(self._info, debug=self.debug)
+        self._specs: dict = {}
+        self._lock = threading.Lock()
+        self._host_geom = None
+        self._annotations = None
+        if fi.annotations:
+            self._annotations = {p: self._eval_annotation(fi, p, a) for p, a in fi.annotations.items()}
+
+    # ---- public ---------------------------------------------------------------------------------------
+    def __call__(self, *args):
+        """Run the kernel on ``args`` (on their device)."""
+        return self._launch(args, None)
+
+    def __getitem__(self, geometry):
+        """``k[(total, block)]``: the kernel with an explicit launch of ``total`` threads (an int or a tuple of up
+        to 3, x first) in blocks of ``block``."""
+        if not (isinstance(geometry, tuple) and len(geometry) == 2):
+            raise TypeError(f"gpk_array.kernel: launch geometry is k[(total, block)], got k[{geometry!r}]")
+        total, block = _dims(geometry[0], "total", allow_zero=True), _dims(geometry[1], "block")
+        return _Launch(self, (total, block))
+
+    def __repr__(self):
+        return f"<gpk_array.kernel {self.__name__}{self.params}: {len(self._specs)} specializations>"
+
+    @property
+    def effects(self):
+        """``{parameter: 'R' | 'W' | 'RW' | ''}``: what the kernel does to each array argument."""
+        return dict(self._effects)
+
+    @property
+    def specializations(self):
+        """``{key: Specialization}``: the cache, one entry per argument signature seen."""
+        return dict(self._specs)
+
+    def cache_info(self):
+        """``{"specializations": n, "calls": {key: calls}}`` of this kernel."""
+        return {"specializations": len(self._specs), "calls": {k: s.calls for k, s in self._specs.items()}}
+
+    def explain(self, *args, file=None, print_=True):
+        """What ``k(*args)`` does, without running it: the specialization (cache key), the device, the launch
+        domain and geometry, the read/write effect on each argument, and the generated CUDA C++. Returns the
+        text; prints it too unless ``print_=False``."""
+        return self._explain(args, None, file, print_)
+
+    # ---- calls ----------------------------------------------------------------------------------------
+    def _prepare(self, args):
+        if len(args) != self._nparams:
+            raise TypeError(f"{self.__name__}() takes {self._nparams} argument{'s' if self._nparams != 1 else ''} "
+                            f"{self.params} but {len(args)} were given")
+        norm = [T.normalize(a, p) for a, p in zip(args, self.params)]
+        key = tuple(a.key for a in norm)
+        device = None
+        for a, p in zip(norm, self.params):
+            if a.device is None:
+                continue
+            if device is None:
+                device = a.device
+            elif str(device) != str(a.device):
+                raise ValueError(f"gpk_array.kernel: {self.__name__}() got arrays on different devices "
+                                 f"({device} and {a.device} for {p!r}); move them with to_device()")
+        if device is None:
+            raise TypeError(f"gpk_array.kernel: {self.__name__}() needs at least one array argument (it decides "
+                            f"the device the kernel runs on)")
+        for i in self._writes:
+            a = norm[i]
+            p = self.params[i]
+            if a.key[0] != "A":
+                continue
+            if not a.writable or p in self.readonly:
+                node = write_nodes(self._info.main, p)
+                raise ValueError(f"gpk_array.kernel: {self.__name__!r} writes its argument {p!r} "
+                                 f"(line {getattr(node, 'lineno', '?')}), which is read-only")
+        spec = self._specs.get(key)
+        if spec is None:
+            spec = self._specialize(key, norm)
+        return norm, key, spec, device
+
+    def _specialize(self, key, norm):
+        with self._lock:
+            spec = self._specs.get(key)
+            if spec is None:
+                if self._annotations:
+                    for a, p in zip(norm, self.params):
+                        ann = self._annotations.get(p)
+                        if ann is not None:
+                            T.check_annotation(ann, a, p)
+                for a, p in zip(norm, self.params):
+                    if a.key[0] == "S" and "W" in self._effects[p]:
+                        node = write_nodes(self._info.main, p)
+                        raise TypeError(f"gpk_array.kernel: {self.__name__!r} indexes or writes {p!r} "
+                                        f"(line {getattr(node, 'lineno', '?')}) but got a number")
+                spec = Specialization(self, key, len(self._specs))
+                self._specs[key] = spec
+        return spec
+
+    def _launch(self, args, geometry):
+        norm, key, spec, device = self._prepare(args)
+        spec.calls += 1
+        values = [a.value for a in norm]
+        if str(device) == "cpu":
+            self._run_cpu(spec, values, geometry)
+        else:
+            self._run_cuda(spec, norm, values, geometry, device)
+
+    def _geometry(self, values, geometry):
+        """('loop', None) for a loop domain run as a loop, or ('threads', (grid, block)); None: nothing to run."""
+        kind = self._info.domain[0]
+        if geometry is not None:
+            total, block = geometry
+            if any(t == 0 for t in total):
+                return None
+            return tuple(-(-t // b) for t, b in zip(total, block)), block
+        if kind == "work_size":
+            n = self._host_eval(values)
+            if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+                raise TypeError(f"gpk_array.kernel: kernel.work_size(n) of {self.__name__!r} must be an int, "
+                                f"got {type(n).__name__}")
+            n = int(n)
+            if n <= 0:
+                return None
+            b = self.block or (256, 1, 1)
+            return (-(-n // b[0]), 1, 1), b
+        if kind in ("range", "ndindex"):
+            dims = self._domain_dims(values)
+            if any(d <= 0 for d in dims):
+                return None
+            b = self.block or _DEFAULT_BLOCK[len(dims)]
+            rev = list(dims[::-1]) + [1] * (3 - len(dims))
+            grid = tuple(min(-(-d // bb), g) for d, bb, g in zip(rev, b, _MAX_GRID))
+            return grid, b
+        raise TypeError(f"gpk_array.kernel: {self.__name__!r} has no launch domain: write its body as "
+                        f"`for i in range(n):` (1-D) or `for i, j in gpk_array.ndindex(shape):`, add a "
+                        f"`gpk_array.kernel.work_size(n)` statement, or launch it as k[(total, block)](...)")
+
+    def _host_eval(self, values):
+        if self._host_geom is None:
+            self._host_geom = self._compile_host()
+        return self._host_geom(*values)
+
+    def _domain_dims(self, values):
+        r = self._host_eval(values)
+        kind = self._info.domain[0]
+        if kind == "range":
+            return (len(range(*(int(v) for v in r))),)
+        if len(r) == 1 and not isinstance(r[0], (int, np.integer)):
+            r = tuple(r[0])
+        return tuple(int(v) for v in r)
+
+    def _compile_host(self):
+        """A Python function of the kernel's parameters that runs the prelude and returns the domain's bounds
+        (range args / ndindex args) or the work_size argument, on the host."""
+        fi = self._info.main
+        kind, node = self._info.domain
+        tree = copy.deepcopy(fi.tree)
+        body = tree.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]
+        if kind == "work_size":
+            idx = next(i for i, st in enumerate(fi.body) if st is node)
+            arg = body[idx].value.args[0]
+            tree.body = [ast.Return(value=arg)]
+        else:
+            loop = body[-1]
+            tree.body = body[:-1] + [ast.Return(value=ast.Tuple(elts=loop.iter.args, ctx=ast.Load()))]
+        low = self._cpu
+        from .cpu import _Rewriter
+        tree = _Rewriter(low, fi, None).visit(tree)
+        tree.name = f"__gpk_host_{fi.name}"
+        mod = ast.Module(body=[tree], type_ignores=[])
+        ast.fix_missing_locations(mod)
+        ns = {}
+        exec(compile(mod, fi.filename, "exec"), low.globals, ns)
+        return ns[tree.name]
+
+    def _check_geometry(self, grid, block):
+        if int(np.prod(block)) > 1024:
+            raise ValueError(f"gpk_array.kernel: a block of {block} threads is over the limit of 1024")
+        for g, m, ax in zip(grid, _MAX_GRID, "xyz"):
+            if g > m:
+                raise ValueError(f"gpk_array.kernel: a grid of {g} blocks along {ax} is over the limit of {m}")
+
+    def _run_cpu(self, spec, values, geometry):
+        kind = self._info.domain[0]
+        if kind in ("range", "ndindex"):
+            low = self._cpu
+            if geometry is not None:
+                total, block = geometry
+                self._check_geometry(tuple(-(-t // b) for t, b in zip(total, block)), block)
+            (low.vector or low.scalar)(*values)
+            return
+        g = self._geometry(values, geometry)
+        if g is None:
+            return
+        grid, block = g
+        self._check_geometry(grid, block)
+        if "shared" in self._info.uses:
+            spec.source   # shared-memory size check (same error on both devices)
+        run_threads(self._cpu, values, grid, block)
+
+    # ---- CUDA ------------------------------------------------------------------------------------------
+    def _run_cuda(self, spec, norm, values, geometry, device):
+        g = self._geometry(values, geometry)
+        if g is None:
+            return
+        grid, block = g
+        self._check_geometry(grid, block)
+        fn = spec.function
+        if fn is None:
+            from .backend import compile_and_load
+            source = spec.source
+            with _cuda_device(device):
+                fn = spec.function = compile_and_load(source, spec.cname)
+        cargs = []
+        for a in norm:
+            k = a.key
+            v = a.value
+            if k[0] == "A":
+                item = v.dtype.itemsize
+                cargs.append(v)
+                cargs += [np.int64(s) for s in v.shape]
+                cargs += [np.int64(s // item) for s in v.strides]
+            else:
+                cargs.append(_c_scalar(v, k))
+        import cupy
+        with _cuda_device(device):
+            fn(grid, block, tuple(cargs), stream=cupy.cuda.get_current_stream())
+
+    def _explain(self, args, geometry, file, print_):
+        norm, key, spec, device = self._prepare(args)
+        values = [a.value for a in norm]
+        fi = self._info.main
+        kind, node = self._info.domain
+        lines = [f"kernel {self.__name__}{self.params}  ({fi.filename}:{fi.first_line})",
+                 f"device: {device}",
+                 f"cache key: {key!r}",
+                 f"specializations cached: {len(self._specs)}"]
+        dom = {"range": "1-D loop `for ... in range(...)`", "ndindex": "loop over gpk_array.ndindex(...)",
+               "work_size": "kernel.work_size(n)", "none": "none (needs k[(total, block)])"}[kind]
+        lines.append(f"launch domain: {dom}" + (f", line {node.lineno}" if node is not None else ""))
+        try:
+            g = self._geometry(values, geometry)
+            lines.append("launch geometry (CUDA): " + ("nothing to run" if g is None else
+                                                        f"grid {g[0]}, block {g[1]}"))
+        except TypeError as e:
+            lines.append(f"launch geometry: {e}")
+        cpu = "NumPy-vectorized loop" if (kind in ("range", "ndindex") and self._cpu.vector is not None) else \
+            ("Python loop" if kind in ("range", "ndindex") else
+             ("threads of a block as generators stepped to each barrier/shuffle" if self._cpu.is_generator
+              else "one call per thread"))
+        lines.append(f"CPU execution: {cpu}")
+        lines.append("arguments:")
+        for p, a in zip(self.params, norm):
+            eff = self._effects[p] or "-"
+            k = a.key
+            what = f"array {k[1]} {k[2]}-d layout {k[3]}" if k[0] == "A" else f"number {T.name(T.key_type(k))}"
+            ro = " (read-only)" if k[0] == "A" and (not a.writable or p in self.readonly) else ""
+            lines.append(f"  {p}: {what}{ro}  access {eff}")
+        lines.append("CUDA C++:")
+        try:
+            lines.append(spec.source)
+        except (TypeError, ValueError, SyntaxError) as e:
+            lines.append(f"  (no CUDA for this signature: {e})")
+        text = "\n".join(lines)
+        if print_:
+            print(text, file=file)
+        return text
+
+
+class _Launch:
+    """``k[(total, block)]``: call it with the kernel's arguments."""
+    __slots__ = ("kernel", "geometry")
+
+    def __init__(self, kernel, geometry):
+        self.kernel, self.geometry = kernel, geometry
+
+    def __call__(self, *args):
+        """Run the kernel with this launch geometry."""
+        return self.kernel._launch(args, self.geometry)
+
+    def explain(self, *args, file=None, print_=True):
+        """``Kernel.explain`` with this launch geometry."""
+        return self.kernel._explain(args, self.geometry, file, print_)
+
+
+def _dims(v, what, allow_zero=False):
+    t = (v,) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v
+    if not isinstance(t, tuple) or not 1 <= len(t) <= 3 or \
+            not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in t):
+        raise TypeError(f"gpk_array.kernel: {what} must be an int or a tuple of 1 to 3 ints, got {v!r}")
+    t = tuple(int(x) for x in t) + (1,) * (3 - len(t))
+    lo = 0 if allow_zero else 1
+    if any(x < lo for x in t):
+        raise ValueError(f"gpk_array.kernel: {what} must be {'non-negative' if allow_zero else 'positive'}, "
+                         f"got {v!r}")
+    if what == "block":
+        for x, m, ax in zip(t, _MAX_BLOCK, "xyz"):
+            if x > m:
+                raise ValueError(f"gpk_array.kernel: a block of {x} threads along {ax} is over the limit of {m}")
+        if t[0] * t[1] * t[2] > 1024:
+            raise ValueError(f"gpk_array.kernel: a block of {t} threads is over the limit of 1024")
+    return t
+
+
+def _c_scalar(v, key):
+    k = key[1]
+    if k == "b":
+        return np.bool_(v)
+    if k == "i":
+        return np.int64(v)
+    if k == "f":
+        return np.float64(v)
+    if k == "c":
+        return np.complex128(v)
+    if k in ("float16", "bfloat16"):
+        return np.float32(v)
+    return v
+
+
+class _cuda_device:
+    __slots__ = ("dev", "ctx")
+
+    def __init__(self, device):
+        self.dev = device
+
+    def __enter__(self):
+        import cupy
+        s = str(self.dev)
+        self.ctx = cupy.cuda.Device(int(s.split(":")[1]) if ":" in s else 0)
+        self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        self.ctx.__exit__(*exc)
