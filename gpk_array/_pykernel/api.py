@@ -87,7 +87,7 @@ class Kernel:
         self._host_geom = None
         self._annotations = None
         if fi.annotations:
-            self._annotations = {p: self._eval_annotation(fi, p, a) for p, a in fi.annotations.items()}
+            self._annotations = {p: _annotation(func, p) for p in fi.annotations}
 
     # ---- public ---------------------------------------------------------------------------------------
     def __call__(self, *args):
@@ -363,6 +363,17 @@ class _Launch:
     def explain(self, *args, file=None, print_=True):
         """``Kernel.explain`` with this launch geometry."""
         return self.kernel._explain(args, self.geometry, file, print_)
+
+
+def _annotation(func, param):
+    ann = func.__annotations__.get(param)
+    if isinstance(ann, str):   # from __future__ import annotations
+        try:
+            ann = eval(ann, func.__globals__)  # noqa: S307 - the user's own annotation, in their module
+        except Exception as e:
+            raise TypeError(f"gpk_array.kernel: the annotation {ann!r} of {param!r} cannot be evaluated ({e})") \
+                from None
+    return ann
 
 
 def _dims(v, what, allow_zero=False):

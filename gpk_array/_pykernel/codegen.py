@@ -161,25 +161,15 @@ def cast(code, src, dst):
             return f"(((float)({code})) != 0.0f)"
         return f"(({code}) != 0)"
     if _is_half(dst):
-        if ks == "b":
-            code = f"(float)({code})"
-        elif not _is_half(src):
-            code = f"(float)({code})"
-        else:
-            code = f"(float)({code})"
-        return f"{ctype(dst)}({code})"
+        if dst.name == "float16" and ctype(src) == "double":
+            return f"__double2half({code})"        # one rounding, as NumPy's float64 -> float16
+        # float16 <-> bfloat16, integers, and float64 -> bfloat16 through float (as ml_dtypes does)
+        return f"{ctype(dst)}((float)({code}))"
     if _is_half(src):
         return f"(({ctype(dst)})((float)({code})))"
     if kd == "c":
         return f"{ctype(dst)}({code})"
     return f"(({ctype(dst)})({code}))"
-
-
-class Env:
-    """Variables of one function being lowered: name -> type (and array descriptors)."""
-
-    def __init__(self):
-        self.vars = {}
 
 
 class FunctionGen:

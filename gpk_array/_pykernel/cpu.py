@@ -144,7 +144,8 @@ class _Rewriter(ast.NodeTransformer):
         elif r.kind == "builtin":
             n = r.name
             if n == "barrier":
-                return ast.Yield(value=ast.Tuple(elts=[ast.Constant("barrier")], ctx=ast.Load()))
+                return ast.Yield(value=ast.Tuple(elts=[ast.Constant("barrier"), ast.Constant(node.lineno)],
+                                                 ctx=ast.Load()))
             if n.startswith("shfl"):
                 kind = n[5:] or "idx"
                 return ast.Yield(value=ast.Tuple(elts=[ast.Constant("shfl"), ast.Constant(kind)] + node.args,
@@ -478,11 +479,12 @@ def _run_block(fn, args, tids, block, kname):
                 progressed = True
         if progressed:
             continue
-        if all(r[0] == "barrier" for r in reqs.values()):
+        if len({r[:2] for r in reqs.values()}) == 1 and next(iter(reqs.values()))[0] == "barrier":
             for t in list(gens):
                 resume(t, None)
             continue
-        waiting = sorted({r[0] for r in reqs.values()})
+        waiting = sorted({f"barrier() of line {r[1]}" if r[0] == "barrier" else "a warp shuffle"
+                          for r in reqs.values()})
         raise RuntimeError(f"gpk_array.kernel {kname!r}: the threads of block {st.bid} wait at different "
                            f"synchronization points ({', '.join(waiting)}): a barrier() or shuffle inside a branch "
                            f"that not every thread of the block (or lane of the warp) takes")

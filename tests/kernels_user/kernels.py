@@ -1,0 +1,156 @@
+"""Small kernels for the specialization, bad-input and compile tests (module level: kernels need a source file)."""
+import math
+
+import gpk_array as gk
+
+K = gk.kernel
+SCALE = 3
+
+
+@gk.kernel
+def scale_add(x, s, out):
+    for i in range(x.shape[0]):
+        out[i] = x[i] * s + out[i]
+
+
+def _sq(v):
+    return v * v
+
+
+def _norm2(a, b):
+    return math.sqrt(_sq(a) + _sq(b))       # a helper calling a helper
+
+
+class Geometry:
+    @staticmethod
+    def hyp(a, b):
+        return _norm2(a, b)
+
+
+@gk.kernel
+def hypot_k(x, y, out):
+    for i in range(out.shape[0]):
+        out[i] = Geometry.hyp(x[i], y[i])
+
+
+@gk.kernel
+def where_k(m, x, out):
+    for i in range(out.shape[0]):
+        out[i] = x[i] if m[i] else -x[i]
+
+
+@gk.kernel
+def cmul(a, b, out):
+    for i in range(out.shape[0]):
+        out[i] = a[i] * b[i] + 1j
+
+
+@gk.kernel
+def intops(a, b, out):
+    """Python's floor division, modulo and power on integers (C's differ for negative operands)."""
+    for i in range(out.shape[0]):
+        out[i, 0] = a[i] // b[i]
+        out[i, 1] = a[i] % b[i]
+        out[i, 2] = a[i] ** 2 - (a[i] << 1) + (a[i] & 7)
+
+
+@gk.kernel
+def gid_fill(out, v):
+    K.work_size(out.shape[0])
+    i = K.global_id()
+    out[i] = v + i * SCALE
+
+
+@gk.kernel
+def atomics(x, acc):
+    K.work_size(x.shape[0])
+    i = K.global_id()
+    K.atomic_min(acc, 0, x[i])
+    K.atomic_max(acc, 1, x[i])
+    K.atomic_add(acc, 2, x[i])
+
+
+@gk.kernel
+def cas_first(x, slot):
+    """slot[0] ends up holding the index of some thread (exactly one wins the compare-and-swap)."""
+    K.work_size(x.shape[0])
+    i = K.global_id()
+    old = K.atomic_cas(slot, 0, -1, i)
+    if old == -1:
+        K.atomic_exch(x, i, 1)
+
+
+@gk.kernel
+def strided_3d(a, out):
+    for i, j, k in gk.ndindex(out.shape):
+        acc = 0.0
+        for t in range(a.shape[2]):
+            acc += a[i, j, t] * (k + 1)
+        out[i, j, k] = acc
+
+
+@gk.kernel
+def annotated(x: gk.float32, n: int, out: gk.Array):
+    for i in range(n):
+        out[i] = x[i] + 1
+
+
+@gk.kernel
+def alias_writer(src, dst):
+    for i in range(src.shape[0]):
+        d = dst
+        d[i] = src[i]
+
+
+def _store(a, i, v):
+    a[i] = v
+
+
+@gk.kernel
+def helper_writer(src, dst):
+    for i in range(src.shape[0]):
+        _store(dst, i, src[i] * 2)
+
+
+@gk.kernel
+def xor_bcast(x, out):
+    """out[i] = the value of lane i ^ 1 plus lane 0's value (shfl_xor and shfl)."""
+    i = K.global_id()
+    v = x[i]
+    a = K.shfl_xor(v, 1)
+    b = K.shfl(v, 0)
+    out[i] = a + b
+
+
+@gk.kernel
+def no_domain(x):
+    i = K.global_id()
+    x[i] = 1.0
+
+
+@gk.kernel
+def oob(x, out):
+    for i in range(out.shape[0]):
+        out[i] = x[i + 1]
+
+
+BIG = 20000
+
+
+@gk.kernel
+def big_shared(x):
+    s = K.shared(BIG, x.dtype)
+    i = K.thread_id()
+    s[i] = x[i]
+    K.barrier()
+    x[i] = s[i]
+
+
+@gk.kernel
+def diverge(x):
+    i = K.thread_id()
+    if i < 3:
+        K.barrier()
+    else:
+        K.barrier()
+    x[i] = 1.0

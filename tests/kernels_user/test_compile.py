@@ -1,0 +1,31 @@
+"""Every generated CUDA source of the test and example kernels (cases.py) compiles with nvcc for sm_90a and
+holds its kernel. Needs nvcc, not a GPU (CI's compile step: GPK_NVCC_TESTS=1)."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gpk_array._kernels.loader import cubin_symbols
+from gpk_array._pykernel.backend import compile_only
+
+from .cases import CASES
+
+HAS_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc not installed")
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_generated_source_compiles_for_sm90a(case):
+    _, kernel, make, geometry = case
+    args = make()
+    k = kernel if geometry is None else kernel[geometry]
+    k.explain(*args, print_=False)
+    spec = kernel.specializations[tuple(a.key for a in map(_norm, args, kernel.params))]
+    cubin = compile_only(spec.source, "90a", backend="nvcc")
+    assert spec.cname in cubin_symbols(cubin)
+
+
+def _norm(a, p):
+    from gpk_array._pykernel.types import normalize
+    return normalize(a, p)

@@ -1,0 +1,156 @@
+"""One specialization per argument signature (dtype, ndim, layout, scalar kind); the language's types follow
+NumPy's (NEP 50 weak Python numbers) on the CPU device; helpers (undecorated, recursive, static methods)."""
+import numpy as np
+import pytest
+
+import gpk_array as gk
+from gpk_array._dtypes import BF16
+
+from . import kernels as KS
+
+
+def _fresh(k):
+    return gk.kernel(k.__wrapped__)
+
+
+def test_one_entry_per_signature():
+    k = _fresh(KS.scale_add)
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    k(x, 2.0, out)
+    k(x, 3.0, out)                     # same signature: a cache hit
+    assert len(k.specializations) == 1
+    k(x, 2, out)                       # int instead of float
+    k(x.astype(np.float64), 2.0, out.astype(np.float64))
+    k(x[::2], 2.0, out[:4])            # strided
+    k(gk.asarray(x, device="cpu"), 2.0, gk.asarray(out, device="cpu"))   # a gpk_array Array: same key as NumPy
+    keys = list(k.specializations)
+    assert len(keys) == 4, keys
+    assert ("A", "float32", 1, "S") in {keys[3][0]}
+    assert k.cache_info()["calls"][keys[0]] == 3
+
+
+@pytest.mark.parametrize("dt", [np.float16, BF16, np.float32, np.int8, np.uint16, np.int64])
+def test_small_and_integer_dtypes(dt):
+    k = _fresh(KS.scale_add)
+    x = (np.arange(10) - 3).astype(dt)
+    out = np.ones(10, dt)
+    k(x, 2, out)
+    ref = x * 2 + np.ones(10, dt)       # NumPy's own arithmetic in that dtype
+    assert out.dtype == np.dtype(dt)
+    np.testing.assert_array_equal(out.astype(np.float64), ref.astype(np.float64))
+    assert list(k.specializations)[0][0][1] == np.dtype(dt).name
+    src = k.explain(x, 2, out, print_=False)
+    assert {"float16": "__half", "bfloat16": "__nv_bfloat16"}.get(np.dtype(dt).name, "") in src
+
+
+def test_float16_scalar_is_strong():
+    """A NumPy float16 scalar is its own dtype (strong); a Python float is weak."""
+    x = np.full(4, 1000.0, np.float32)
+    out = np.zeros(4, np.float32)
+    k = _fresh(KS.scale_add)
+    k(x, np.float16(0.1), out)
+    np.testing.assert_array_equal(out, x * np.float16(0.1))
+    assert ("S", "float16") in list(k.specializations)[0]
+
+
+def test_helpers_recursive_and_static_methods():
+    x = np.array([3.0, 5.0], np.float32)
+    y = np.array([4.0, 12.0], np.float32)
+    out = np.zeros(2, np.float32)
+    KS.hypot_k(x, y, out)
+    np.testing.assert_array_equal(out, [5.0, 13.0])
+    assert KS.hypot_k._cpu.vector is not None      # pure helpers keep the loop vectorizable
+
+
+def test_bool_and_complex():
+    m = np.array([True, False, True])
+    x = np.array([1.0, 2.0, 3.0])
+    out = np.zeros(3)
+    KS.where_k(m, x, out)
+    np.testing.assert_array_equal(out, [1.0, -2.0, 3.0])
+    a = np.array([1 + 2j, 3 - 1j], np.complex64)
+    o = np.zeros(2, np.complex64)
+    KS.cmul(a, a, o)
+    np.testing.assert_allclose(o, a * a + 1j)
+
+
+def test_python_integer_semantics():
+    a = np.array([7, -7, 7, -7, 0], np.int32)
+    b = np.array([2, 2, -2, -2, 3], np.int32)
+    out = np.zeros((5, 3), np.int32)
+    KS.intops(a, b, out)
+    np.testing.assert_array_equal(out[:, 0], a // b)
+    np.testing.assert_array_equal(out[:, 1], a % b)
+    np.testing.assert_array_equal(out[:, 2], a ** 2 - (a << 1) + (a & 7))
+
+
+def test_work_size_and_atomics():
+    out = np.zeros(300, np.float64)
+    KS.gid_fill(out, 0.5)
+    np.testing.assert_array_equal(out, 0.5 + np.arange(300) * KS.SCALE)
+    x = np.random.default_rng(1).integers(-1000, 1000, 700).astype(np.int32)
+    acc = np.array([2**31 - 1, -2**31, 0], np.int32)
+    KS.atomics(x, acc)
+    np.testing.assert_array_equal(acc, [x.min(), x.max(), x.sum()])
+    flags = np.zeros(50, np.int64)
+    slot = np.array([-1], np.int64)
+    KS.cas_first(flags, slot)
+    assert flags.sum() == 1 and flags[slot[0]] == 1
+
+
+def test_ndindex_3d_strided_input():
+    a = np.random.default_rng(2).standard_normal((4, 5, 6))[:, ::-1, :]   # negative strides
+    out = np.zeros((4, 5, 3))
+    KS.strided_3d(a, out)
+    ref = a.sum(axis=2)[:, :, None] * (np.arange(3) + 1)
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
+
+
+def test_shuffles_xor_and_broadcast():
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    KS.xor_bcast[(64, 64)](x, out)
+    lane = np.arange(64) % 32
+    ref = x[(np.arange(64) // 32) * 32 + (lane ^ 1)] + x[(np.arange(64) // 32) * 32]
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_annotations_honoured():
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    KS.annotated(x, 4, out)
+    np.testing.assert_array_equal(out, x + 1)
+    with pytest.raises(TypeError, match="'x' is annotated float32 but got a 1-d float64 array"):
+        KS.annotated(x.astype(np.float64), 4, out)
+    with pytest.raises(TypeError, match="'n' is annotated int"):
+        KS.annotated(x, 4.0, out)
+    with pytest.raises(TypeError, match="'out' is annotated as an array"):
+        KS.annotated(x, 4, 1.0)
+
+
+def test_effects_through_aliases_and_helpers():
+    assert KS.alias_writer.effects == {"src": "R", "dst": "W"}
+    assert KS.helper_writer.effects == {"src": "R", "dst": "W"}
+    src = np.arange(5.0)
+    dst = np.zeros(5)
+    KS.helper_writer(src, dst)
+    np.testing.assert_array_equal(dst, src * 2)
+
+
+def test_explain_shows_everything(capsys):
+    x = np.arange(8, dtype=np.float32)
+    text = KS.scale_add.explain(x, 2.0, np.zeros(8, np.float32))
+    assert capsys.readouterr().out.strip() == text.strip()
+    for part in ("cache key: (('A', 'float32', 1, 'C'), ('S', 'f'), ('A', 'float32', 1, 'C'))",
+                 "launch geometry (CUDA): grid (1, 1, 1), block (256, 1, 1)", "x: array float32 1-d layout C  access R",
+                 "out: array float32 1-d layout C  access RW", "s: number float  access -", 'extern "C" __global__',
+                 "NumPy-vectorized"):
+        assert part in text, part
+
+
+def test_gpk_arrays_on_cpu_device():
+    x = gk.asarray(np.arange(6, dtype=np.float32), device="cpu")
+    out = gk.zeros(6, dtype=gk.float32, device="cpu")
+    KS.scale_add(x, 2.0, out)
+    np.testing.assert_array_equal(np.asarray(out), np.arange(6) * 2.0)
