@@ -8,9 +8,9 @@ The builtins are ordinary functions: on the CPU device the kernel's own code cal
 current thread's ids from ``_state`` (set by gpk_array._pykernel.cpu for each simulated thread); ``barrier`` and
 the shuffles are rewritten into ``yield`` points there, so calling them outside a kernel is an error.
 """
-import threading as _threading
+import _thread  # threading.local without importing threading (not loaded by `import gpk_array`)
 
-_state = _threading.local()   # tid, bid, bdim, gdim: 3-tuples of ints for the thread the CPU runs now
+_state = _thread._local()   # tid, bid, bdim, gdim: 3-tuples of ints for the thread the CPU runs now
 
 WARP_SIZE = 32
 
