@@ -376,7 +376,10 @@ def _vrange(*args):
     r = range(*(int(a) for a in args))
     if len(r) == 0:
         return None, None
-    return slice(r.start, r.stop, r.step), np.arange(r.start, r.stop, r.step)
+    idx = np.arange(r.start, r.stop, r.step)
+    if min(r[0], r[-1]) < 0:
+        return idx, idx   # negative indices wrap one by one, as in the loop: index with the array itself
+    return slice(r.start, r.stop if r.stop >= 0 else None, r.step), idx
 
 
 def _vgrid(nd, *args):

@@ -53,9 +53,13 @@ CASES = [
     ("alias", KS.alias_writer, lambda: (np.arange(5.0), np.zeros(5)), None),
     ("helper_writer", KS.helper_writer, lambda: (np.arange(5.0), np.zeros(5)), None),
     ("shuffles", KS.xor_bcast, lambda: (np.arange(64, dtype=np.float32), np.zeros(64, np.float32)), (64, 64)),
+    ("control_flow", KS.control_flow, lambda: (_f((6, 5), np.float64, 3) * 2, np.zeros((6, 5))), ((1, 1), (1, 1))),
+    ("casts", KS.casts, lambda: (np.array([-2.3, -0.4, 0.0, 0.6, 1.9, 5.5], np.float32), np.zeros((6, 4), np.float32)),
+     None),
+    ("step_range", KS.step_range, lambda: (np.arange(7.0), np.zeros(7)), None),
 ]
 
 # the exact (bitwise) comparison of a GPU run with the CPU run, where both compute one correctly rounded
 # operation per result; elsewhere (FMA contraction, tanhf/sqrtf ulps, atomics order) a tolerance
 EXACT = {"stencil", "histogram", "transpose", "where_bool", "intops", "gid_fill", "atomics_i32", "annotated",
-         "alias", "helper_writer", "shuffles", "scale_add_i8", "scale_add_u16"}
+         "alias", "helper_writer", "shuffles", "scale_add_i8", "scale_add_u16", "casts", "step_range"}

@@ -154,3 +154,46 @@ def diverge(x):
     else:
         K.barrier()
     x[i] = 1.0
+
+
+@gk.kernel
+def control_flow(x, out):
+    """while / if-elif-else / break / continue / conditional expressions / chained comparisons / min, max, abs."""
+    n, m = out.shape
+    for i in range(n):
+        for j in range(m):
+            v = x[i, j]
+            if v < -1.0:
+                out[i, j] = -1.0
+            elif -1.0 <= v < 0.0:
+                out[i, j] = abs(v)
+            else:
+                k = 0
+                acc = 0.0
+                while True:
+                    k += 1
+                    if k % 2 == 0:
+                        continue
+                    acc += v / k
+                    if k > 6:
+                        break
+                out[i, j] = max(acc, 0.25) if j != m - 1 else min(acc, v, 2.0)
+    out[-1, -1] = 7.0   # noqa: a literal negative index counts from the end (runs once per thread)
+
+
+@gk.kernel
+def casts(x, out):
+    for i in range(x.shape[0]):
+        f = float(x[i])
+        t = int(f * 3.7)
+        b = bool(t & 1) and not (t < 0)
+        out[i, 0] = t
+        out[i, 1] = 1 if b else 0
+        out[i, 2] = gk.int8(t)
+        out[i, 3] = math.floor(x[i] * 2.5) + math.fmod(x[i], 0.75)
+
+
+@gk.kernel
+def step_range(x, out):
+    for i in range(out.shape[0] - 1, -1, -2):
+        out[i] = x[i] * 2

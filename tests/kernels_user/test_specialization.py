@@ -154,3 +154,48 @@ def test_gpk_arrays_on_cpu_device():
     out = gk.zeros(6, dtype=gk.float32, device="cpu")
     KS.scale_add(x, 2.0, out)
     np.testing.assert_array_equal(np.asarray(out), np.arange(6) * 2.0)
+
+
+def _control_flow_ref(x):
+    out = np.zeros_like(x)
+    n, m = x.shape
+    for i in range(n):
+        for j in range(m):
+            v = x[i, j]
+            if v < -1.0:
+                out[i, j] = -1.0
+            elif v < 0.0:
+                out[i, j] = -v
+            else:
+                acc = sum(v / k for k in range(1, 8, 2))
+                out[i, j] = max(acc, 0.25) if j != m - 1 else min(acc, v, 2.0)
+    out[-1, -1] = 7.0
+    return out
+
+
+def test_control_flow():
+    x = np.random.default_rng(3).standard_normal((6, 5)) * 2
+    out = np.zeros_like(x)
+    KS.control_flow[(1, 1)](x, out)   # no launch domain of its own (the statement after the loops)
+    np.testing.assert_allclose(out, _control_flow_ref(x), rtol=1e-14)
+
+
+def test_casts_and_math():
+    x = np.array([-2.3, -0.4, 0.0, 0.6, 1.9, 5.5], np.float32)
+    out = np.zeros((6, 4), np.float32)
+    KS.casts(x, out)
+    t = np.trunc(x.astype(np.float64) * 3.7).astype(np.int64)
+    np.testing.assert_array_equal(out[:, 0], t)
+    np.testing.assert_array_equal(out[:, 1], ((t & 1) == 1) & (t >= 0))
+    np.testing.assert_array_equal(out[:, 2], t.astype(np.int8))
+    np.testing.assert_allclose(out[:, 3], np.floor(x * np.float32(2.5)) + np.fmod(x, np.float32(0.75)), rtol=1e-6)
+
+
+def test_negative_step_range():
+    x = np.arange(7.0)
+    out = np.zeros(7)
+    KS.step_range(x, out)
+    ref = np.zeros(7)
+    ref[6::-2] = x[6::-2] * 2
+    np.testing.assert_array_equal(out, ref)
+    assert KS.step_range._cpu.vector is not None
