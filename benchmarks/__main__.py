@@ -1,7 +1,8 @@
 """python -m benchmarks KIND [KIND ...] [--json OUT]: run benchmarks, print tables, write JSON with the GPU, the
 commit and every figure beside its baseline measured in the same run.
 
-KIND: overhead | elementwise | reduction | gemm | linear | cutlass | attention | sched | llm | tokenizer | all
+KIND: overhead | elementwise | reduction | gemm | linear | cutlass | attention | sched | llm | tokenizer | pykernel |
+all
 """
 import argparse
 import datetime
@@ -23,6 +24,7 @@ KINDS = {
     "sched": ("benchmarks.sched_bench", "run", ()),
     "llm": ("benchmarks.llm_bench", "run", ()),
     "tokenizer": ("benchmarks.tokenizer_bench", "run", ()),
+    "pykernel": ("benchmarks.pykernel_bench", "run", ()),
 }
 
 

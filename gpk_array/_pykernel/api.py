@@ -25,7 +25,8 @@ def make_kernel(func, **options):
 
 class Specialization:
     """One cache entry: a kernel for one argument signature (``key``). ``source`` is the generated CUDA C++
-    (made on first use on CUDA, or by ``explain``), ``function`` the loaded CUDA kernel."""
+    (made on first use on CUDA, or by ``explain``), ``function`` the loaded CUDA kernels ({device index: kernel},
+    None before the first CUDA call)."""
 
     __slots__ = ("key", "cname", "_source", "function", "calls", "shared_bytes", "_kernel")
 
@@ -287,12 +288,18 @@ class Kernel:
             return
         grid, block = g
         self._check_geometry(grid, block)
-        fn = spec.function
+        import cupy
+        s = str(device)
+        idx = int(s.split(":")[1]) if ":" in s else 0
+        fns = spec.function
+        if fns is None:
+            fns = spec.function = {}
+        fn = fns.get(idx)
         if fn is None:
             from .backend import compile_and_load
             source = spec.source
-            with _cuda_device(device):
-                fn = spec.function = compile_and_load(source, spec.cname)
+            with cupy.cuda.Device(idx):
+                fn = fns[idx] = compile_and_load(source, spec.cname)
         cargs = []
         for a in norm:
             k = a.key
@@ -300,13 +307,15 @@ class Kernel:
             if k[0] == "A":
                 item = v.dtype.itemsize
                 cargs.append(v)
-                cargs += [np.int64(s) for s in v.shape]
-                cargs += [np.int64(s // item) for s in v.strides]
+                cargs += [np.int64(n) for n in v.shape]
+                cargs += [np.int64(n // item) for n in v.strides]
             else:
                 cargs.append(_c_scalar(v, k))
-        import cupy
-        with _cuda_device(device):
-            fn(grid, block, tuple(cargs), stream=cupy.cuda.get_current_stream())
+        if cupy.cuda.runtime.getDevice() == idx:
+            fn(grid, block, tuple(cargs))      # on the current stream
+        else:
+            with cupy.cuda.Device(idx):
+                fn(grid, block, tuple(cargs))
 
     def _explain(self, args, geometry, file, print_):
         norm, key, spec, device = self._prepare(args)
@@ -315,7 +324,7 @@ class Kernel:
         kind, node = self._info.domain
         lines = [f"kernel {self.__name__}{self.params}  ({fi.filename}:{fi.first_line})",
                  f"device: {device}",
-                 f"cache key: {key!r}",
+                 f"cache key: {T.show_key(key)!r}",
                  f"specializations cached: {len(self._specs)}"]
         dom = {"range": "1-D loop `for ... in range(...)`", "ndindex": "loop over gpk_array.ndindex(...)",
                "work_size": "kernel.work_size(n)", "none": "none (needs k[(total, block)])"}[kind]
@@ -397,30 +406,14 @@ def _dims(v, what, allow_zero=False):
 
 def _c_scalar(v, key):
     k = key[1]
+    if isinstance(k, np.dtype):   # a NumPy scalar (compare dtypes before kind letters: dtype("int8") == "b")
+        if k.itemsize == 2 and k.kind not in "iu":
+            return np.float32(v)   # float16 / bfloat16 travel as float (the kernel converts)
+        return v
     if k == "b":
         return np.bool_(v)
     if k == "i":
         return np.int64(v)
     if k == "f":
         return np.float64(v)
-    if k == "c":
-        return np.complex128(v)
-    if k in ("float16", "bfloat16"):
-        return np.float32(v)
-    return v
-
-
-class _cuda_device:
-    __slots__ = ("dev", "ctx")
-
-    def __init__(self, device):
-        self.dev = device
-
-    def __enter__(self):
-        import cupy
-        s = str(self.dev)
-        self.ctx = cupy.cuda.Device(int(s.split(":")[1]) if ":" in s else 0)
-        self.ctx.__enter__()
-
-    def __exit__(self, *exc):
-        self.ctx.__exit__(*exc)
+    return np.complex128(v)

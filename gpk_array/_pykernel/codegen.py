@@ -918,7 +918,7 @@ class Generator:
         self.ki, self.key, self.cname = ki, key, cname
         self.helpers = {}      # (func, sig) -> (cname, FunctionGen)
         self.helper_order = []
-        self.uses_complex = any(k[0] in "AS" and "complex" in str(k[1]) for k in key)
+        self.uses_complex = any("complex" in str(k[1]) for k in key)
         fi = ki.main
         types_, self.params = [], []
         for p, k in zip(fi.params, key):

@@ -15,7 +15,8 @@ import operator
 
 import numpy as np
 
-from .._dtypes import SUPPORTED, BF16
+from .._array import Array
+from .._dtypes import SUPPORTED
 
 WEAK_B, WEAK_I, WEAK_F, WEAK_C = "weak_b", "weak_i", "weak_f", "weak_c"
 WEAK = (WEAK_B, WEAK_I, WEAK_F, WEAK_C)
@@ -55,7 +56,6 @@ def _layout(a):
 
 def normalize(value, param):
     """``Arg`` of one call argument; TypeError naming ``param`` for anything a kernel cannot take."""
-    from .._array import Array
     readonly = False
     if type(value) is ReadOnly:
         value, readonly = value.array, True
@@ -72,7 +72,7 @@ def normalize(value, param):
         dt = value.dtype
         if dt not in SUPPORTED:
             raise TypeError(f"gpk_array.kernel: argument {param!r} has the unsupported dtype {dt}")
-        return Arg(value, None, False, ("S", dt.name), value)
+        return Arg(value, None, False, ("S", dt), value)
     mod = getattr(t, "__module__", "") or ""
     if mod.startswith("cupy") and hasattr(value, "__cuda_array_interface__"):
         return _array(value, f"cuda:{value.device.id}", readonly, param, value, None)
@@ -84,17 +84,20 @@ def _array(data, kind, readonly, param, original, dev):
     dt = data.dtype
     if dt not in SUPPORTED:
         raise TypeError(f"gpk_array.kernel: argument {param!r} has the unsupported dtype {dt}")
-    return Arg(data, kind, not readonly, ("A", dt.name, data.ndim, _layout(data)), original)
+    return Arg(data, kind, not readonly, ("A", dt, data.ndim, _layout(data)), original)
 
 
 def key_type(key):
     """The language type of a scalar key entry, or the element dtype of an array entry."""
-    if key[0] == "A":
-        return np.dtype(BF16 if key[1] == "bfloat16" else key[1])
     k = key[1]
-    if k in _WEAK_OF_KIND:
-        return _WEAK_OF_KIND[k]
-    return np.dtype(BF16 if k == "bfloat16" else k)
+    if isinstance(k, np.dtype):
+        return k
+    return _WEAK_OF_KIND[k]
+
+
+def show_key(key):
+    """The key with dtype names (for messages and ``explain``)."""
+    return tuple(tuple(str(v) if isinstance(v, np.dtype) else v for v in k) for k in key)
 
 
 def is_weak(t):
@@ -195,12 +198,11 @@ def check_annotation(ann, arg, param):
     """TypeError if ``arg`` does not fit the annotation object ``ann``: a Python number type (float, int, bool,
     complex: a number of that kind), a dtype (an array or NumPy scalar of that dtype), ``gpk_array.Array`` (an
     array)."""
-    from .._array import Array
     key = arg.key
     if ann in (float, int, bool, complex):
         want = _PY_KIND[ann]
-        ok = key[0] == "S" and (key[1] == want or (len(key[1]) > 1 and np.dtype(key_type(key)).kind ==
-                                                   {"f": "f", "i": "i", "b": "b", "c": "c"}[want]))
+        t = key_type(key) if key[0] == "S" else None
+        ok = t is not None and (t == _WEAK_OF_KIND[want] or (not is_weak(t) and kind(t) == want))
         if not ok:
             raise TypeError(f"gpk_array.kernel: argument {param!r} is annotated {ann.__name__} but got "
                             f"{_describe(arg)}")
