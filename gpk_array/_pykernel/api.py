@@ -256,6 +256,19 @@ class Kernel:
         exec(compile(mod, fi.filename, "exec"), low.globals, ns)
         return ns[tree.name]
 
+    def _overlap(self, values):
+        """Whether an array the kernel writes overlaps another array argument other than as the very same view
+        (the NumPy lowering would then read values the loop has not written yet, or has)."""
+        for i in self._writes:
+            w = values[i]
+            for j, v in enumerate(values):
+                if j != i and type(v) is np.ndarray and np.may_share_memory(w, v):
+                    same = (v.__array_interface__["data"][0] == w.__array_interface__["data"][0]
+                            and v.strides == w.strides and v.shape == w.shape)
+                    if not same:
+                        return True
+        return False
+
     def _check_geometry(self, grid, block):
         if int(np.prod(block)) > 1024:
             raise ValueError(f"gpk_array.kernel: a block of {block} threads is over the limit of 1024")
@@ -270,7 +283,10 @@ class Kernel:
             if geometry is not None:
                 total, block = geometry
                 self._check_geometry(tuple(-(-t // b) for t, b in zip(total, block)), block)
-            (low.vector or low.scalar)(*values)
+            if low.vector is not None and not self._overlap(values):
+                low.vector(*values)
+            else:
+                low.scalar(*values)
             return
         g = self._geometry(values, geometry)
         if g is None:

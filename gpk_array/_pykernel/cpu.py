@@ -200,6 +200,11 @@ class _Rewriter(ast.NodeTransformer):
                                                           ast.Constant(node.lineno)], keywords=[])
             return self._store(t, ast.BinOp(left=load, op=node.op, right=node.value), node)
         self.generic_visit(node)
+        if self.vec is not None and isinstance(node.target, ast.Name):
+            # t += v on a NumPy array would write through a view (t = x[i] is a view of x in the vector
+            # lowering, a copy in the loop): rebind instead
+            return ast.copy_location(ast.Assign(targets=[node.target], value=ast.BinOp(
+                left=ast.Name(id=node.target.id, ctx=ast.Load()), op=node.op, right=node.value)), node)
         return node
 
 

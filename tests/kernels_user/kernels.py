@@ -197,3 +197,17 @@ def casts(x, out):
 def step_range(x, out):
     for i in range(out.shape[0] - 1, -1, -2):
         out[i] = x[i] * 2
+
+
+@gk.kernel
+def local_update(x, out):
+    for i in range(out.shape[0]):
+        t = x[i]
+        t += 1.0          # must not write into x
+        out[i] = t * 2
+
+
+@gk.kernel
+def shift_copy(src, dst):
+    for i in range(dst.shape[0]):
+        dst[i] = src[i] + 1.0

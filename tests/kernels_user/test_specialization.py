@@ -199,3 +199,19 @@ def test_negative_step_range():
     ref[6::-2] = x[6::-2] * 2
     np.testing.assert_array_equal(out, ref)
     assert KS.step_range._cpu.vector is not None
+
+
+def test_vector_lowering_keeps_loop_semantics():
+    """Locals are values, not views of the inputs; overlapping in/out arrays run as the loop (sequentially)."""
+    x = np.arange(5.0)
+    out = np.zeros(5)
+    KS.local_update(x, out)
+    np.testing.assert_array_equal(x, np.arange(5.0))
+    np.testing.assert_array_equal(out, (np.arange(5.0) + 1) * 2)
+    assert KS.local_update._cpu.vector is not None
+    a = np.zeros(6)
+    KS.shift_copy(a[:-1], a[1:])          # dst[i] = src[i] + 1 with dst = src shifted by one: a running count
+    np.testing.assert_array_equal(a, np.arange(6.0))
+    b = np.arange(4.0)
+    KS.shift_copy(b, b)                   # the very same view: elementwise in place
+    np.testing.assert_array_equal(b, np.arange(4.0) + 1)
