@@ -12,6 +12,9 @@ import _thread  # threading.local without importing threading (not loaded by `im
 
 _state = _thread._local()   # tid, bid, bdim, gdim: 3-tuples of ints for the thread the CPU runs now
 
+# name -> callable returning a dict: more figures for gpk_array.kernel.cache_info() (the on-disk compile cache)
+CACHE_INFO_PROVIDERS = {}
+
 WARP_SIZE = 32
 
 
@@ -52,6 +55,20 @@ class _Kernel:
 
     def __repr__(self):
         return "gpk_array.kernel"
+
+    @staticmethod
+    def cache_info():
+        """The specialization caches of this process's kernels: counts of kernels, specializations, hits and
+        misses, and per kernel why each specialization was made (which argument's dtype, ndim or layout changed)."""
+        from .api import cache_info
+        return cache_info()
+
+    @staticmethod
+    def warmup(k, signatures, max_workers=None):
+        """Make ``k``'s specializations for ``signatures`` (tuples of example arguments) ahead of the first call;
+        on CUDA they are compiled in parallel and loaded."""
+        from .api import warmup
+        return warmup(k, signatures, max_workers)
 
     # ---- launch domain and argument marks ----------------------------------------------------------
     @staticmethod

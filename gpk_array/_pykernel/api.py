@@ -28,7 +28,7 @@ class Specialization:
     (made on first use on CUDA, or by ``explain``), ``function`` the loaded CUDA kernels ({device index: kernel},
     None before the first CUDA call)."""
 
-    __slots__ = ("key", "cname", "_source", "function", "calls", "shared_bytes", "_kernel")
+    __slots__ = ("key", "cname", "_source", "function", "calls", "shared_bytes", "_kernel", "reason")
 
     def __init__(self, kernel, key, index):
         self._kernel = kernel
@@ -117,8 +117,13 @@ class Kernel:
         return dict(self._specs)
 
     def cache_info(self):
-        """``{"specializations": n, "calls": {key: calls}}`` of this kernel."""
-        return {"specializations": len(self._specs), "calls": {k: s.calls for k, s in self._specs.items()}}
+        """This kernel's cache: ``{"specializations": n, "hits": calls that found their specialization,
+        "misses": calls that made one, "calls": {key: calls}, "why": {key: why that specialization was made}}``."""
+        specs = list(self._specs.items())
+        calls = sum(s.calls for _, s in specs)
+        return {"specializations": len(specs), "hits": max(calls - len(specs), 0), "misses": len(specs),
+                "calls": {T.show_key(k): s.calls for k, s in specs},
+                "why": {T.show_key(k): s.reason for k, s in specs}}
 
     def explain(self, *args, file=None, print_=True):
         """What ``k(*args)`` does, without running it: the specialization (cache key), the device, the launch
@@ -174,7 +179,9 @@ class Kernel:
                         raise TypeError(f"gpk_array.kernel: {self.__name__!r} indexes or writes {p!r} "
                                         f"(line {getattr(node, 'lineno', '?')}) but got a number")
                 spec = Specialization(self, key, len(self._specs))
+                spec.reason = _why_new(self.params, key, list(self._specs))
                 self._specs[key] = spec
+                _registry.add(self)
         return spec
 
     def _launch(self, args, geometry):
@@ -388,6 +395,104 @@ class _Launch:
     def explain(self, *args, file=None, print_=True):
         """``Kernel.explain`` with this launch geometry."""
         return self.kernel._explain(args, self.geometry, file, print_)
+
+
+def _why_new(params, key, old_keys):
+    """Why a call made a new specialization: the first call, or how its signature differs from the nearest
+    cached one (``"x: float32 -> float64"``)."""
+    if not old_keys:
+        return "first call"
+    def diff(old):
+        out = []
+        for p, a, b in zip(params, old, key):
+            if a != b:
+                what = ("dtype", "ndim", "layout")
+                if a[0] == b[0] == "A":
+                    out += [f"{p}: {w} {x} -> {y}" for w, x, y in zip(what, a[1:], b[1:]) if x != y]
+                else:
+                    out.append(f"{p}: {_show(a)} -> {_show(b)}")
+        return out
+    best = min((diff(k) for k in old_keys), key=len)
+    return "; ".join(best)
+
+
+def _show(entry):
+    if entry[0] == "A":
+        return f"{entry[2]}-d {entry[1]} array ({entry[3]})"
+    return f"{T.name(T.key_type(entry))} number"
+
+
+class _Registry:
+    """The kernels of this process that have made a specialization (weakly held), for gpk_array.kernel.cache_info."""
+
+    def __init__(self):
+        import weakref
+        self._kernels = weakref.WeakSet()
+
+    def add(self, k):
+        self._kernels.add(k)
+
+    def kernels(self):
+        return list(self._kernels)
+
+
+_registry = _Registry()
+
+
+def cache_info():
+    """All kernels of this process: ``{"kernels": n, "specializations": n, "hits": n, "misses": n, "per_kernel":
+    {name: Kernel.cache_info()}}``, plus what each provider in ``gpk_array._pykernel.CACHE_INFO_PROVIDERS``
+    (the compile cache on disk) reports, under its name."""
+    from . import CACHE_INFO_PROVIDERS
+    per = {}
+    for k in _registry.kernels():
+        name = k.__qualname__
+        while name in per:
+            name += "'"
+        per[name] = k.cache_info()
+    out = {"kernels": len(per), "specializations": sum(v["specializations"] for v in per.values()),
+           "hits": sum(v["hits"] for v in per.values()), "misses": sum(v["misses"] for v in per.values()),
+           "per_kernel": per}
+    for name, provider in list(CACHE_INFO_PROVIDERS.items()):
+        out[name] = provider()
+    return out
+
+
+def warmup(kernel, signatures, max_workers=None):
+    """Make the specializations of ``kernel`` for ``signatures`` ahead of the first real call: each signature is a
+    tuple of example arguments (arrays of the dtype, ndim, layout and device the calls will have, and numbers of
+    their kinds). On CUDA the kernels are generated, compiled (in parallel threads) and loaded; on the CPU device
+    the specialization is only entered. Returns the specializations, in order."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"gpk_array.kernel.warmup: {kernel!r} is not a @gpk_array.kernel function")
+    todo = []
+    for sig in signatures:
+        if not isinstance(sig, tuple):
+            raise TypeError("gpk_array.kernel.warmup: each signature is a tuple of example arguments")
+        norm, key, spec, device = kernel._prepare(sig)
+        todo.append((spec, device))
+
+    def build(item):
+        spec, device = item
+        s = str(device)
+        if s == "cpu":
+            return spec
+        import cupy
+        from .backend import compile_and_load
+        idx = int(s.split(":")[1]) if ":" in s else 0
+        source = spec.source
+        with cupy.cuda.Device(idx):
+            fn = compile_and_load(source, spec.cname)
+        if spec.function is None:
+            spec.function = {}
+        spec.function[idx] = fn
+        return spec
+
+    if len(todo) <= 1:
+        return [build(t) for t in todo]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=max_workers or min(8, len(todo))) as ex:
+        return list(ex.map(build, todo))
 
 
 def _annotation(func, param):

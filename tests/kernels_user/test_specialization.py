@@ -27,7 +27,7 @@ def test_one_entry_per_signature():
     keys = list(k.specializations)
     assert len(keys) == 4, keys
     assert keys[3][0] == ("A", np.dtype(np.float32), 1, "S")
-    assert k.cache_info()["calls"][keys[0]] == 3
+    assert k.specializations[keys[0]].calls == 3 and list(k.cache_info()["calls"].values())[0] == 3
 
 
 @pytest.mark.parametrize("dt", [np.float16, BF16, np.float32, np.int8, np.uint16, np.int64])
@@ -215,3 +215,30 @@ def test_vector_lowering_keeps_loop_semantics():
     b = np.arange(4.0)
     KS.shift_copy(b, b)                   # the very same view: elementwise in place
     np.testing.assert_array_equal(b, np.arange(4.0) + 1)
+
+
+def test_cache_info_says_why_it_specialized():
+    k = _fresh(KS.scale_add)
+    x = np.arange(8, dtype=np.float32)
+    k(x, 2.0, x.copy())
+    k(x, 2.0, x.copy())
+    k(x.astype(np.float64), 2.0, np.zeros(8))
+    k(x, 2, np.zeros(8, np.float32))
+    info = k.cache_info()
+    assert (info["specializations"], info["hits"], info["misses"]) == (3, 1, 3)
+    why = list(info["why"].values())
+    assert why[0] == "first call"
+    assert why[1] == "x: dtype float32 -> float64; out: dtype float32 -> float64"
+    assert why[2] == "s: float number -> int number"
+    total = gk.kernel.cache_info()
+    assert total["specializations"] >= 3 and any(v is info or v == info for v in total["per_kernel"].values())
+
+
+def test_warmup_enters_specializations():
+    k = _fresh(KS.scale_add)
+    x = np.zeros(4, np.float32)
+    specs = gk.kernel.warmup(k, [(x, 1.0, x), (x.astype(np.float16), 1.0, x.astype(np.float16))])
+    assert [s.key for s in specs] == list(k.specializations)
+    assert all(s.calls == 0 for s in specs)
+    with pytest.raises(TypeError, match="not a @gpk_array.kernel"):
+        gk.kernel.warmup(KS.scale_add.__wrapped__, [])
