@@ -28,7 +28,8 @@ class Specialization:
     (made on first use on CUDA, or by ``explain``), ``function`` the loaded CUDA kernels ({device index: kernel},
     None before the first CUDA call)."""
 
-    __slots__ = ("key", "cname", "_source", "function", "calls", "shared_bytes", "_kernel", "reason")
+    __slots__ = ("key", "cname", "_source", "function", "calls", "shared_bytes", "_kernel", "reason",
+                 "array_names")
 
     def __init__(self, kernel, key, index):
         self._kernel = kernel
@@ -44,9 +45,10 @@ class Specialization:
         """The CUDA C++ of this specialization."""
         if self._source is None:
             from .codegen import Generator
-            g = Generator(self._kernel._info, self.key, self.cname)
+            g = Generator(self._kernel._info, self.key, self.cname, debug=self._kernel.debug)
             self._source = g.source()
             self.shared_bytes = g.shared_bytes
+            self.array_names = g.array_names
         return self._source
 
 
@@ -339,6 +341,26 @@ class Kernel:
         else:
             with cupy.cuda.Device(idx):
                 fn(grid, block, tuple(cargs))
+        if self.debug:
+            self._check_device_error(spec, idx, norm)
+
+    def _check_device_error(self, spec, idx, norm):
+        """Debug mode on CUDA: read (and clear) the kernel's error record; IndexError for a bad index."""
+        import cupy
+        from .backend import get_global
+        with cupy.cuda.Device(idx):
+            rec = get_global(spec.source, "gpk_err", idx)
+            err = cupy.asnumpy(rec)
+            if not err[0]:
+                return
+            rec.fill(0)
+        name = spec.array_names[int(err[1])]
+        shape = None
+        if name in self.params:
+            shape = norm[self.params.index(name)].value.shape
+        raise IndexError(f"gpk_array.kernel {self.__name__!r}: index {int(err[3])} is out of bounds for axis "
+                         f"{int(err[2])} of argument {name!r}" + (f" of shape {shape}" if shape else "") +
+                         f" (line {int(err[4])})")
 
     def _explain(self, args, geometry, file, print_):
         norm, key, spec, device = self._prepare(args)

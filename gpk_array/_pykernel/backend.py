@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 
 _lock = threading.Lock()
-_loaded: dict = {}   # (source hash key, name, device) -> RawKernel
+_modules: dict = {}   # (source hash key, device) -> RawModule
 
 # the options every generated kernel is compiled with (the loader adds -std=c++17)
 OPTIONS = ()
@@ -32,25 +32,37 @@ def compile_only(source: str, arch="90a", backend=None) -> bytes:
                                 include_dirs=_include_dirs(source))
 
 
-def compile_and_load(source: str, name: str):
-    """The kernel ``name`` of ``source``, compiled for the current device (disk-cached) and loaded."""
+def load_module(source: str, name: str = "gpk_pykernel"):
+    """The ``cupy.RawModule`` of ``source`` on the current device (compiled on a disk-cache miss)."""
     from .._kernels import loader
     import cupy
     dev = loader.current_device_id()
     arch = loader.device_arch(dev)
     key = loader.cache_key(source, OPTIONS, arch)
-    fkey = (key, name, dev)
-    fn = _loaded.get(fkey)
-    if fn is not None:
-        return fn
+    mkey = (key, dev)
+    mod = _modules.get(mkey)
+    if mod is not None:
+        return mod
     with _lock:
-        fn = _loaded.get(fkey)
-        if fn is None:
+        mod = _modules.get(mkey)
+        if mod is None:
             path = loader.cache_path(key, arch)
             if not path.is_file():
                 cubin = loader.compile_cubin(source, OPTIONS, arch, name=f"{name}.cu",
                                              include_dirs=_include_dirs(source))
                 loader.write_atomic(path, cubin)
-            fn = cupy.RawModule(path=str(path)).get_function(name)
-            _loaded[fkey] = fn
-    return fn
+            mod = _modules[mkey] = cupy.RawModule(path=str(path))
+    return mod
+
+
+def compile_and_load(source: str, name: str):
+    """The kernel ``name`` of ``source``, compiled for the current device (disk-cached) and loaded."""
+    return load_module(source, name).get_function(name)
+
+
+def get_global(source: str, symbol: str, device: int):
+    """The ``__device__`` variable ``symbol`` of the loaded ``source`` as a CuPy int64 array (debug records)."""
+    import cupy
+    mod = load_module(source)
+    ptr = mod.get_global(symbol)
+    return cupy.ndarray((5,), dtype=cupy.int64, memptr=ptr)

@@ -108,6 +108,18 @@ template <typename T> __device__ __forceinline__ T gpk_atomic_cas(T* p, T cmp, T
 """
 
 
+# GPK_KERNEL_DEBUG: every index is checked; the first bad one is recorded (flag, array, axis, index, line) and
+# replaced by 0, and the host raises IndexError after the launch
+DEBUG_PREAMBLE = r"""
+__device__ long long gpk_err[5];
+__device__ __forceinline__ long long gpk_idx(long long i, long long n, int arr, int axis, int line) {
+    if (i >= 0 && i < n) return i;
+    if (atomicCAS((unsigned long long*)&gpk_err[0], 0ULL, 1ULL) == 0ULL) {
+        gpk_err[1] = arr; gpk_err[2] = axis; gpk_err[3] = i; gpk_err[4] = line; __threadfence(); }
+    return 0; }
+"""
+
+
 def _lit_float(v):
     if math.isnan(v):
         return "__longlong_as_double(0x7ff8000000000000LL)"
@@ -626,6 +638,10 @@ class FunctionGen:
             if isinstance(ty, (ArrayT, ShapeT, TupleT, DTypeT)) or kind(ty) not in "iub":
                 self.err(node, "array indices must be integers")
             parts.append(cast(c, ty, WEAK_I))
+        if self.gen.debug:
+            aid = self.gen.array_id(t.ptr[2:] if t.space == "shared" else t.ptr)
+            parts = [f"gpk_idx({p}, {t.shape[k]}, {aid}, {k}, {getattr(node, 'lineno', 0)})"
+                     for k, p in enumerate(parts)]
         if t.layout == "C":
             off = parts[0]
             for k in range(1, len(parts)):
@@ -914,8 +930,9 @@ def _binop(op, node):
 class Generator:
     """The CUDA C++ translation unit of one kernel specialization."""
 
-    def __init__(self, ki, key, cname):
-        self.ki, self.key, self.cname = ki, key, cname
+    def __init__(self, ki, key, cname, debug=False):
+        self.ki, self.key, self.cname, self.debug = ki, key, cname, debug
+        self.array_names = []
         self.helpers = {}      # (func, sig) -> (cname, FunctionGen)
         self.helper_order = []
         self.uses_complex = any("complex" in str(k[1]) for k in key)
@@ -931,6 +948,11 @@ class Generator:
                 types_.append(T.key_type(k))
         self.main = FunctionGen(self, fi, types_, True, cname)
         self.arg_types = types_
+
+    def array_id(self, name):
+        if name not in self.array_names:
+            self.array_names.append(name)
+        return self.array_names.index(name)
 
     def call_helper(self, caller, node, func):
         hfi = self.ki.functions[func]
@@ -1018,6 +1040,8 @@ class Generator:
                  f"({self.ki.main.filename}:{self.ki.main.first_line})", PREAMBLE]
         if self.uses_complex:
             parts.insert(1, "#include <cuda/std/complex>")
+        if self.debug:
+            parts.append(DEBUG_PREAMBLE)
         protos, defs, done = [], [], set()
         while len(done) < len(self.used):
             for hk in list(self.used):

@@ -29,3 +29,20 @@ def test_generated_source_compiles_for_sm90a(case):
 def _norm(a, p):
     from gpk_array._pykernel.types import normalize
     return normalize(a, p)
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc not installed")
+def test_debug_mode_source_compiles():
+    """GPK_KERNEL_DEBUG's CUDA: every index goes through gpk_idx, which records the first bad one."""
+    import gpk_array as gk
+    import numpy as np
+    from . import kernels as KS
+    k = gk.kernel(debug=True)(KS.oob.__wrapped__)
+    args = (np.zeros(5), np.zeros(5))
+    k.explain(*args, print_=False)
+    spec = next(iter(k.specializations.values()))
+    assert "gpk_idx(" in spec.source and "__device__ long long gpk_err[5];" in spec.source
+    assert spec.array_names == ["out", "x"] or set(spec.array_names) == {"out", "x"}
+    cubin = compile_only(spec.source, "90a", backend="nvcc")
+    assert spec.cname in cubin_symbols(cubin) and "gpk_err" in cubin_symbols(cubin)

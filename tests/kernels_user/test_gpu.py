@@ -71,3 +71,15 @@ def test_large_saxpy_grid_stride():
     saxpy[(4096, 256)](3.0, x, y, out)      # explicit geometry: 4096 threads stride over 4M elements
     got = np.asarray(out.to_device("cpu"))
     assert (got == 5.0).all()
+
+
+def test_debug_mode_on_cuda_reports_the_index():
+    k = gk.kernel(debug=True)(KS.oob.__wrapped__)
+    x = gk.zeros(5, device="cuda:0")
+    out = gk.zeros(5, device="cuda:0")
+    with pytest.raises(IndexError, match=r"'oob': index 5 is out of bounds for axis 0 of argument 'x' of shape "
+                                         r"\(5,\) \(line \d+\)"):
+        k(x, out)
+    k2 = gk.kernel(debug=True)(KS.scale_add.__wrapped__)     # in-bounds: no error, and the record was cleared
+    k2(x, 1.0, out)
+    k(gk.zeros(6, device="cuda:0"), out)
