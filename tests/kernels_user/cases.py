@@ -57,6 +57,13 @@ CASES = [
     ("casts", KS.casts, lambda: (np.array([-2.3, -0.4, 0.0, 0.6, 1.9, 5.5], np.float32), np.zeros((6, 4), np.float32)),
      None),
     ("step_range", KS.step_range, lambda: (np.arange(7.0), np.zeros(7)), None),
+    ("control_flow_f16", KS.control_flow, lambda: (_f((6, 5), np.float16, 3) * 2, np.zeros((6, 5), np.float16)),
+     ((1, 1), (1, 1))),
+    ("control_flow_bf16", KS.control_flow, lambda: (_f((6, 5), BF16, 3) * 2, np.zeros((6, 5), BF16)),
+     ((1, 1), (1, 1))),
+    ("block_sum_f16", E.block_sum, lambda: (_f(256, np.float16), np.zeros(1, np.float16)), (256, E.BLOCK)),
+    ("histogram_f16", E.histogram, lambda: (_f(2000, np.float16), -2.5, 2.5, np.zeros(16, np.int32)), None),
+    ("casts_f64", KS.casts, lambda: (np.array([-2.3, -0.4, 0.0, 0.6, 1.9, 5.5]), np.zeros((6, 4))), None),
 ]
 
 # the exact (bitwise) comparison of a GPU run with the CPU run, where both compute one correctly rounded
