@@ -25,6 +25,20 @@ def _include_dirs(source):
     return ()
 
 
+def _compile(source, arch, name):
+    """NVRTC (or the one GPK_KERNEL_BACKEND names), then nvcc where NVRTC fails and nvcc is installed."""
+    import os
+    from .._kernels import loader
+    from .._kernels.errors import KernelCompileError
+    inc = _include_dirs(source)
+    try:
+        return loader.compile_cubin(source, OPTIONS, arch, name=f"{name}.cu", include_dirs=inc)
+    except KernelCompileError:
+        if os.environ.get("GPK_KERNEL_BACKEND") or loader.default_backend() == "nvcc" or not loader.nvcc_path():
+            raise
+        return loader.compile_cubin(source, OPTIONS, arch, backend="nvcc", name=f"{name}.cu", include_dirs=inc)
+
+
 def compile_only(source: str, arch="90a", backend=None) -> bytes:
     """The cubin of ``source`` for ``sm_<arch>``; no GPU needed. KernelCompileError with the log on failure."""
     from .._kernels import loader
@@ -48,9 +62,7 @@ def load_module(source: str, name: str = "gpk_pykernel"):
         if mod is None:
             path = loader.cache_path(key, arch)
             if not path.is_file():
-                cubin = loader.compile_cubin(source, OPTIONS, arch, name=f"{name}.cu",
-                                             include_dirs=_include_dirs(source))
-                loader.write_atomic(path, cubin)
+                loader.write_atomic(path, _compile(source, arch, name))
             mod = _modules[mkey] = cupy.RawModule(path=str(path))
     return mod
 

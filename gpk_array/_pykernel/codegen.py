@@ -60,8 +60,6 @@ _MATH_C = {"sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log1p"
            "copysign": "copysign", "hypot": "hypot", "pow": "pow", "erf": "erf", "erfc": "erfc", "fmod": "fmod"}
 
 PREAMBLE = r"""
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
 typedef long long i64;
 template <typename T> __device__ __forceinline__ T gpk_floordiv(T a, T b) {
     if (b == 0) return 0; T q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1; return q; }
@@ -1058,4 +1056,11 @@ class Generator:
         parts.append(f'extern "C" __global__ void {self.cname}({", ".join(self._params_c(self.main))}) {{')
         parts += main
         parts.append("}")
-        return "\n".join(parts) + "\n"
+        text = "\n".join(parts) + "\n"
+        # the half-precision headers only where used (they are most of a small kernel's compile time)
+        heads = [h for h, t in (("#include <cuda_fp16.h>", "__half"), ("#include <cuda_bf16.h>", "__nv_bfloat16"))
+                 if t in text]
+        if heads:
+            first, rest = text.split("\n", 1)
+            text = first + "\n" + "\n".join(heads) + "\n" + rest
+        return text
