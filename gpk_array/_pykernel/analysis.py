@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import builtins as _pybuiltins
 import inspect
-import math
 import textwrap
 import types
 
