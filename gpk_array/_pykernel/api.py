@@ -138,15 +138,17 @@ class Kernel:
         if len(args) != self._nparams:
             raise TypeError(f"{self.__name__}() takes {self._nparams} argument{'s' if self._nparams != 1 else ''} "
                             f"{self.params} but {len(args)} were given")
-        norm = [T.normalize(a, p) for a, p in zip(args, self.params)]
-        key = tuple(a.key for a in norm)
+        normalize = T.normalize
+        norm = [normalize(a, p) for a, p in zip(args, self.params)]
+        key = tuple([a.key for a in norm])
         device = None
         for a, p in zip(norm, self.params):
-            if a.device is None:
+            d = a.device
+            if d is None or d is device:
                 continue
             if device is None:
-                device = a.device
-            elif str(device) != str(a.device):
+                device = d
+            elif str(device) != str(d):
                 raise ValueError(f"gpk_array.kernel: {self.__name__}() got arrays on different devices "
                                  f"({device} and {a.device} for {p!r}); move them with to_device()")
         if device is None:

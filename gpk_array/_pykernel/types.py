@@ -16,6 +16,9 @@ import operator
 import numpy as np
 
 from .._array import Array
+from .._device import Device
+
+_CPU = Device("cpu")
 from .._dtypes import SUPPORTED
 
 WEAK_B, WEAK_I, WEAK_F, WEAK_C = "weak_b", "weak_i", "weak_f", "weak_c"
@@ -65,7 +68,7 @@ def normalize(value, param):
         data = value._data
         return _array(data, dev, readonly, param, value, dev)
     if t is np.ndarray:
-        return _array(value, "cpu", readonly or not value.flags.writeable, param, value, None)
+        return _array(value, _CPU, readonly or not value.flags.writeable, param, value, None)
     if t in _PY_KIND:
         return Arg(value, None, False, ("S", _PY_KIND[t]), value)
     if isinstance(value, np.generic):
