@@ -187,10 +187,92 @@ class _Kernel:
         return old
 
 
+class _Vec:
+    """A vector value on the CPU device (float2 .. uint4): components ``.x .y .z .w``, swizzled reads
+    (``v.xy``, ``v.zyx``), componentwise ``+ - * /`` with vectors of the same length and with numbers."""
+    __slots__ = ("c",)
+
+    def __init__(self, comps):
+        self.c = comps
+
+    def __getattr__(self, name):
+        try:
+            idx = ["xyzw".index(ch) for ch in name]
+        except ValueError:
+            raise AttributeError(f"a vector has no attribute {name!r} (components x, y, z, w)") from None
+        if not idx or len(idx) > 4 or max(idx) >= len(self.c):
+            raise AttributeError(f"a {len(self.c)}-vector has no attribute {name!r}")
+        if len(idx) == 1:
+            return self.c[idx[0]]
+        return _Vec(tuple(self.c[i] for i in idx))
+
+    def _op(self, other, f):
+        if type(other) is _Vec:
+            if len(other.c) != len(self.c):
+                raise TypeError("gpk_array.kernel: vectors of different lengths")
+            return _Vec(tuple(f(a, b) for a, b in zip(self.c, other.c)))
+        return _Vec(tuple(f(a, other) for a in self.c))
+
+    def _rop(self, other, f):
+        return _Vec(tuple(f(other, a) for a in self.c))
+
+    def __add__(self, o):
+        return self._op(o, lambda a, b: a + b)
+
+    def __radd__(self, o):
+        return self._rop(o, lambda a, b: a + b)
+
+    def __sub__(self, o):
+        return self._op(o, lambda a, b: a - b)
+
+    def __rsub__(self, o):
+        return self._rop(o, lambda a, b: a - b)
+
+    def __mul__(self, o):
+        return self._op(o, lambda a, b: a * b)
+
+    def __rmul__(self, o):
+        return self._rop(o, lambda a, b: a * b)
+
+    def __truediv__(self, o):
+        return self._op(o, lambda a, b: a / b)
+
+    def __rtruediv__(self, o):
+        return self._rop(o, lambda a, b: a / b)
+
+    def __neg__(self):
+        return _Vec(tuple(-a for a in self.c))
+
+    def __pos__(self):
+        return self
+
+    def __repr__(self):
+        return f"vec{tuple(self.c)}"
+
+
+def _vector_ctor(base, n):
+    import numpy as np
+    dt = {"float": np.float32, "double": np.float64, "int": np.int32, "uint": np.uint32}[base]
+
+    def make(*comps):
+        if len(comps) != n:
+            raise TypeError(f"gpk_array.kernel.{base}{n}() takes {n} components, got {len(comps)}")
+        return _Vec(tuple(dt(c) for c in comps))
+    make.__name__ = make.__qualname__ = f"{base}{n}"
+    make.__doc__ = (f"A {base}{n} vector of {n} {np.dtype(dt).name} components (CUDA's make_{base}{n}): ``.x`` "
+                    f"``.y`` ... reads, swizzles (``v.yx``), componentwise ``+ - * /``.")
+    return staticmethod(make)
+
+
+VECTOR_TYPES = tuple(f"{b}{n}" for b in ("float", "double", "int", "uint") for n in (2, 3, 4))
+for _name in VECTOR_TYPES:
+    setattr(_Kernel, _name, _vector_ctor(_name[:-1], int(_name[-1])))
+del _name
+
 kernel = _Kernel()
 
 # names of the builtins, by object, for the front end (analysis.py resolves calls to them)
 BUILTINS = {getattr(_Kernel, n): n for n in (
     "work_size", "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "barrier", "shared",
     "shfl_down", "shfl_up", "shfl_xor", "shfl", "atomic_add", "atomic_min", "atomic_max", "atomic_exch",
-    "atomic_cas")}
+    "atomic_cas") + VECTOR_TYPES}

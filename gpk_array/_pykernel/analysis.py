@@ -17,7 +17,7 @@ import types
 
 import numpy as np
 
-from . import BUILTINS, _Kernel
+from . import BUILTINS, VECTOR_TYPES, _Kernel
 
 # functions of ``math`` (and the gpk_array elementwise functions of the same meaning) a kernel may call, by name
 MATH = {
@@ -417,6 +417,8 @@ def builtin_uses(ki):
                 uses.add("shfl")
             elif n.startswith("atomic"):
                 uses.add("atomic")
+            elif n in VECTOR_TYPES:
+                uses.add("vector")
             elif n != "work_size":
                 uses.add("ids")
     return uses

@@ -72,8 +72,27 @@ class ExprLowering:
                         (WEAK_F if is_weak(t) else np.dtype(np.float64))
                     return (f"({code}).{node.attr}()", rt)
                 return (code, t) if node.attr == "real" else literal(0)
+            if type(t) is T.VecT:
+                return self.swizzle(node, code, t)
             self.err(node, f"the attribute {node.attr!r} of {node.value.id!r}")
+        if not isinstance(node.value, (ast.Name, ast.Attribute)) or self.fi.resolve(node.value) is None:
+            code, t = self.expr(node.value)
+            if type(t) is T.VecT:
+                return self.swizzle(node, code, t)
+            self.err(node, f"the attribute {node.attr!r} of {ast.unparse(node.value)}")
         return self.resolved(node)
+
+    def swizzle(self, node, code, t):
+        comps = node.attr
+        if not comps or len(comps) > 4 or any(ch not in "xyzw"[:t.n] for ch in comps):
+            self.err(node, f"a {t} has no attribute {comps!r} (components {', '.join('xyzw'[:t.n])})",
+                     AttributeError)
+        if len(comps) == 1:
+            return (f"({code}).{comps}", t.dtype)
+        rt = T.VecT(t.dtype, len(comps))
+        v = self.new_tmp()
+        parts = ", ".join(f"{v}.{ch}" for ch in comps)
+        return (f"([&]() {{ {t.cname} {v} = {code}; return make_{rt.cname}({parts}); }}())", rt)
 
     def e_Tuple(self, node):
         items = []
@@ -143,6 +162,17 @@ class ExprLowering:
             if isinstance(t, (ArrayT, ShapeT, TupleT, DTypeT)):
                 self.err(node, "arithmetic on whole arrays (index one element at a time)")
         res = T.binop_type(op, lt, rt)
+        if type(res) is T.VecT:
+            a_, b_ = self.new_tmp(), self.new_tmp()
+            et = res.dtype
+            ca = f"{ctype(lt)} {a_} = {lc};"
+            cb = f"{ctype(rt)} {b_} = {rc};"
+            comp = []
+            for ch in "xyzw"[:res.n]:
+                x = cast(f"{a_}.{ch}", lt.dtype, et) if type(lt) is T.VecT else cast(a_, lt, et)
+                y = cast(f"{b_}.{ch}", rt.dtype, et) if type(rt) is T.VecT else cast(b_, rt, et)
+                comp.append(f"{x} {op} {y}")
+            return (f"([&]() {{ {ca} {cb} return make_{res.cname}({', '.join(comp)}); }}())", res)
         if op == "/":
             a, b = cast(lc, lt, res), cast(rc, rt, res)
             return (self.halfop(res, f"{a}", f"{b}", "/"), res)
@@ -181,6 +211,12 @@ class ExprLowering:
             return (f"(!{self.truth(c, t)})", BOOL)
         op = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~"}[type(node.op)]
         rt = T.unary_type(op, t)
+        if type(t) is T.VecT:
+            if op == "+":
+                return (c, t)
+            v = self.new_tmp()
+            return (f"([&]() {{ {t.cname} {v} = {c}; return make_{t.cname}("
+                    f"{', '.join(f'-{v}.{ch}' for ch in 'xyzw'[:t.n])}); }}())", t)
         if op == "~" and kind(t) == "b":
             return (f"(!{c})", rt)
         return (f"({op}{cast(c, t, rt)})", rt)
@@ -198,6 +234,8 @@ class ExprLowering:
         left = self.expr(node.left)
         for op, comp in zip(node.ops, node.comparators):
             right = self.expr(comp)
+            if type(left[1]) is T.VecT or type(right[1]) is T.VecT:
+                self.err(node, "comparisons of vectors (compare the components)")
             cop = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}.get(
                 type(op))
             if cop is None:
@@ -355,12 +393,24 @@ class ExprLowering:
             return ("__syncthreads()", WEAK_B)
         if name == "shared":
             self.err(node, "kernel.shared(...) must be assigned to a name: s = kernel.shared(shape, dtype)")
+        if name in T.VEC_NAMES:
+            base, n = name[:-1], int(name[-1])
+            vt = T.VecT(T.VEC_BASES[base], n)
+            if len(args) != n:
+                self.err(node, f"kernel.{name}() takes {n} components, got {len(args)}")
+            comps = []
+            for a in args:
+                c, t = self.expr(a)
+                if isinstance(t, (ArrayT, ShapeT, TupleT, DTypeT)) or kind(t) in "cv":
+                    self.err(node, f"the components of kernel.{name}() are real numbers")
+                comps.append(cast(c, t, vt.dtype))
+            return (f"make_{name}({', '.join(comps)})", vt)
         if name.startswith("shfl"):
             if len(args) != 2:
                 self.err(node, f"kernel.{name}(value, n) takes two arguments")
             c, t = self.expr(args[0])
             a, at = self.expr(args[1])
-            if isinstance(t, (ArrayT, ShapeT, TupleT, DTypeT)) or kind(t) == "c":
+            if isinstance(t, (ArrayT, ShapeT, TupleT, DTypeT)) or kind(t) in "cv":
                 self.err(node, f"kernel.{name} of {T.name(t) if not isinstance(t, ArrayT) else 'an array'}")
             st = t
             if kind(t) == "b":

@@ -81,7 +81,13 @@ class FunctionGen(ExprLowering):
 
     def block(self, stmts, depth):
         for st in stmts:
-            self.stmt(st, depth)
+            try:
+                self.stmt(st, depth)
+            except TypeError as e:   # a type error from types.py / cast: give it the statement's line
+                msg = str(e)
+                if "\n  " in msg or "line " in msg:
+                    raise
+                self.err(st, msg.removeprefix("gpk_array.kernel: "))
 
     def stmt(self, st, d):
         if isinstance(st, ast.Expr):
@@ -473,6 +479,9 @@ class Generator:
                 decls.append(f"    const {ctype(t)} p_{p} = {ctype(t)}(p_{p}_f);")
         for name, t in g.vars.items():
             if isinstance(t, (ArrayT, ShapeT, TupleT, DTypeT)):
+                continue
+            if type(t) is T.VecT:
+                decls.append(f"    {t.cname} {g.var_c(name)} = make_{t.cname}({', '.join(['0'] * t.n)});")
                 continue
             decls.append(f"    {ctype(t)} {g.var_c(name)} = {cast('0', WEAK_I, t)};")
         for decl, _, _ in g.shared:

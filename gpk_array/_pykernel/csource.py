@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from . import types as T
-from .types import WEAK_B, WEAK_I, WEAK_F, WEAK_C, is_weak, ctype, kind
+from .types import WEAK_B, WEAK_I, WEAK_F, WEAK_C, ctype, kind
 
 BOOL = np.dtype(bool)
 SHARED_LIMIT = 48 * 1024   # bytes of static shared memory a block may declare
@@ -154,13 +154,15 @@ def literal(v):
 
 
 def _is_half(t):
-    return not is_weak(t) and t.name in ("float16", "bfloat16")
+    return isinstance(t, np.dtype) and t.name in ("float16", "bfloat16")
 
 
 def cast(code, src, dst):
     """C code converting ``code`` of type ``src`` to ``dst``."""
     if src == dst or ctype(src) == ctype(dst):
         return code
+    if type(src) is T.VecT or type(dst) is T.VecT:
+        raise TypeError(f"gpk_array.kernel: a {T.name(src)} value cannot be converted to {T.name(dst)}")
     kd, ks = kind(dst), kind(src)
     if ks == "c" and kd != "c":
         raise TypeError(f"gpk_array.kernel: a complex value cannot be converted to {T.name(dst)}")

@@ -17,9 +17,9 @@ import numpy as np
 
 from .._array import Array
 from .._device import Device
+from .._dtypes import SUPPORTED
 
 _CPU = Device("cpu")
-from .._dtypes import SUPPORTED
 
 WEAK_B, WEAK_I, WEAK_F, WEAK_C = "weak_b", "weak_i", "weak_f", "weak_c"
 WEAK = (WEAK_B, WEAK_I, WEAK_F, WEAK_C)
@@ -107,6 +107,37 @@ def is_weak(t):
     return isinstance(t, str)
 
 
+# ---- vector types (float2 .. uint4) ------------------------------------------------------------------------
+VEC_BASES = {"float": np.dtype(np.float32), "double": np.dtype(np.float64), "int": np.dtype(np.int32),
+             "uint": np.dtype(np.uint32)}
+_VEC_C = {(dt.name, n): f"{b}{n}" for b, dt in VEC_BASES.items() for n in (2, 3, 4)}
+VEC_NAMES = frozenset(_VEC_C.values())
+
+
+class VecT:
+    """A vector type of the kernel language: ``n`` (2..4) components of ``dtype`` (CUDA's float2 .. uint4)."""
+    __slots__ = ("dtype", "n")
+
+    def __init__(self, dtype, n):
+        if (dtype.name, n) not in _VEC_C:
+            raise TypeError(f"gpk_array.kernel: there is no CUDA vector type of {n} {dtype} components (vectors "
+                            f"are float, double, int and uint, 2 to 4 components)")
+        self.dtype, self.n = dtype, n
+
+    def __eq__(self, other):
+        return type(other) is VecT and other.dtype == self.dtype and other.n == self.n
+
+    def __hash__(self):
+        return hash((self.dtype, self.n))
+
+    def __repr__(self):
+        return _VEC_C[(self.dtype.name, self.n)]
+
+    @property
+    def cname(self):
+        return _VEC_C[(self.dtype.name, self.n)]
+
+
 def _sample(t):
     return _SAMPLE_WEAK[t] if is_weak(t) else np.zeros((), dtype=t)[()]
 
@@ -124,7 +155,17 @@ _BINOPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operato
 
 @functools.lru_cache(maxsize=4096)
 def binop_type(op, a, b):
-    """The type of ``a <op> b``: NumPy's answer on samples (TypeError where NumPy has none)."""
+    """The type of ``a <op> b``: NumPy's answer on samples (TypeError where NumPy has none); componentwise for
+    vectors."""
+    if type(a) is VecT or type(b) is VecT:
+        if op not in ("+", "-", "*", "/"):
+            raise TypeError(f"gpk_array.kernel: operator {op} is not defined for vectors (+ - * / are)")
+        if type(a) is VecT and type(b) is VecT and a.n != b.n:
+            raise TypeError(f"gpk_array.kernel: {a} {op} {b}: vectors of different lengths")
+        n = a.n if type(a) is VecT else b.n
+        ea = a.dtype if type(a) is VecT else a
+        eb = b.dtype if type(b) is VecT else b
+        return VecT(binop_type(op, ea, eb), n)
     with np.errstate(all="ignore"):
         try:
             r = _BINOPS[op](_sample(a), _sample(b))
@@ -136,6 +177,10 @@ def binop_type(op, a, b):
 @functools.lru_cache(maxsize=1024)
 def unary_type(op, a):
     """The type of ``-a``, ``+a``, ``~a``."""
+    if type(a) is VecT:
+        if op == "~":
+            raise TypeError("gpk_array.kernel: ~ is not defined for vectors")
+        return a
     s = _sample(a)
     fn = {"-": operator.neg, "+": operator.pos, "~": operator.invert}[op]
     try:
@@ -148,6 +193,8 @@ def unary_type(op, a):
 def math_type(fname, *args):
     """The type of ``math.<fname>(*args)`` as the CPU back end computes it."""
     from .cpu import MATH_SHIMS
+    if any(type(a) is VecT for a in args):
+        raise TypeError(f"gpk_array.kernel: {fname}() of a vector (apply it to the components)")
     with np.errstate(all="ignore"):
         try:
             r = MATH_SHIMS[fname](*(_sample(a) for a in args))
@@ -159,6 +206,8 @@ def math_type(fname, *args):
 
 def name(t):
     """A readable name of a language type."""
+    if type(t) is VecT:
+        return str(t)
     return {WEAK_B: "bool", WEAK_I: "int", WEAK_F: "float", WEAK_C: "complex"}.get(t, None) or str(t)
 
 
@@ -166,6 +215,8 @@ def common(a, b):
     """The type a variable assigned values of types ``a`` and ``b`` gets (NumPy promotion)."""
     if a == b:
         return a
+    if type(a) is VecT or type(b) is VecT:
+        raise TypeError(f"gpk_array.kernel: a variable holds both {name(a)} and {name(b)}")
     return binop_type("+", a, b) if not (a in (WEAK_B,) and b in (WEAK_B,)) else WEAK_B
 
 
@@ -181,6 +232,8 @@ CTYPES = {
 
 def ctype(t):
     """The C++ type of a language type."""
+    if type(t) is VecT:
+        return t.cname
     return CTYPES[t if is_weak(t) else t.name]
 
 
@@ -189,7 +242,9 @@ def is_float_kind(t):
 
 
 def kind(t):
-    """'b', 'i', 'u', 'f' or 'c'."""
+    """'b', 'i', 'u', 'f' or 'c' ('v' for a vector)."""
+    if type(t) is VecT:
+        return "v"
     if is_weak(t):
         return {WEAK_B: "b", WEAK_I: "i", WEAK_F: "f", WEAK_C: "c"}[t]
     if t.name == "bfloat16":

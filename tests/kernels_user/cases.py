@@ -63,6 +63,7 @@ CASES = [
      ((1, 1), (1, 1))),
     ("block_sum_f16", E.block_sum, lambda: (_f(256, np.float16), np.zeros(1, np.float16)), (256, E.BLOCK)),
     ("histogram_f16", E.histogram, lambda: (_f(2000, np.float16), -2.5, 2.5, np.zeros(16, np.int32)), None),
+    ("vectors", KS.vectors, lambda: (_f((20, 4)), _f((20, 4), seed=1), np.zeros((20, 5), np.float32)), None),
     ("casts_f64", KS.casts, lambda: (np.array([-2.3, -0.4, 0.0, 0.6, 1.9, 5.5]), np.zeros((6, 4))), None),
 ]
 

@@ -211,3 +211,23 @@ def local_update(x, out):
 def shift_copy(src, dst):
     for i in range(dst.shape[0]):
         dst[i] = src[i] + 1.0
+
+
+def _lerp(a, b, t):
+    return a + (b - a) * t          # works on vectors and numbers alike
+
+
+@gk.kernel
+def vectors(p, q, out):
+    """float4 / float2 values: constructors, components, swizzles, componentwise arithmetic, a vector helper."""
+    for i in range(out.shape[0]):
+        a = K.float4(p[i, 0], p[i, 1], p[i, 2], p[i, 3])
+        b = K.float4(q[i, 0], q[i, 1], q[i, 2], q[i, 3])
+        c = _lerp(a, b, 0.25) * 2.0 - a / 4
+        s = c.wzyx + -b
+        d = s.xy * K.float2(1.5, 0.5)
+        out[i, 0] = s.x
+        out[i, 1] = s.y
+        out[i, 2] = s.z
+        out[i, 3] = s.w
+        out[i, 4] = d.x + d.y

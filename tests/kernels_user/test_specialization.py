@@ -242,3 +242,21 @@ def test_warmup_enters_specializations():
     assert all(s.calls == 0 for s in specs)
     with pytest.raises(TypeError, match="not a @gpk_array.kernel"):
         gk.kernel.warmup(KS.scale_add.__wrapped__, [])
+
+
+def test_vector_types():
+    r = np.random.default_rng(5)
+    p = r.standard_normal((20, 4)).astype(np.float32)
+    q = r.standard_normal((20, 4)).astype(np.float32)
+    out = np.zeros((20, 5), np.float32)
+    KS.vectors(p, q, out)
+    f = np.float32
+    c = (p + (q - p) * f(0.25)) * f(2.0) - p / f(4)
+    s = c[:, ::-1] + -q
+    d = s[:, :2] * np.array([1.5, 0.5], np.float32)
+    np.testing.assert_array_equal(out[:, :4], s)
+    np.testing.assert_array_equal(out[:, 4], d[:, 0] + d[:, 1])
+    v = gk.kernel.float3(1, 2, 3)
+    assert (v.z, v.zx.x) == (3.0, 3.0) and type(v.x) is np.float32
+    with pytest.raises(AttributeError, match="no attribute 'w'"):
+        v.w
