@@ -41,7 +41,8 @@ class _Kernel:
     threads ``0..n-1``), or an explicit ``k[(total, block)](...)``. The attributes of this object are the device
     builtins (``thread_id``, ``block_id``, ``block_dim``, ``grid_dim``, ``global_id``, ``lane_id``, ``barrier``,
     ``shared``, ``atomic_add``/``min``/``max``/``exch``/``cas``, ``shfl_down``/``up``/``xor``/``shfl``,
-    ``work_size``) and ``readonly(x)``, which marks an argument read-only for one call. See docs/kernels-python.md.
+    ``work_size``, vector constructors ``float2`` .. ``uint4``), ``readonly(x)``, which marks an argument
+    read-only for one call, ``cache_info()`` and ``warmup(k, signatures)``. See docs/kernels-python.md.
     """
 
     WARP_SIZE = WARP_SIZE
