@@ -59,38 +59,52 @@ class Kernel:
     """
 
     def __init__(self, func, readonly=(), block=None, name=None, debug=None):
-        self._info = KernelInfo(func)
         self.__wrapped__ = func
         self.__name__ = name or func.__name__
         self.__qualname__ = getattr(func, "__qualname__", self.__name__)
         self.__doc__ = func.__doc__
         self.__module__ = func.__module__
-        fi = self._info.main
-        self.params = tuple(fi.params)
+        code = func.__code__
+        self.params = tuple(code.co_varnames[:code.co_argcount])
         self._nparams = len(self.params)
-        self._effects = self._info.effects
         if isinstance(readonly, str):
             readonly = (readonly,)
         for p in readonly:
             if p not in self.params:
                 raise ValueError(f"gpk_array.kernel: readonly names {p!r}, which is not a parameter of "
                                  f"{self.__name__}{self.params}")
-            if "W" in self._effects[p]:
+        self.readonly = tuple(readonly)
+        self.block = _dims(block, "block") if block is not None else None
+        self.debug = os.environ.get("GPK_KERNEL_DEBUG") == "1" if debug is None else bool(debug)
+        self._specs: dict = {}
+        self._lock = threading.Lock()
+        self._host_geom = None
+        self._info = None
+        try:
+            self._build()
+        except NameError:
+            pass   # a name defined later in the module (a helper below the kernel): resolved at the first call
+
+    def _build(self):
+        """Parse and check the function, find the effects, rewrite it for the CPU (at decoration, or at the first
+        call when a name it uses was not defined yet)."""
+        func = self.__wrapped__
+        info = KernelInfo(func)
+        fi = info.main
+        effects = info.effects
+        for p in self.readonly:
+            if "W" in effects[p]:
                 node = write_nodes(fi, p)
                 raise ValueError(f"gpk_array.kernel: {self.__name__!r} writes its argument {p!r}, declared "
                                  f"read-only (line {getattr(node, 'lineno', '?')}: "
                                  f"{fi.line(node).strip()})")
-        self.readonly = tuple(readonly)
-        self._writes = tuple(i for i, p in enumerate(self.params) if "W" in self._effects[p])
-        self.block = _dims(block, "block") if block is not None else None
-        self.debug = os.environ.get("GPK_KERNEL_DEBUG") == "1" if debug is None else bool(debug)
-        self._cpu = Lowered(self._info, debug=self.debug)
-        self._specs: dict = {}
-        self._lock = threading.Lock()
-        self._host_geom = None
+        self._effects = effects
+        self._writes = tuple(i for i, p in enumerate(self.params) if "W" in effects[p])
+        self._cpu = Lowered(info, debug=self.debug)
         self._annotations = None
         if fi.annotations:
             self._annotations = {p: _annotation(func, p) for p in fi.annotations}
+        self._info = info
 
     # ---- public ---------------------------------------------------------------------------------------
     def __call__(self, *args):
@@ -111,6 +125,8 @@ class Kernel:
     @property
     def effects(self):
         """``{parameter: 'R' | 'W' | 'RW' | ''}``: what the kernel does to each array argument."""
+        if self._info is None:
+            self._build()
         return dict(self._effects)
 
     @property
@@ -135,6 +151,8 @@ class Kernel:
 
     # ---- calls ----------------------------------------------------------------------------------------
     def _prepare(self, args):
+        if self._info is None:
+            self._build()
         if len(args) != self._nparams:
             raise TypeError(f"{self.__name__}() takes {self._nparams} argument{'s' if self._nparams != 1 else ''} "
                             f"{self.params} but {len(args)} were given")

@@ -231,3 +231,13 @@ def vectors(p, q, out):
         out[i, 2] = s.z
         out[i, 3] = s.w
         out[i, 4] = d.x + d.y
+
+
+@gk.kernel
+def uses_later(x, out):
+    for i in range(x.shape[0]):
+        out[i] = _defined_later(x[i])
+
+
+def _defined_later(v):      # a helper below the kernel that calls it: resolved at the first call
+    return v * 3 + 1

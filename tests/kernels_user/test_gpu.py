@@ -83,3 +83,22 @@ def test_debug_mode_on_cuda_reports_the_index():
     k2 = gk.kernel(debug=True)(KS.scale_add.__wrapped__)     # in-bounds: no error, and the record was cleared
     k2(x, 1.0, out)
     k(gk.zeros(6, device="cuda:0"), out)
+
+
+def test_strided_and_negative_stride_views():
+    """Views keep their strides on CUDA (layout "S" specializations): every index goes through the strides."""
+    r = np.random.default_rng(7)
+    a = r.standard_normal((4, 5, 6))
+    g = gk.asarray(a, device="cuda:0")[:, ::-1, :]
+    out = gk.zeros((4, 5, 3), device="cuda:0")
+    KS.strided_3d(g, out)
+    assert KS.strided_3d.specializations and any(k[0][3] == "S" for k in KS.strided_3d.specializations)
+    ref = a[:, ::-1, :].sum(axis=2)[:, :, None] * (np.arange(3) + 1)
+    np.testing.assert_allclose(np.asarray(out.to_device("cpu")), ref, rtol=1e-12)
+    x = gk.asarray(np.arange(20, dtype=np.float32), device="cuda:0")
+    o = gk.zeros(20, dtype=gk.float32, device="cuda:0")
+    from .examples import saxpy
+    saxpy(2.0, x[::2], x[1::2], o[::2])
+    got = np.asarray(o.to_device("cpu"))
+    np.testing.assert_array_equal(got[::2], 2 * np.arange(0, 20, 2) + np.arange(1, 20, 2))
+    np.testing.assert_array_equal(got[1::2], 0)

@@ -260,3 +260,11 @@ def test_vector_types():
     assert (v.z, v.zx.x) == (3.0, 3.0) and type(v.x) is np.float32
     with pytest.raises(AttributeError, match="no attribute 'w'"):
         v.w
+
+
+def test_helper_defined_after_the_kernel():
+    x = np.arange(4, dtype=np.float32)
+    out = np.zeros(4, np.float32)
+    KS.uses_later(x, out)
+    np.testing.assert_array_equal(out, x * 3 + 1)
+    assert KS.uses_later.effects == {"x": "R", "out": "W"}
