@@ -219,46 +219,58 @@ class Lowered:
     def __init__(self, ki, debug=False):
         self.ki, self.debug = ki, debug
         fi = ki.main
-        g = dict(fi.globals)
-        g.update(fi.closure)
-        self.globals = g
-        self.helpers = {}
-        ld, st = _make_debug(fi.name)
-        g.update(__gpk_shared=_shared, __gpk_ld=ld, __gpk_st=st)
+        self._dicts = {}          # function -> the globals its rewritten code runs in (its module's, a copy)
+        self._debug_fns = _make_debug(fi.name)
+        self.globals = self._globals_for(fi)
+        self._cur = self.globals  # where bind() puts names: the namespace of the function being rewritten
+        self.helpers = {}         # (function, vector) -> compiled helper
         self.scalar = self.compile(fi, None)
         self.is_generator = ki.uses & {"barrier", "shfl"} != set()
         self.vector = None
         if ki.domain[0] in ("range", "ndindex") and not debug and vectorizable(ki):
             self.vector = self.compile(fi, ki.domain[1])
 
+    def _globals_for(self, fi):
+        g = self._dicts.get(fi.func)
+        if g is None:
+            g = dict(fi.globals)
+            g.update(fi.closure)
+            ld, st = self._debug_fns
+            g.update(__gpk_shared=_shared, __gpk_ld=ld, __gpk_st=st)
+            self._dicts[fi.func] = g
+        return g
+
     def bind(self, name, obj):
-        self.globals[name] = obj
+        self._cur[name] = obj
         return name
 
     def helper(self, func, vector):
         key = (func, vector)
-        name = self.helpers.get(key)
-        if name is None:
-            name = f"__gpk_h{len(self.helpers)}_{func.__name__}{'_v' if vector else ''}"
-            self.helpers[key] = name
+        fn = self.helpers.get(key)
+        if fn is None:
             fi = self.ki.functions[func]
-            self.globals[name] = self.compile(fi, None, vector=vector, helper_name=name)
-        return name
+            fn = self.helpers[key] = self.compile(fi, None, vector=vector,
+                                                  helper_name=f"__gpk_h_{func.__name__}{'_v' if vector else ''}")
+        return self.bind(f"__gpk_h{list(self.helpers).index(key)}_{func.__name__}{'_v' if vector else ''}", fn)
 
     def compile(self, fi, vector_loop, vector=False, helper_name=None):
-        tree = copy.deepcopy(fi.tree)
-        rw = _Rewriter(self, fi, vector_loop if vector_loop is not None else (True if vector else None))
-        tree = rw.visit(tree)
-        if vector_loop is not None:
-            tree.body[-1] = _vector_loop(tree.body[-1], self)
-        tree.name = helper_name or f"__gpk_kernel_{fi.name}"
-        mod = ast.Module(body=[tree], type_ignores=[])
-        ast.fix_missing_locations(mod)
-        code = compile(mod, fi.filename, "exec")
-        ns = {}
-        g = self.globals
-        exec(code, g, ns)
-        return ns[tree.name]
+        saved = self._cur
+        self._cur = g = self._globals_for(fi)
+        try:
+            tree = copy.deepcopy(fi.tree)
+            rw = _Rewriter(self, fi, vector_loop if vector_loop is not None else (True if vector else None))
+            tree = rw.visit(tree)
+            if vector_loop is not None:
+                tree.body[-1] = _vector_loop(tree.body[-1], self)
+            tree.name = helper_name or f"__gpk_kernel_{fi.name}"
+            mod = ast.Module(body=[tree], type_ignores=[])
+            ast.fix_missing_locations(mod)
+            code = compile(mod, fi.filename, "exec")
+            ns = {}
+            exec(code, g, ns)
+            return ns[tree.name]
+        finally:
+            self._cur = saved
 
 
 # ---- vectorized loops ----------------------------------------------------------------------------------

@@ -64,10 +64,12 @@ CASES = [
     ("block_sum_f16", E.block_sum, lambda: (_f(256, np.float16), np.zeros(1, np.float16)), (256, E.BLOCK)),
     ("histogram_f16", E.histogram, lambda: (_f(2000, np.float16), -2.5, 2.5, np.zeros(16, np.int32)), None),
     ("vectors", KS.vectors, lambda: (_f((20, 4)), _f((20, 4), seed=1), np.zeros((20, 5), np.float32)), None),
+    ("imported_helper", KS.imported_helper, lambda: (np.linspace(-3, 3, 7), np.zeros(7)), None),
+    ("closure_factory", KS.affine_2_1, lambda: (np.arange(5, dtype=np.float32), np.zeros(5, np.float32)), None),
     ("casts_f64", KS.casts, lambda: (np.array([-2.3, -0.4, 0.0, 0.6, 1.9, 5.5]), np.zeros((6, 4))), None),
 ]
 
 # the exact (bitwise) comparison of a GPU run with the CPU run, where both compute one correctly rounded
 # operation per result; elsewhere (FMA contraction, tanhf/sqrtf ulps, atomics order) a tolerance
 EXACT = {"stencil", "histogram", "transpose", "where_bool", "intops", "gid_fill", "atomics_i32", "annotated",
-         "alias", "helper_writer", "shuffles", "scale_add_i8", "scale_add_u16", "casts", "step_range"}
+         "alias", "helper_writer", "shuffles", "scale_add_i8", "scale_add_u16", "casts", "step_range", "closure_factory"}

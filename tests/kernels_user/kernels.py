@@ -241,3 +241,27 @@ def uses_later(x, out):
 
 def _defined_later(v):      # a helper below the kernel that calls it: resolved at the first call
     return v * 3 + 1
+
+
+from .other_module import soft_step  # noqa: E402
+
+
+@gk.kernel
+def imported_helper(x, out):
+    for i in range(x.shape[0]):
+        out[i] = soft_step(x[i])
+
+
+def make_affine(scale, offset):
+    """A kernel factory: the kernel captures the numbers and a local helper."""
+    def shift(v):
+        return v + offset
+
+    @gk.kernel
+    def affine(x, out):
+        for i in range(x.shape[0]):
+            out[i] = shift(x[i] * scale)
+    return affine
+
+
+affine_2_1 = make_affine(2.0, 1.0)

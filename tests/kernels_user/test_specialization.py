@@ -268,3 +268,30 @@ def test_helper_defined_after_the_kernel():
     KS.uses_later(x, out)
     np.testing.assert_array_equal(out, x * 3 + 1)
     assert KS.uses_later.effects == {"x": "R", "out": "W"}
+
+
+def test_closures_over_constants():
+    """A kernel made inside a factory may capture numbers (and functions) of the enclosing scope."""
+    def make(scale, offset):
+        def shift(v):
+            return v + offset
+
+        @gk.kernel
+        def k(x, out):
+            for i in range(x.shape[0]):
+                out[i] = shift(x[i] * scale)
+        return k
+
+    x = np.arange(5, dtype=np.float32)
+    out = np.zeros(5, np.float32)
+    make(2.0, 1.0)(x, out)
+    np.testing.assert_array_equal(out, x * 2 + 1)
+    make(-1.0, 0.5)(x, out)
+    np.testing.assert_array_equal(out, -x + 0.5)
+
+
+def test_helper_from_another_module():
+    x = np.linspace(-3, 3, 7)
+    out = np.zeros(7)
+    KS.imported_helper(x, out)
+    np.testing.assert_allclose(out, 1 / (1 + np.exp(-x)) + 0.5, rtol=1e-15)
