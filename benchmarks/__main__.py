@@ -2,7 +2,7 @@
 commit and every figure beside its baseline measured in the same run.
 
 KIND: overhead | elementwise | reduction | gemm | linear | cutlass | attention | sched | llm | tokenizer | dask | jit
-      | all
+      | pykernel | all
 """
 import argparse
 import datetime
@@ -26,6 +26,7 @@ KINDS = {
     "tokenizer": ("benchmarks.tokenizer_bench", "run", ()),
     "dask": ("benchmarks.dask_bench", "run", ()),
     "jit": ("benchmarks.jit_bench", "run", ()),
+    "pykernel": ("benchmarks.pykernel_bench", "run", ()),
 }
 
 

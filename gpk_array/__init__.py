@@ -63,6 +63,7 @@ from ._numpy import install as _install_numpy_methods  # noqa: E402
 _install_operators()
 _install_numpy_methods(Array)
 from ._protocols import install as _install_protocols  # noqa: E402
+from ._pykernel import kernel  # noqa: E402  (@gpk_array.kernel: parses and compiles nothing until used)
 
 _install_protocols(Array)
 del _install_protocols
@@ -92,7 +93,8 @@ __all__ = [
     # the scheduler
     "Array", "DeviceError", "GpkArrayError", "HostOnlyError", "OutOfMemoryError", "add_layer_norm",
     "add_layer_norm_linear", "bfloat16", "bias_add_inplace", "default_device", "float16",
-    "float32_matmul_precision", "gelu", "get_float32_matmul_precision", "kv_cache_attention", "layer_norm", "linear",
+    "float32_matmul_precision", "gelu", "get_float32_matmul_precision", "kernel", "kv_cache_attention",
+    "layer_norm", "linear",
     "linear_bias_gelu", "scaled_dot_product_attention", "sched", "self_attention", "set_array_api_version",
     "set_default_device", "set_float32_matmul_precision", "softmax",
     # SciPy on both devices (gpk_array.scipy), and the special-function namespace SciPy looks for (xp.special)
