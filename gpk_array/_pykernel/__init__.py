@@ -12,8 +12,16 @@ import _thread  # threading.local without importing threading (not loaded by `im
 
 _state = _thread._local()   # tid, bid, bdim, gdim: 3-tuples of ints for the thread the CPU runs now
 
-# name -> callable returning a dict: more figures for gpk_array.kernel.cache_info() (the on-disk compile cache)
-CACHE_INFO_PROVIDERS = {}
+
+
+def _disk_cache_info():
+    from .._jit.cache import cache_info
+    return cache_info()
+
+
+# name -> callable returning a dict: more figures for gpk_array.kernel.cache_info(); "disk": the on-disk compile
+# cache's lookups by gpk_array.jit and .cu modules (gpk_array.kernel_cache_info())
+CACHE_INFO_PROVIDERS = {"disk": _disk_cache_info}
 
 WARP_SIZE = 32
 
