@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The GPU machine's checks, in phases that each fit one device call (at most 10 minutes):
+#     . .gpu/prelude.sh && bash scripts/gpu_session.sh PHASE      (carry [".gpu"]; stage with ../shared/gpu/stage.sh)
+# PHASE:
+#   tests    every GPU test (pytest -m gpu), then the sampler kernel under compute-sanitizer racecheck and memcheck
+#   bench    the benchmarks users run: llm (greedy and sampled, per call), overhead (per-call cost beside CuPy and
+#            torch), jit and pykernel (user kernels beside CuPy RawKernel), attention --quick
+#   peers    the peers' suites on cuda:0 beside array_api_strict, torch and CuPy, the scikit-learn and SciPy probes
+#   dask     tests/dask on cuda:0 and the Dask benchmark (dask and distributed staged in .gpu/)
+# Every phase writes its printed output and JSON under $OUT (or ./gpu_out) and ends with a summary line per step.
+set -uo pipefail
+out="${OUT:-gpu_out}"
+mkdir -p "$out"
+phase="${1:?usage: scripts/gpu_session.sh tests|bench|peers|dask}"
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo "${GPK_COMMIT:-unknown}")"
+summary="$out/summary_$phase.txt"
+: > "$summary"
+
+step() {  # step NAME SECONDS COMMAND...: run with a time limit, keep the output, record the status and the tail
+    local name=$1 limit=$2
+    shift 2
+    local start=$SECONDS
+    timeout "$limit" "$@" > "$out/$name.txt" 2>&1
+    local rc=$?
+    echo "$name rc=$rc $((SECONDS - start))s: $(tail -n 1 "$out/$name.txt")" | tee -a "$summary"
+}
+
+echo "phase $phase at $commit" | tee -a "$summary"
+case "$phase" in
+tests)
+    step gpu_tests 330 python3 -m pytest -q -n 10 -m gpu tests -p no:cacheprovider
+    grep -E "^(FAILED|ERROR)" "$out/gpu_tests.txt" | head -40 >> "$summary"
+    step racecheck 90 compute-sanitizer --tool racecheck --error-exitcode 9 python3 -m pytest -q -m gpu \
+        tests/llm/test_sampling_kernel.py -k "ties or bit_exact" -p no:cacheprovider
+    step memcheck 90 compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -m gpu \
+        tests/llm/test_sampling_kernel.py -k "ties or bit_exact" -p no:cacheprovider
+    ;;
+bench)
+    step llm 300 python3 -m benchmarks llm --json "$out/llm.json"
+    step overhead 120 python3 -m benchmarks overhead --json "$out/overhead.json"
+    step jit 60 python3 -m benchmarks jit --json "$out/jit.json"
+    step pykernel 60 python3 -m benchmarks pykernel --json "$out/pykernel.json"
+    step attention 50 python3 -m benchmarks.attention_bench --quick --json "$out/attention.json"
+    ;;
+peers)
+    step peers_sklearn 150 python3 -m conformance.peers sklearn --device cuda:0 --subset full \
+        --compare array_api_strict,torch,cupy -n 8 --json "$out/peers_sklearn_cuda.json"
+    step peers_extra 90 python3 -m conformance.peers extra --device cuda:0 --subset full \
+        --compare array_api_strict,torch,cupy -n 8 --extra-tests .gpu/aae --json "$out/peers_extra_cuda.json"
+    step scipy_probe 150 python3 -m conformance.scipy_probe --device cuda:0 --dtype float64 float32 \
+        --json "$out/scipy_probe_cuda.json"
+    step sklearn_probe 150 python3 -m conformance.sklearn_probe --device cuda:0 --compare torch,cupy \
+        --json "$out/sklearn_probe_cuda.json"
+    ;;
+dask)
+    python3 -m pip install -q --no-deps -e . > /dev/null 2>&1 || true   # the dask.array.backends entry point
+    step dask_tests 240 python3 -m pytest -q -rs tests/dask -p no:cacheprovider
+    step dask_bench 240 python3 -m benchmarks dask --json "$out/dask_bench.json"
+    ;;
+*)
+    echo "unknown phase $phase" >&2
+    exit 2
+    ;;
+esac
+cat "$summary"
