@@ -496,8 +496,9 @@ def _print_json(data):
     print(json.dumps(data, indent=1, default=str))
 
 
-def _command():
-    return [sys.executable, "-m", "gpk_array.cli"] + sys.argv[1:] if sys.argv and sys.argv[0] else None
+def _command(args):
+    """The exact command an evidence record stores: ``gpk`` and the arguments main() parsed."""
+    return ["gpk"] + list(args.argv)
 
 
 def cmd_kernels_create(args):
@@ -515,7 +516,7 @@ def cmd_kernels_create(args):
 def cmd_kernels_validate(args):
     """``gpk kernels validate N [--dry-run]``: writes the validation evidence; exit 1 when it fails."""
     from .workbench import api
-    path, rec = api.validate(args.name, dry_run=args.dry_run, base=args.dir, command=_command())
+    path, rec = api.validate(args.name, dry_run=args.dry_run, base=args.dir, command=_command(args))
     s = rec["summary"]
     if rec["planned"]:
         print(f"planned validation ({s['planned_cases']} cases, not run: --dry-run): {path}")
@@ -531,7 +532,7 @@ def cmd_kernels_bench(args):
     """``gpk kernels bench N [--dry-run] [--warmup W --repeats R]``: writes the benchmark evidence."""
     from .workbench import api
     path, rec = api.bench(args.name, warmup=args.warmup, repeats=args.repeats, dry_run=args.dry_run,
-                          base=args.dir, command=_command())
+                          base=args.dir, command=_command(args))
     if rec["planned"]:
         print(f"planned benchmark ({len(rec['shapes'])} shapes, not run: --dry-run): {path}")
         return 0
@@ -646,7 +647,9 @@ def _one_line(e):
 def main(argv=None):
     """Run ``gpk`` with ``argv`` (default: sys.argv[1:]); returns the exit status (argparse errors, --help and
     --version raise SystemExit)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:

@@ -383,12 +383,13 @@ def _load_rules():
 _load_rules()
 
 
-def sm90_may_take(m: int, n: int, itemsize: int, min_m: int | None = None) -> bool:
+def sm90_may_take(m: int, n: int, itemsize: int, min_m: int = SM90_MIN_M) -> bool:
     """A necessary condition of ``sm90_family`` (not forced) from M, N and the element size alone (16-bit: M of
-    at least the registry's least row floor ``SM90_MIN_M``, or ``min_m``; TF32: at least ``TF32_MIN_TILES``
-    128x128 tiles), cheap enough to keep the checks of the SM90 path off every small GEMM's host time."""
+    at least ``min_m``, by default the registry's least row floor ``SM90_MIN_M``; TF32: at least
+    ``TF32_MIN_TILES`` 128x128 tiles), cheap enough to keep the checks of the SM90 path off every small GEMM's host
+    time."""
     if itemsize == 2:
-        return m >= (SM90_MIN_M if min_m is None else min_m)
+        return m >= min_m
     return -(-m // 128) * -(-n // 128) >= TF32_MIN_TILES
 
 
@@ -397,7 +398,10 @@ def sm90_fused_may_take(m: int, n: int, itemsize: int, activation) -> bool:
     activation's records (a bias-free linear: also the plain "tn" records'); else the activations that every
     shape takes (FUSED_ALWAYS) or the plain TF32 condition."""
     if itemsize == 2:
-        return m >= _FUSED_MIN_M.get(activation, _NEVER)
+        try:
+            return m >= _FUSED_MIN_M[activation]
+        except (KeyError, TypeError):
+            return False
     return activation in FUSED_ALWAYS or sm90_may_take(m, n, itemsize)
 
 
@@ -437,8 +441,10 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
     if forced:
         fam = sm90_family(m, n, k, forced, dt, layout)
         return None if fam is None else f"gemm/{dt}/{layout}/{fam}/sm90"
-    fn = _PLAIN_KEY.get((dt, layout))
-    return None if fn is None else fn(m, n, k)
+    try:
+        return _PLAIN_KEY[dt, layout](m, n, k)
+    except KeyError:
+        return None
 
 
 def _few_rows_family(m: int, n: int) -> str:
@@ -462,8 +468,10 @@ def select_sm90_fused(dtype, m: int, n: int, k: int, activation, forced: bool = 
     if forced:
         fam = _few_rows_family(m, n) if activation in FEW_ROWS_FUSED and m <= FEW_ROWS_MAX else "ppt"
         return f"gemm/{dt}/tn/{fam}_{epi}/sm90"
-    fn = _FUSED.get((dt, epi))
-    return None if fn is None else fn(m, n, k)
+    try:
+        return _FUSED[dt, epi](m, n, k)
+    except KeyError:
+        return None
 
 
 _sm90 = None

@@ -237,7 +237,8 @@ def where_holds(where: dict, m: int, n: int, k: int) -> bool:
 def _compile_selector(records, few_rows, key=None):
     """One function (m, n, k) -> family name or None over the records of one selector, tried in order; with
     ``key`` (a format string with ``{}`` for the family) it returns ``key.format(family)`` instead, the instance
-    key, formatted here once per record rather than per call."""
+    key, formatted here once per record rather than per call. A ``few_rows`` choice is the wave count of
+    ``few_rows`` (gemm._few_rows: 128x96 tiles in 1x2x1 clusters against 128x192 in 2x1x1) inlined."""
     lines = ["def select(m, n, k):"]
     env = {"few_rows": few_rows}
     for r in records:
@@ -246,9 +247,17 @@ def _compile_selector(records, few_rows, key=None):
             ret = "None"
         elif what == "family":
             ret = repr(v if key is None else key.format(v))
-        else:
-            args = f"m, n, {int(v['wave_sms'])}, {v['narrow']!r}, {v['wide']!r}"
-            ret = f"few_rows({args})" if key is None else f"{key!r}.format(few_rows({args}))"
+        else:   # few_rows: gemm._few_rows's arithmetic inlined, returning one of two precomputed names
+            narrow, wide = (v["narrow"], v["wide"]) if key is None else (key.format(v["narrow"]),
+                                                                      key.format(v["wide"]))
+            s = int(v["wave_sms"])
+            lines.append(f"    if {where_expr(r['where'])}:\n"
+                         f"        rows = -(-m // 128)\n"
+                         f"        c96 = -(-n // 96)\n"
+                         f"        w96 = -(-(rows * (c96 + (c96 & 1))) // {s})\n"
+                         f"        w192 = -(-((rows + (rows & 1)) * -(-n // 192)) // {s})\n"
+                         f"        return {wide!r} if 2 * w192 <= w96 else {narrow!r}")
+            continue
         lines.append(f"    if {where_expr(r['where'])}:\n        return {ret}")
     lines.append("    return None")
     exec("\n".join(lines), env)  # noqa: S102 - generated from validated integers and identifiers only
