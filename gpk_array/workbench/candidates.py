@@ -186,13 +186,14 @@ def create(kind: str, name: str, *, dtype=None, layout="tn", arch="sm90", family
     class it claims, text as for ``parse_where`` or a dict), ``shapes`` (text or lists; default: the GEMM sweep's
     shapes in the class). elementwise: ``ops``, ``dtype`` (default float16 and float32), ``min_elements``.
     reduction: one op in ``ops``, ``dtype``, ``axis_kind``, ``min_elements``. kernel: a user's ``@gpk_array.kernel``
-    or ``jit`` source, refused until the kernel-authoring work (issue 19) lands. ``tolerance`` overrides the
+    or ``jit`` source, refused for now (no registry selector dispatches user kernels). ``tolerance`` overrides the
     dtype's relative tolerance. CandidateError for a bad contract or an existing workspace (``force``: replace)."""
     if kind not in KINDS:
         raise CandidateError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
     if kind == "kernel":
-        raise CandidateError("kind 'kernel' (a user's @gpk_array.kernel / jit source) needs the kernel-authoring "
-                             "work of issue 19, not in this build: create gemm, elementwise or reduction candidates")
+        raise CandidateError("kind 'kernel' (a user's @gpk_array.kernel or gpk_array.jit source) is not taken "
+                             "by the workbench yet: user kernels have no registry selector for dispatch to read; "
+                             "create gemm, elementwise or reduction candidates")
     d = workspace(name, base)
     if d.exists() and not force:
         raise CandidateError(f"candidate {name!r} exists ({d}): pick another --name or pass --force")

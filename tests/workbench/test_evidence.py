@@ -137,7 +137,7 @@ def test_create_refuses_bad_contracts(tmp_path):
         (dict(kind="gemm", family="fr96", source="my.cu"), "hand-written GEMM sources"),
         (dict(kind="gemm", family="ppt", epilogue="bias_gelu", dtype="tf32"), "--epilogue"),
         (dict(kind="gemm", family="fr96", arch="sm80"), "only sm90"),
-        (dict(kind="kernel"), "issue 19"),
+        (dict(kind="kernel"), "no registry selector"),
         (dict(kind="elementwise", ops="add"), "--min-elements"),
         (dict(kind="reduction", ops="sum", dtype="float32", axis_kind="diag", min_elements=4), "--axis-kind"),
         (dict(kind="gemm", family="fr96", tolerance=2.0), "--tolerance"),
