@@ -53,75 +53,48 @@ from ._kernels._common import dtype_code as _dtype_code
 from ._kernels import nn as _nn
 from ._kernels import reduction as _red
 from ._precision import tf32
+from .workbench import registry as _registry
 from .sched._cuda import active_context
 
-# Arrays of at least this many elements take our elementwise kernels (gpk_array/_kernels/elementwise.py): from there
-# their GPU time, several times shorter than CuPy's for half precision and about 1.6x for float32
-# (benchmarks/kernels_bench.py), outweighs their larger host time per call (ours ~22 us, CuPy's ~13 us on the H200's
-# host). Reductions follow REDUCE_ROUTE instead. GPK_OWN_KERNELS_MIN=0 routes every size and every op our kernels
-# cover, elementwise and reductions, a checking mode (the GPU conformance run uses it to test them against the
-# official suite).
-OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(1 << 22)))
+# The routing thresholds are records of the kernel registry (gpk_array/_kernels/registry/routing.json, each with the
+# benchmark results that justified it; gpk_array/workbench/registry.py): a file that fails validation is ignored with
+# a warning, and then everything it covered goes to CuPy.
+_ROUTING = _registry.compiled(_gemm._few_rows)
+# Arrays of at least this many elements take our elementwise kernels (gpk_array/_kernels/elementwise.py): the
+# registry's elementwise/*/cuda record, 2^22 (from there their GPU time, several times shorter than CuPy's for half
+# precision and about 1.6x for float32 (benchmarks/kernels_bench.py), outweighs their larger host time per call: ours
+# ~22 us, CuPy's ~13 us on the H200's host). Reductions follow REDUCE_ROUTE instead. GPK_OWN_KERNELS_MIN=0 routes every
+# size and every op our kernels cover, elementwise and reductions, a checking mode (the GPU conformance run uses it to
+# test them against the official suite).
+OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(
+    _ROUTING["elementwise_min"] if _ROUTING["elementwise_min"] is not None else 1 << 62)))
 # GPK_OWN_REDUCTIONS=0: every reduction to CuPy (an off switch; the routes below do not depend on OWN_KERNELS_MIN, so
 # a large GPK_OWN_KERNELS_MIN no longer is one). The checking mode (OWN_KERNELS_MIN = 0) overrides it.
 OWN_REDUCTIONS = os.environ.get("GPK_OWN_REDUCTIONS", "1") != "0"
 
-# Which reductions our kernels take: (dtype class, op, axis kind) -> the least number of elements, or None: CuPy.
+# Which reductions our kernels take: (dtype class, op, axis kind) -> the least number of elements, or None: CuPy; one
+# registry record (reduce/<class>/<op>/<kind>/cuda) per key.
 # The first key present wins: (c, op, kind), (c, op, "*"), ("*", op, kind), ("*", op, "*"), (c, "*", kind),
 # (c, "*", "*"); no key: CuPy. dtype classes: "f16", "bf16", "f32", "f64", "int" (integers and bool); axis kinds
 # (reduce_axis_kind): "full" (all elements), "rows" (the reduced axes are the last ones of a C-contiguous array:
 # contiguous rows), "cols" (any other: strided columns). ops: sum, prod, max, min, mean, var, std
 # (gpk_array/_ops/statistical.py), argmax, argmin (_ops/searching.py).
-# Evidence (H200): session 9's `python -m benchmarks.reduce_route_diag`, the namespace's time per call with every
-# route on against every route off, 2^10 to 2^24 elements (benchmarks/results/h200_2026-11-30_s9_reduce_route_*):
-# a size below is where ours is at least as fast at that size and every larger one measured (sum, max, mean, var,
-# argmax: ..._reduce_route_dae946b.*; min, argmin: ..._reduce_route_min_0173225.*). Above 2^24, session 6/8's figures
-# (scripts/gpu_tune_red.py, `python -m benchmarks reduction`): float32 full sums reach parity only at 2^28.
+# Evidence (H200, cited by each record): session 9's `python -m benchmarks.reduce_route_diag`, the namespace's time
+# per call with every route on against every route off, 2^10 to 2^24 elements
+# (benchmarks/results/h200_2026-11-30_s9_reduce_route_*): a size below is where ours is at least as fast at that size
+# and every larger one measured. Above 2^24, session 6/8's figures (scripts/gpu_tune_red.py, `python -m benchmarks
+# reduction`): float32 full sums reach parity only at 2^28.
 # - var/std, every dtype, every size: CuPy's take several passes (ours 1.4-3.8x at 2^10, up to 365x at 2^24).
 # - float16/bfloat16 sum/prod/mean: the CuPy path converts to float32 first (ours 1.9-3.5x at 2^10, 3.5-7.9x at
 #   2^24); max/min take CuPy's own half kernels: float16's stay CuPy's (ours 0.79-0.98x but for a few sizes),
 #   bfloat16's over all elements are ours (1.3-3.0x).
 # - float32 mean: CuPy's is a sum and a division (ours 1.05-1.8x at every size).
 # - argmax/argmin over all elements: ours 2.0-2.4x at 2^10 to 2^22 for float32/float16/float64/int32.
-REDUCE_F32_FULL_MIN = 1 << 28  # float32 sum over all elements (max/min: 2^24)
-REDUCE_F32_AXIS_MIN = 1 << 24  # float32 sum/max/min over rows or columns
-REDUCE_ROUTE = _VersionedDict({
-    ("*", "var", "*"): 0,
-    ("*", "std", "*"): 0,
-    ("f16", "*", "*"): 0,
-    ("bf16", "*", "*"): 0,
-    ("f32", "mean", "*"): 0,
-    ("f32", "*", "full"): REDUCE_F32_FULL_MIN,
-    ("f32", "*", "rows"): REDUCE_F32_AXIS_MIN,
-    ("f32", "*", "cols"): REDUCE_F32_AXIS_MIN,
-    ("f32", "prod", "*"): None,
-    ("f64", "mean", "full"): 0,    # 1.4-1.5x to 2^22, 0.97x at 2^24
-    ("f64", "mean", "rows"): 0,
-    ("f64", "mean", "cols"): 1 << 24,
-    ("f64", "sum", "rows"): 1 << 24,
-    ("f64", "sum", "cols"): 1 << 24,
-    ("int", "sum", "full"): 0,
-    ("int", "sum", "rows"): 0,
-    ("int", "sum", "cols"): 1 << 24,
-})
-# max/min and argmax/argmin share their entries: each the larger of the two ops' measured sizes (None where either
-# stayed short of CuPy's path at 2^24): their near-parity ratios flip from run to run by about 10%.
-for _op in ("max", "min"):
-    REDUCE_ROUTE.update({
-        ("f16", _op, "full"): 1 << 28, ("f16", _op, "*"): None,  # 2^28: max 1.40x (`benchmarks reduction`)
-        ("bf16", _op, "rows"): 1 << 20, ("bf16", _op, "cols"): None,
-        ("f32", _op, "full"): 1 << 24,
-        ("f64", _op, "rows"): 1 << 24, ("f64", _op, "cols"): 1 << 24,
-        ("int", _op, "rows"): 1 << 24,
-    })
-for _op in ("argmax", "argmin"):
-    REDUCE_ROUTE.update({
-        ("f16", _op, "full"): 0, ("f16", _op, "rows"): 1 << 22, ("f16", _op, "cols"): None,
-        ("bf16", _op, "full"): 1 << 18, ("bf16", _op, "rows"): 1 << 22, ("bf16", _op, "cols"): None,
-        ("f32", _op, "full"): 0, ("f32", _op, "rows"): 1 << 22, ("f32", _op, "cols"): 1 << 24,
-        ("f64", _op, "full"): 0, ("f64", _op, "rows"): 1 << 22, ("f64", _op, "cols"): None,  # full: parity at 2^24
-        ("int", _op, "full"): 0, ("int", _op, "rows"): 1 << 22, ("int", _op, "cols"): None,
-    })
+# - max/min and argmax/argmin share their entries: each the larger of the two ops' measured sizes (None where either
+#   stayed short of CuPy's path at 2^24): their near-parity ratios flip from run to run by about 10%.
+REDUCE_ROUTE = _VersionedDict(_ROUTING["route"])
+REDUCE_F32_FULL_MIN = REDUCE_ROUTE.get(("f32", "*", "full"))  # float32 sum over all elements (max/min: 2^24)
+REDUCE_F32_AXIS_MIN = REDUCE_ROUTE.get(("f32", "*", "rows"))  # float32 sum/max/min over rows or columns
 _FLOAT_CLASSES = frozenset(("f16", "bf16", "f32", "f64"))  # REDUCE_ROUTE's dtype classes but "int"
 _AXIS_KINDS = ("full", "rows", "cols")
 

@@ -2,6 +2,12 @@
 where the rule below says they beat cuBLAS) and SM80 instances (mma.sync + cp.async, CUTLASS 2.x ``GemmUniversal``,
 opt-in), launched from Python on the current CuPy stream.
 
+The SM90 selection rules below (plain GEMM families, fused epilogues, the few-row and split-K rules) are records of
+the kernel registry, ``gpk_array/_kernels/registry/gemm_sm90*.json`` (``gpk_array.workbench.registry``: each record a
+selector, a shape class, a choice and the benchmark results it rests on), compiled at import into one Python function
+per selector; the figures below are what those records cite. A registry file that fails validation is ignored (with a
+warning naming the file and the field) and its problems go to cuBLASLt. ``gpk kernels promote`` adds records.
+
 SM90 (``select_sm90``, ``gemm_sm90``; instances and launch in ``cutlass/launch_sm90.py``): float16 / bfloat16,
 layouts "nn" (``a @ b``, b (K, N) row-major) and "tn" (``x @ w.T``, w (N, K) row-major), keys
 ``gemm/<f16|bf16>/<nn|tn>/<ppt|coopt>/sm90``. Shape rule (``sm90_family``) from GPU-only times (CUDA graphs of 20
@@ -326,48 +332,102 @@ def linear_tn(x, w, out=None, alpha=1.0, beta=0.0, c=None, key=None):
 # SM90
 
 SM90_LAYOUTS = ("nn", "tn")
-SM90_MIN_M = 4096       # float16/bfloat16: every family of the shape rule needs M >= this
-TF32_MIN_TILES = 64     # TF32: half a wave of 128x128 tiles
+_NEVER = 1 << 62         # a floor no problem reaches: no record takes the class
+_FUSED_ACTIVATIONS = (None, "gelu", "gelu_tanh", "relu", "silu")
+_EPILOGUE = {None: "bias", "gelu": "bias_gelu", "gelu_tanh": "bias_gelu_tanh", "relu": "bias_relu",
+             "silu": "bias_silu"}
+FEW_ROWS_FUSED = ("gelu", "silu")   # the activations with shipped fr96 and fr192 instances (the forced mode's choice)
+
+
+def _even(v: int) -> int:
+    return v + (v & 1)
+
+
+def _few_rows(m: int, n: int, wave_sms: int, narrow: str, wide: str) -> str:
+    """The registry's ``few_rows`` choice: ``narrow`` (128x96 tiles, 1x2x1 clusters) or ``wide`` (128x192, 2x1x1),
+    the fewer waves of ``wave_sms`` tiles times the tile's area, ties to ``wide``."""
+    rows = -(-m // 128)
+    waves96 = -(-(rows * _even(-(-n // 96))) // wave_sms)
+    waves192 = -(-(_even(rows) * -(-n // 192)) // wave_sms)
+    return wide if 2 * waves192 <= waves96 else narrow
+
+
+def _load_rules():
+    """The registry's GEMM records compiled into the lookups below (gpk_array.workbench.registry), and the
+    constants derived from them (each the least bound any record that picks one of our kernels needs)."""
+    global _PLAIN, _PLAIN_KEY, _FUSED, SM90_MIN_M, TF32_MIN_TILES, FUSED_ALWAYS, FEW_ROWS_MAX, WAVE_SMS, TANH_PPT_MIN_M
+    global _FUSED_MIN_M
+    from ..workbench import registry
+    t = registry.compiled(_few_rows)
+    _PLAIN, _PLAIN_KEY, _FUSED = t["plain"], t["plain_key"], t["fused"]
+    pr, fr = t["plain_records"], t["fused_records"]
+    half = [r for (dt, _), rs in pr.items() if dt != "tf32" for r in rs]
+    SM90_MIN_M = registry.lower_bound(half, "m", _NEVER)
+    TF32_MIN_TILES = registry.lower_bound([r for (dt, _), rs in pr.items() if dt == "tf32" for r in rs],
+                                          "tiles128", _NEVER)
+    few = [r for rs in fr.values() for r in rs if "few_rows" in r["choice"]]
+    FEW_ROWS_MAX = max((r["where"].get("m", [None, None])[1] or 0 for r in few), default=1024)
+    WAVE_SMS = few[0]["choice"]["few_rows"]["wave_sms"] if few else 132
+    # activations whose records cover every shape (a record without bounds, or from one row): no cheap floor
+    FUSED_ALWAYS = tuple(a for a in _FUSED_ACTIVATIONS if a is not None and
+                         registry.lower_bound([r for (_, e), rs in fr.items() if e == _EPILOGUE[a] for r in rs],
+                                              "m", _NEVER) <= 1)
+    _FUSED_MIN_M = {a: registry.lower_bound([r for (_, e), rs in fr.items() if e == _EPILOGUE[a] for r in rs], "m",
+                                            _NEVER) for a in _FUSED_ACTIVATIONS}
+    # a bias-free linear takes the plain "tn" records
+    _FUSED_MIN_M[None] = min(_FUSED_MIN_M[None], registry.lower_bound(
+        [r for (dt, lay), rs in pr.items() if dt != "tf32" and lay == "tn" for r in rs], "m", _NEVER))
+    TANH_PPT_MIN_M = _FUSED_MIN_M["gelu_tanh"]
+
+
+_load_rules()
 
 
 def sm90_may_take(m: int, n: int, itemsize: int, min_m: int = SM90_MIN_M) -> bool:
-    """A necessary condition of ``sm90_family`` (not forced, the 16-bit row floor ``min_m``) from M, N and the
-    element size alone, cheap enough to keep the checks of the SM90 path off every small GEMM's host time."""
+    """A necessary condition of ``sm90_family`` (not forced) from M, N and the element size alone (16-bit: M of
+    at least ``min_m``, by default the registry's least row floor ``SM90_MIN_M``; TF32: at least
+    ``TF32_MIN_TILES`` 128x128 tiles), cheap enough to keep the checks of the SM90 path off every small GEMM's host
+    time."""
     if itemsize == 2:
         return m >= min_m
     return -(-m // 128) * -(-n // 128) >= TF32_MIN_TILES
 
 
 def sm90_fused_may_take(m: int, n: int, itemsize: int, activation) -> bool:
-    """``sm90_may_take`` for ``select_sm90_fused`` (not forced): gelu and silu on every covered problem, else the
-    plain rule's condition with the activation's row floor (``_fused_min_m``)."""
-    return activation in FUSED_ALWAYS or sm90_may_take(m, n, itemsize, _fused_min_m(activation))
+    """``sm90_may_take`` for ``select_sm90_fused`` (not forced): 16-bit, M of at least the least row floor of the
+    activation's records (a bias-free linear: also the plain "tn" records'); else the activations that every
+    shape takes (FUSED_ALWAYS) or the plain TF32 condition."""
+    if itemsize == 2:
+        try:
+            return m >= _FUSED_MIN_M[activation]
+        except (KeyError, TypeError):
+            return False
+    return activation in FUSED_ALWAYS or sm90_may_take(m, n, itemsize)
 
 
 def _fused_min_m(activation) -> int:
-    """The ppt rule's row floor for a fused linear: lower for gelu_tanh (TANH_PPT_MIN_M), whose alternative is
-    cuBLASLt's slower GELU epilogue rather than its bare GEMM."""
-    return TANH_PPT_MIN_M if activation == "gelu_tanh" else SM90_MIN_M
+    """The least row count at which any registry record for ``activation``'s fused epilogue picks our kernel."""
+    return _FUSED_MIN_M.get(activation, _NEVER)
 
 
 def sm90_family(m: int, n: int, k: int, forced: bool = False, dt: str = "f16", layout: str = "nn",
-                min_m: int = SM90_MIN_M) -> str | None:
+                min_m: int | None = None) -> str | None:
     """The SM90 family for an (M, N, K) problem of dtype code ``dt`` ("f16", "bf16", "tf32") in ``layout``, or
-    None where cuBLAS is faster (see the module docstring). ``min_m``: the 16-bit ppt rule's row floor."""
-    if dt == "tf32":
-        # TF32: only "tn" (the "nn" instances run B through registers: 0.55-0.94x); ppt from half a wave of
-        # 128x128 tiles up to 2^35 multiply-adds (2048^3: 1.15x, GPT-2 MLP at 1024/8192 rows: 1.09-1.25x;
-        # 4096^3: 0.95x, 8192^3: 0.91x; session 6's sweep: the best TF32 candidate, xl, 0.93x / 0.97x)
-        if layout != "tn":
-            return None
-        if forced or (-(-m // 128) * -(-n // 128) >= TF32_MIN_TILES and m * n * k < 1 << 35):
-            return "ppt"
-        return None
+    None where cuBLASLt serves it: the first record of the registry's ``gemm_sm90`` table for the selector
+    ``gemm/<dt>/<layout>/sm90`` whose shape class holds (compiled once per process into one function per
+    selector). ``min_m`` (16-bit): replaces the row floor of the records (the rows must reach it, and the rest
+    of the record's bounds hold as if they did). ``forced`` (the ``GPK_GEMM=cutlass`` checking mode, not a
+    dispatch rule): ppt, or coopt from 4096x4096 (16-bit); TF32 ppt on "tn" only."""
     if forced:
+        if dt == "tf32":
+            return "ppt" if layout == "tn" else None
         return "coopt" if m >= 4096 and n >= 4096 else "ppt"
-    if m >= min_m and n >= 2048 and k <= 1024:
-        return "ppt"
-    return None
+    fn = _PLAIN.get((dt, layout))
+    if fn is None:
+        return None
+    if min_m is None or dt == "tf32":
+        return fn(m, n, k)
+    return fn(max(m, SM90_MIN_M), n, k) if m >= min_m else None
 
 
 def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False, tf32: bool = False) -> str | None:
@@ -378,44 +438,13 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
         dt = _code(dtype, _TF32_CODES, _tf32_memo)
     if dt is None or layout not in SM90_LAYOUTS or min(m, n, k) <= 0:
         return None
-    fam = sm90_family(m, n, k, forced, dt, layout)
-    return None if fam is None else f"gemm/{dt}/{layout}/{fam}/sm90"
-
-
-# Fused bias/activation (linear): the ppt instances with an epilogue visitor tree (launch_sm90.fused_key).
-# GPU-only against cuBLASLt's bias(+relu/gelu_tanh) epilogue (benchmarks/results/h200_2026-11-30_s5_diag_epi_*):
-# ahead where the plain ppt rule holds (4096x768->3072: 1.01x the bare GEMM against cuBLASLt's 1.17x), behind on
-# small problems (our ~8 us floor). gelu (erf) and silu have no cuBLASLt epilogue: the fused kernel replaces a
-# GEMM plus separate elementwise passes for every covered problem (with CUTLASS's erff GELU / expf-and-division SiLU
-# the epilogue cost 1.2-1.7x / 1.2-2.2x the bare GEMM at M = 8192, less than the separate passes over the output;
-# since then gelu/silu use cutlass/gpk_epilogue.h's functors, 11 / 6 SASS instructions per element instead of ~25:
-# python -m benchmarks.epilogue_bench measures them). What is left is energy, not issue slots: in a sustained loop
-# these kernels run at the H200's power limit (about 690 W), so an activation's ALU work lowers the clock-for-clock
-# tensor throughput (f16 8192x768->3072: bias 68.3 us, gelu_tanh 73.7, silu 76.0, gelu 80.1; `epilogue_bench
-# --power`, benchmarks/results/h200_2026-11-30_s7_epilogue_power_6556e88.*). Under ncu (s10, 8192x768->3072 f16,
-# benchmarks/results/h200_2026-12-01_s10_ncu_*) the gelu instance issues 8.65M more instructions than bias alone and
-# takes 20.3k more cycles per SM (1.24 per extra instruction per scheduler) at the same clock, with 4.7x the dispatch
-# stalls and 2x the warpgroup_arrive stalls: one warpgroup's epilogue FP32 work slows the other's wgmma instead of
-# hiding under it, so each instruction per element costs about 0.7-0.9 us there. ppt's 128x128 tiles leave few-row
-# problems short of a wave (512x768->3072: 96 tiles) with one consumer warpgroup
-# per tile; fr96 (cooperative 128x96x64, 1x2x1, both warpgroups on each tile, 128 tiles there) carries gelu and silu
-# up to FEW_ROWS_MAX rows. GPU-only, 20 calls in a CUDA graph (s8, benchmarks/results/
-# h200_2026-11-30_s8_diag_pdl_be63a72.*), f16 x768->3072 bias+gelu: 256 rows 7.34 us (ppt 9.48), 512 rows 8.08
-# (9.76), 1024 rows 13.70 (13.95); bf16 alike; before PDL on both. silu: the same mainloop, a cheaper functor.
-# fr192 (cooperative 128x192x64, 2x1x1) takes over where its waves of twice-as-large tiles cost no more than fr96's
-# (_few_rows_family): s10, benchmarks/results/h200_2026-12-01_s10_diag_fr192_* (python -m benchmarks.fused_rows_diag),
-# GPU-only bias+gelu against the bare cuBLAS GEMM, f16 (bf16 alike): 640 rows x768->3072 1.48x (fr96 1.65), 768 rows 1.33 (1.52), 1024 rows 1.22 (1.37),
-# 1024x768->2304 1.31 (1.48); where its waves cost more, fr96 stays ahead (1536 rows 1.53 against 1.45, 1024x3072->768
-# 2.80 against 1.55). Bit-identical results (the same k order). silu assumed alike (not timed).
-# The fused ppt instances stage their output in 64x128 subtiles (scripts/gen_cutlass.py epi_tile), which made
-# gelu_tanh at 2048 rows 1.01x the bare cuBLAS GEMM against cuBLASLt's epilogue 1.16-1.21x (f16, bf16,
-# 2048x768->3072; 1536 rows: 1.31x against 1.28x): gelu_tanh takes ppt from TANH_PPT_MIN_M rows.
-FUSED_ALWAYS = ("gelu", "silu")
-FEW_ROWS_MAX = 1024
-FEW_ROWS_FUSED = ("gelu", "silu")   # the activations with shipped fr96 and fr192 instances
-WAVE_SMS = 132   # multiprocessors of the H200 (and H100 SXM) the few-row tile choice counts waves of (a constant: the
-                 # rule is tuned on the H200; an H100 PCIe's 114 would shift only the ties)
-TANH_PPT_MIN_M = 2048
+    if forced:
+        fam = sm90_family(m, n, k, forced, dt, layout)
+        return None if fam is None else f"gemm/{dt}/{layout}/{fam}/sm90"
+    try:
+        return _PLAIN_KEY[dt, layout](m, n, k)
+    except KeyError:
+        return None
 
 
 def _few_rows_family(m: int, n: int) -> str:
@@ -424,28 +453,25 @@ def _few_rows_family(m: int, n: int) -> str:
     one: fr192). Tiles as CUTLASS schedules them: whole clusters, so fr96 (1x2x1) runs an even number of column
     tiles and fr192 (2x1x1) an even number of row tiles (128 rows x 16384: 2 x 86 fr96 tiles against 2 x 86 of
     fr192, one wave against two: fr96)."""
-    rows = -(-m // 128)
-    waves96 = -(-(rows * _even(-(-n // 96))) // WAVE_SMS)
-    waves192 = -(-(_even(rows) * -(-n // 192)) // WAVE_SMS)
-    return "fr192" if 2 * waves192 <= waves96 else "fr96"
-
-
-def _even(v: int) -> int:
-    return v + (v & 1)
+    return _few_rows(m, n, WAVE_SMS, "fr96", "fr192")
 
 
 def select_sm90_fused(dtype, m: int, n: int, k: int, activation, forced: bool = False) -> str | None:
     """The fused-epilogue instance for activation(x (m, k) @ w.T + bias), or None (cuBLASLt's epilogue, else
-    GEMM then elementwise)."""
+    GEMM then elementwise): the first record of the registry's ``gemm_sm90_fused`` table for the selector
+    ``linear/<dt>/tn/<epilogue>/sm90`` whose shape class holds. ``forced``: fr96/fr192 for gelu/silu up to
+    FEW_ROWS_MAX rows, ppt otherwise."""
     dt = dtype_name(dtype)
-    if dt is None or min(m, n, k) <= 0 or activation not in (None, "gelu", "gelu_tanh", "relu", "silu"):
+    if dt is None or min(m, n, k) <= 0 or activation not in _FUSED_ACTIVATIONS:
         return None
-    if not (forced or activation in FUSED_ALWAYS
-            or sm90_family(m, n, k, False, dt, "tn", _fused_min_m(activation)) == "ppt"):
+    epi = _EPILOGUE[activation]
+    if forced:
+        fam = _few_rows_family(m, n) if activation in FEW_ROWS_FUSED and m <= FEW_ROWS_MAX else "ppt"
+        return f"gemm/{dt}/tn/{fam}_{epi}/sm90"
+    try:
+        return _FUSED[dt, epi](m, n, k)
+    except KeyError:
         return None
-    epi = "bias" if activation is None else f"bias_{activation}"
-    fam = _few_rows_family(m, n) if activation in FEW_ROWS_FUSED and m <= FEW_ROWS_MAX else "ppt"
-    return f"gemm/{dt}/tn/{fam}_{epi}/sm90"
 
 
 _sm90 = None

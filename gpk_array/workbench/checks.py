@@ -1,0 +1,147 @@
+"""What ``validate`` checks, without a GPU: the plan (the family's shapes, the cheat-catching cases, the seeds and
+the tolerance contract), the float64 references (NumPy on the host) and the error measure. gpu.py runs the plan on
+the device; ``--dry-run`` writes it as planned evidence.
+
+Error measure per shape: ``max_abs`` = max |out - ref| over the finite reference entries, ``scale`` = max |ref|
+(1 where that is 0), ``rel`` = max_abs / scale; a shape passes when ``rel`` <= the dtype's tolerance and the output
+is non-finite exactly where the reference is.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+SEED = 20
+ACT = ("relu", "gelu", "gelu_tanh", "silu")
+
+
+def gemm_plan(meta: dict) -> dict:
+    """The validation plan of a GEMM candidate: every shape of its family, then the cheat-catching cases: tails
+    (M and N one past whole tiles, N kept a multiple of 8, the instances' alignment), NaN/inf propagation, and an
+    output that must not depend on the memory it overwrites (the output buffer filled with NaN, then with 7e3,
+    before two runs whose results must be bit-identical)."""
+    tile = (meta.get("launch") or {}).get("tile") or [128, 128, 64]
+    m0, n0, k0 = meta["shapes"][0]
+    cases = [{"case": "family", "shape": list(s)} for s in meta["shapes"]]
+    tm, tn = int(tile[0]), int(tile[1])
+    tail_n = ((2 * tn + 1) + 7) // 8 * 8
+    cases.append({"case": "tail", "shape": [2 * tm + 1, tail_n, k0]})
+    cases.append({"case": "tail", "shape": [tm - 1, tn + 8, k0 + 8]})
+    cases.append({"case": "nan_inf", "shape": [max(m0, 2), n0, k0]})
+    cases.append({"case": "stale_memory", "shape": [m0, n0, k0], "fills": [float("nan"), 7e3]})
+    dtype = meta["dtype"]
+    return {"seed": SEED, "dtype": dtype, "cases": cases, "reference": "float64 NumPy on the host",
+            "aliasing": "not applicable: the dispatch path writes a fresh output array",
+            "tolerance": _tol(meta, dtype), "tolerance_is": "relative to the output scale max|ref|"}
+
+
+def routing_plan(meta: dict) -> dict:
+    """The validation plan of an elementwise/reduction candidate: every op x dtype x size of its family, tails
+    (sizes 1, 7, 4097 and one past each size), NaN/inf propagation, aliasing (elementwise: the output is the first
+    input), stale memory (the output buffer filled with NaN, then 7e3)."""
+    cases = []
+    dtypes = meta["dtype"].split(",")
+    sizes = [s[0] for s in meta["shapes"]]
+    for op in meta["ops"]:
+        for dt in dtypes:
+            for n in sizes:
+                cases.append({"case": "family", "op": op, "dtype": dt, "size": n})
+            for n in (1, 7, 4097, sizes[0] + 1):
+                cases.append({"case": "tail", "op": op, "dtype": dt, "size": n})
+            cases.append({"case": "nan_inf", "op": op, "dtype": dt, "size": sizes[0]})
+            if meta["kind"] == "elementwise":
+                cases.append({"case": "aliasing", "op": op, "dtype": dt, "size": sizes[0]})
+                cases.append({"case": "stale_memory", "op": op, "dtype": dt, "size": sizes[0],
+                              "fills": [float("nan"), 7e3]})
+    return {"seed": SEED, "dtype": meta["dtype"], "cases": cases, "reference": "float64 NumPy on the host",
+            "axis_kind": meta.get("axis_kind"), "tolerance": {dt: _tol(meta, dt) for dt in dtypes},
+            "tolerance_is": "relative to the output scale max|ref|"}
+
+
+def _tol(meta, dtype):
+    from .candidates import tolerance_of
+    from .evidence import TOLERANCE
+    return tolerance_of(meta, dtype) if dtype in TOLERANCE else (0.0 if meta.get("tolerance") is None
+                                                                 else float(meta["tolerance"]))
+
+
+def plan(meta: dict) -> dict:
+    """The validation plan of a candidate of any kind."""
+    return gemm_plan(meta) if meta["kind"] == "gemm" else routing_plan(meta)
+
+
+# --- references and errors -------------------------------------------------------------------------------------
+
+
+def _erf(x):
+    try:
+        from scipy.special import erf
+        return erf(x)
+    except ImportError:  # W. J. Cody's rational approximations are in SciPy; without it math.erf per element
+        return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def activation(name, y):
+    """float64 ``name`` of y (None: identity): relu, gelu (x Phi(x), erf), gelu_tanh, silu."""
+    if name is None:
+        return y
+    with np.errstate(all="ignore"):
+        if name == "relu":
+            return np.maximum(y, 0.0)
+        if name == "gelu":
+            return 0.5 * y * (1.0 + _erf(y / math.sqrt(2.0)))
+        if name == "gelu_tanh":
+            return 0.5 * y * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (y + 0.044715 * y ** 3)))
+        if name == "silu":
+            return y / (1.0 + np.exp(-y))
+    raise ValueError(f"unknown activation {name!r}")
+
+
+def gemm_reference(x, w, layout, bias=None, act=None):
+    """float64 ``act(x @ op(w) + bias)`` of host arrays (w (K, N) for "nn", (N, K) for "tn")."""
+    x64 = np.asarray(x, dtype=np.float64)
+    w64 = np.asarray(w, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        y = x64 @ (w64 if layout == "nn" else w64.T)
+        if bias is not None:
+            y = y + np.asarray(bias, dtype=np.float64)
+    return activation(act, y)
+
+
+def compare(out, ref, tol: float) -> dict:
+    """The error record of ``out`` against the float64 ``ref``: max_abs, scale, rel, whether the non-finite
+    entries match, and passed."""
+    o = np.asarray(out, dtype=np.float64)
+    r = np.asarray(ref, dtype=np.float64)
+    if o.shape != r.shape:
+        return {"passed": False, "why": f"shape {o.shape} against the reference's {r.shape}"}
+    fin = np.isfinite(r)
+    nonfinite_ok = bool(np.array_equal(np.isfinite(o), fin) and
+                        np.array_equal(np.isnan(o[~fin]), np.isnan(r[~fin])) and
+                        np.array_equal(np.sign(o[~fin & ~np.isnan(r)]), np.sign(r[~fin & ~np.isnan(r)])))
+    if fin.any():
+        err = np.abs(o[fin] - r[fin])
+        max_abs = float(np.max(np.where(np.isnan(err), np.inf, err)))
+        scale = float(np.max(np.abs(r[fin]))) or 1.0
+    else:
+        max_abs, scale = 0.0, 1.0
+    rel = max_abs / scale
+    out_rec = {"max_abs": max_abs, "scale": scale, "rel": rel, "tolerance": tol, "nonfinite_match": nonfinite_ok,
+               "passed": bool(rel <= tol and nonfinite_ok)}
+    if not out_rec["passed"]:
+        out_rec["why"] = (f"rel error {rel:.3g} > {tol:g}" if rel > tol else
+                          "non-finite entries differ from the reference's (NaN/inf not propagated as NumPy does)")
+    return out_rec
+
+
+def summarize(results: list[dict]) -> dict:
+    """passed (every checked case passed, at least one family case ran), counts, and the worst rel error."""
+    ran = [r for r in results if not r.get("declined")]
+    fam = [r for r in ran if r["case"] == "family"]
+    failed = [r for r in ran if not r.get("passed")]
+    return {"passed": bool(fam) and not failed and all(not r.get("declined") for r in results
+                                                        if r["case"] == "family"),
+            "cases": len(results), "declined": len(results) - len(ran), "failed": len(failed),
+            "worst_rel": max((r.get("rel", 0.0) for r in ran), default=None),
+            "failures": [f"{r['case']} {r.get('shape') or r.get('size')}: {r.get('why')}" for r in failed][:20]}

@@ -1,0 +1,91 @@
+"""The validation harness (gpk_array/workbench/gpu.py) run on the CPU with NumPy standing in for the device and for
+the kernel: an honest kernel passes every case, and each kind of cheat (dropping NaNs, skipping the tail tiles,
+accumulating into the output buffer, a loose result) fails the case made to catch it."""
+import types
+
+import numpy as np
+import pytest
+
+from gpk_array.workbench import candidates, checks, gpu
+
+
+class _Stream:
+    def synchronize(self):
+        pass
+
+
+@pytest.fixture
+def host_device(monkeypatch):
+    fake = types.SimpleNamespace(asnumpy=np.asarray, cuda=types.SimpleNamespace(
+        get_current_stream=lambda: _Stream(), runtime=types.SimpleNamespace(getDevice=lambda: 0)))
+    monkeypatch.setattr(gpu, "_cp", lambda: fake)
+    monkeypatch.setattr(gpu, "_to_dev", lambda a: np.array(a))
+    monkeypatch.setattr(gpu, "_to_host", lambda a: np.asarray(a, dtype=np.float64))
+
+
+def _kernel(cheat=None, tile=(128, 96)):
+    def gemm_into(key, x, w, out, dev, bias=None):
+        y = x.astype(np.float32) @ w.astype(np.float32).T
+        if bias is not None:
+            y = y + bias.astype(np.float32)
+        if cheat == "drop_nan":
+            y = np.nan_to_num(y, nan=0.0)
+        if cheat == "loose":
+            y = y * 1.1
+        if cheat == "accumulate":
+            out += y.astype(out.dtype)
+            return True
+        if cheat == "whole_tiles":
+            m, n = (out.shape[0] // tile[0]) * tile[0], (out.shape[1] // tile[1]) * tile[1]
+            out[:m, :n] = y[:m, :n].astype(out.dtype)
+            return True
+        with np.errstate(over="ignore"):   # nan_to_num's float32 max becomes float16 inf
+            out[...] = y.astype(out.dtype)
+        return True
+    return gemm_into
+
+
+def _validate(monkeypatch, tmp_path, cheat):
+    from gpk_array._kernels.cutlass import launch_sm90
+    monkeypatch.setattr(launch_sm90, "gemm_into", _kernel(cheat))
+    meta = candidates.create("gemm", "c", family="fr96", shapes="256x192x128,384x288x64", base=tmp_path,
+                             force=True)
+    results = gpu.gemm_validate(meta, checks.plan(meta))
+    return {r["case"]: r for r in results if not r.get("passed")}, checks.summarize(results)
+
+
+def test_an_honest_kernel_passes(host_device, monkeypatch, tmp_path):
+    failed, summary = _validate(monkeypatch, tmp_path, None)
+    assert failed == {} and summary["passed"] and summary["cases"] == 6
+    assert summary["worst_rel"] < 5e-2
+
+
+@pytest.mark.parametrize("cheat,caught_by", [("drop_nan", "nan_inf"), ("whole_tiles", "tail"),
+                                             ("accumulate", "stale_memory"), ("loose", "family")])
+def test_each_cheat_fails_its_case(host_device, monkeypatch, tmp_path, cheat, caught_by):
+    failed, summary = _validate(monkeypatch, tmp_path, cheat)
+    assert caught_by in failed and not summary["passed"], (cheat, failed)
+
+
+def test_routing_harness_catches_an_aliasing_bug(host_device, monkeypatch, tmp_path):
+    meta = candidates.create("elementwise", "e", ops="add", dtype="float32", min_elements=64, base=tmp_path)
+
+    def honest(meta, op, args, out=None):
+        y = np.add(*args)
+        if out is None:
+            return y
+        out[...] = y
+        return out
+
+    def aliasing_bug(meta, op, args, out=None):
+        if out is None:
+            return np.add(*args)
+        for i in range(out.size):           # writes element by element while reading a shifted input
+            out.flat[i] = args[0].flat[i - 1] + args[1].flat[i] if i and out is args[0] else \
+                args[0].flat[i] + args[1].flat[i]
+        return out
+    monkeypatch.setattr(gpu, "_ours", honest)
+    assert checks.summarize(gpu.routing_validate(meta, checks.plan(meta)))["passed"]
+    monkeypatch.setattr(gpu, "_ours", aliasing_bug)
+    results = gpu.routing_validate(meta, checks.plan(meta))
+    assert [r["case"] for r in results if not r.get("passed")] == ["aliasing"]
