@@ -4,7 +4,8 @@ gelu(x) alone: our kernel against the plain code. GPU-only (CUDA graphs).
 
 Run on a CUDA GPU: ``python -m benchmarks.act_path_diag`` (prints the table; JSON into $OUT or the current directory).
 """
-import json, os
+import json
+import os
 import numpy as np
 import cupy as cp
 import gpk_array as gp

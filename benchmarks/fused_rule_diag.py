@@ -3,7 +3,8 @@ unfused path (FUSED_ALWAYS emptied: cuBLASLt GEMM + separate bias/activation pas
 
 Run on a CUDA GPU: ``python -m benchmarks.fused_rule_diag`` (prints the table; JSON into $OUT or the current directory).
 """
-import json, os
+import json
+import os
 import numpy as np
 import cupy as cp
 import gpk_array as gp

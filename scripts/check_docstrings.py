@@ -15,7 +15,6 @@ and staticmethods, from the classes of its MRO that gpk_array defines. Objects d
 import argparse
 import importlib
 import importlib.util
-import inspect
 import os
 import pkgutil
 import sys

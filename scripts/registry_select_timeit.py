@@ -1,7 +1,9 @@
 """Host time per call of the GEMM selection functions: the rules as code wrote them before the registry
 (tests/workbench/_legacy_rules.py) against the registry's compiled lookups (gpk_array._kernels.gemm), interleaved
 rounds, best of each. Run from the repository root: python scripts/registry_select_timeit.py"""
-import timeit, sys, numpy as np
+import timeit
+import sys
+import numpy as np
 sys.path.insert(0, ".")
 from gpk_array._kernels import gemm as new
 from tests.workbench import _legacy_rules as old

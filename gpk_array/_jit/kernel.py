@@ -412,7 +412,7 @@ class _Launcher:
 
 def jit(source: str, name: str, *, options=(), name_expressions=None):
     """See ``gpk_array.jit``."""
-    from . import cache, signature
+    from . import cache
     if not isinstance(source, str):
         raise TypeError(f"gpk_array.jit: source must be a str of CUDA C++, got {type(source).__name__}")
     if not isinstance(name, str) or not name:

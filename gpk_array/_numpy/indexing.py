@@ -165,7 +165,7 @@ def choose(a, choices, out=None, mode="raise"):
     """Pick from choices[a[i]] element-wise."""
     x = to_array(a)
     dev = x._device
-    ch = [data(c, dev) for c in choices] if not (choices.__class__ is Array) else choices._data
+    ch = [data(c, dev) for c in choices] if choices.__class__ is not Array else choices._data
     if isinstance(ch, list) and ch:
         ch = dev.xp.stack(dev.xp.broadcast_arrays(*ch))
     r = dev.xp.choose(x._data, ch, mode=mode)

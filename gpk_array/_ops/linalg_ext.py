@@ -5,7 +5,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _dtypes as _dt
-from .elementwise import array_operands, binary_operands
+from .elementwise import array_operands
 from .linalg_basic import matmul, matrix_transpose, tensordot, vecdot
 from .statistical import _sum_dtype
 from ._common import CPU, as_array, axis_error, new, normalize_axes, oom_guard

@@ -22,7 +22,6 @@ import math
 import sys
 import threading
 import warnings
-import weakref
 
 import numpy as np
 

@@ -5,7 +5,6 @@ work afterwards (no sticky CUDA error)."""
 import math
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -1,7 +1,6 @@
 """The OpenAI-compatible server, over real HTTP on 127.0.0.1 (uvicorn in a thread), with the tiny model on the CPU."""
 import concurrent.futures
 import json
-import pathlib
 import re
 import time
 
@@ -11,7 +10,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 
-from gpk_array.llm import GPT2, Tokenizer, generate  # noqa: E402
+from gpk_array.llm import GPT2, generate  # noqa: E402
 from gpk_array.llm.server import ServerThread, create_app  # noqa: E402
 
 from ._server_common import NAME, TIMEOUT, TINY, client, greedy_text, model, server, tok  # noqa: E402,F401

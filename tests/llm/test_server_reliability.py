@@ -5,7 +5,6 @@ the tiny model on the CPU; no wall-clock asserts (waits are bounded, and only or
 import concurrent.futures
 import importlib
 import json
-import pathlib
 import re
 import threading
 
@@ -18,7 +17,7 @@ httpx = pytest.importorskip("httpx")
 
 from starlette.testclient import TestClient  # noqa: E402
 
-from gpk_array.llm import GPT2, Engine, SamplingParams, Sequence, Tokenizer, generate, sample  # noqa: E402
+from gpk_array.llm import Engine, SamplingParams, Sequence, Tokenizer, generate, sample  # noqa: E402
 from gpk_array.llm import server as server_mod  # noqa: E402
 from gpk_array.llm.server import ServerThread, create_app  # noqa: E402
 

@@ -1,7 +1,6 @@
 """The dispatch rules as gpk_array/_kernels/gemm.py and gpk_array/_gpu.py wrote them in code before the registry
 (commit 53dfbf9), copied verbatim: the oracle the registry's compiled lookups are compared with
 (tests/workbench/test_decisions_unchanged.py). Not imported by the library."""
-import math
 
 from gpk_array._kernels.gemm import _code, _TF32_CODES, dtype_name
 
