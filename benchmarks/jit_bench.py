@@ -34,18 +34,10 @@ print(t1 - t0, t3 - t2, info["hits"], info["misses"])
 '''
 
 
-def _per_call(fn, sync, n=5000, repeats=5):
-    for _ in range(100):
-        fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t) / n)
-    return best
+def _per_call(fn, sync):
+    """Seconds per call: overhead.py's timer with more calls per loop."""
+    from benchmarks.overhead import _per_call as timer
+    return timer(fn, sync, n=5000, warmup=100)
 
 
 def run():

@@ -36,6 +36,16 @@ def _cupy():
     return _cp
 
 
+def _same_device(d, dev, label, kname):
+    """DeviceError unless device d (None: no device) is the one the earlier arguments are on (dev[0], set here
+    by the first)."""
+    if d is None:
+        return
+    if dev[0] is not None and d != dev[0]:
+        raise DeviceError(f"gpk_array: {kname}: parameter {label} is on cuda:{d}, other arguments on cuda:{dev[0]}")
+    dev[0] = d
+
+
 def _dims(v, what: str) -> tuple:
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         t = (int(v),)
@@ -130,11 +140,7 @@ def _pointer_converter(param, kname):
         ptr, dt, d = _device_pointer(a, label, kname)
         if want is not None and dt is not None and dt != want:
             raise TypeError(f"gpk_array: {kname}: parameter {label} points to {want}, got an array of {dt}")
-        if d is not None and dev[0] is not None and d != dev[0]:
-            raise DeviceError(f"gpk_array: {kname}: parameter {label} is on cuda:{d}, other arguments on "
-                              f"cuda:{dev[0]}")
-        if d is not None:
-            dev[0] = d
+        _same_device(d, dev, label, kname)
         return np.uint64(ptr)
     return conv
 
@@ -244,11 +250,7 @@ def _unknown_converter(param, kname):
                             f"{type(a).__name__} has no size: pass a NumPy scalar (numpy.int32(...), "
                             "numpy.float32(...))")
         ptr, dt, d = _device_pointer(a, label, kname)
-        if d is not None and dev[0] is not None and d != dev[0]:
-            raise DeviceError(f"gpk_array: {kname}: parameter {label} is on cuda:{d}, other arguments on "
-                              f"cuda:{dev[0]}")
-        if d is not None:
-            dev[0] = d
+        _same_device(d, dev, label, kname)
         return np.uint64(ptr)
     return conv
 
