@@ -2,10 +2,10 @@
 
 Nothing here touches a GPU at import time; the default device is decided on first use.
 """
-import os
 
 import numpy as np
 
+from . import _config
 from ._errors import DeviceError
 
 
@@ -103,7 +103,7 @@ def default_device():
     """``cuda:0`` when a GPU is usable, else the CPU; ``GPK_DEVICE`` overrides (e.g. ``GPK_DEVICE=cpu``)."""
     global _default
     if _default is None:
-        env = os.environ.get("GPK_DEVICE")
+        env = _config.get("GPK_DEVICE")
         if env:
             _default = Device(env)
         else:

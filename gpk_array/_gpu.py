@@ -41,10 +41,9 @@ back to plain CuPy code when a name is absent or returns None.
   activation and ``x @ w.T``-layout matmuls).
 """
 
-import os
-
 import numpy as np
 
+from . import _config
 from ._kernels import attention as _attn
 from ._kernels import elementwise as _ew
 from ._kernels import gemm as _gemm
@@ -66,11 +65,12 @@ _ROUTING = _registry.compiled(_gemm._few_rows)
 # ~22 us, CuPy's ~13 us on the H200's host). Reductions follow REDUCE_ROUTE instead. GPK_OWN_KERNELS_MIN=0 routes every
 # size and every op our kernels cover, elementwise and reductions, a checking mode (the GPU conformance run uses it to
 # test them against the official suite).
-OWN_KERNELS_MIN = int(os.environ.get("GPK_OWN_KERNELS_MIN", str(
-    _ROUTING["elementwise_min"] if _ROUTING["elementwise_min"] is not None else 1 << 62)))
+OWN_KERNELS_MIN = _config.get("GPK_OWN_KERNELS_MIN")
+if OWN_KERNELS_MIN is None:
+    OWN_KERNELS_MIN = _ROUTING["elementwise_min"] if _ROUTING["elementwise_min"] is not None else 1 << 62
 # GPK_OWN_REDUCTIONS=0: every reduction to CuPy (an off switch; the routes below do not depend on OWN_KERNELS_MIN, so
 # a large GPK_OWN_KERNELS_MIN no longer is one). The checking mode (OWN_KERNELS_MIN = 0) overrides it.
-OWN_REDUCTIONS = os.environ.get("GPK_OWN_REDUCTIONS", "1") != "0"
+OWN_REDUCTIONS = _config.get("GPK_OWN_REDUCTIONS")
 
 # Which reductions our kernels take: (dtype class, op, axis kind) -> the least number of elements, or None: CuPy; one
 # registry record (reduce/<class>/<op>/<kind>/cuda) per key.
@@ -148,25 +148,14 @@ def reduce_floor(op, dtype):
     return f
 
 
-def _gemm_mode(value):
-    v = (value or "").strip().lower()
-    if v in ("", "auto", "default"):
-        return "auto"
-    if v in ("cublas", "cutlass"):
-        return v
-    import warnings
-    warnings.warn(f"gpk_array: GPK_GEMM={value!r} is not one of 'auto', 'cutlass', 'cublas': using 'auto'",
-                  stacklevel=2)
-    return "auto"
-
-
-GEMM_MODE = _gemm_mode(os.environ.get("GPK_GEMM"))
+_gemm_mode = _config.gemm_mode   # GPK_GEMM's parser (gpk_array/_config.py)
+GEMM_MODE = _config.get("GPK_GEMM")
 # scaled_dot_product_attention through the fused kernel of cuda/attention.cu where it covers the call (read once, at
 # import): GPK_FLASH_ATTENTION=0 sends every call to the GEMM + softmax + GEMM path instead
-FLASH_ATTENTION = os.environ.get("GPK_FLASH_ATTENTION", "1") != "0"
+FLASH_ATTENTION = _config.get("GPK_FLASH_ATTENTION")
 # matmul through cuBLASLt before CuPy's cuBLAS call (same kernels; less host time per call since blas.py's calls
 # are prepared once per pointer set): GPK_GEMM_LT=0 turns it off
-LT_FIRST = os.environ.get("GPK_GEMM_LT", "1") != "0"
+LT_FIRST = _config.get("GPK_GEMM_LT")
 # GPK_GEMM=cutlass on devices other than CC 9.0: f16/bf16 GEMMs of the "x @ w.T" layout through the SM80 instances
 GEMM_CUTLASS = GEMM_MODE == "cutlass"
 

@@ -9,10 +9,11 @@ torch.set_float32_matmul_precision.
 """
 import contextlib
 import contextvars
-import os
+
+from . import _config
 
 PRECISIONS = ("highest", "high")
-_state = {"float32": "high" if os.environ.get("GPK_TF32", "") == "1" and os.environ.get("GPK_NO_TF32", "") != "1"
+_state = {"float32": "high" if _config.get("GPK_TF32") and not _config.get("GPK_NO_TF32")
           else "highest"}
 
 

@@ -3,12 +3,13 @@
 ``GPK_ARRAY_API_VERSION=2024.12`` in the environment, or ``gpk_array.set_array_api_version("2024.12")``,
 selects 2024.12 where the two versions differ (``__array_namespace_info__().devices()`` returns a list there).
 """
-import os
+from . import _config
 
-SUPPORTED = ("2024.12", "2025.12")
-_current = os.environ.get("GPK_ARRAY_API_VERSION", "2025.12")
-if _current not in SUPPORTED:
-    raise ImportError(f"GPK_ARRAY_API_VERSION={_current!r} is not one of {SUPPORTED}")
+SUPPORTED = _config.ARRAY_API_VERSIONS
+try:
+    _current = _config.get("GPK_ARRAY_API_VERSION")
+except ValueError as e:
+    raise ImportError(str(e)) from None
 
 
 def get():

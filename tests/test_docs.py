@@ -1,6 +1,6 @@
 """The documentation pages under docs/ stay true to the code: every ```python example runs on the CPU device, and
-the environment-variable page names every GPK_* variable gpk_array reads. (Blocks fenced ```py are GPU-only and
-are not run here.)"""
+the environment-variable page names every GPK_* variable gpk_array reads, as gpk_array/_config.py's table does.
+(Blocks fenced ```py are GPU-only and are not run here.)"""
 import importlib.util
 import os
 import pathlib
@@ -32,22 +32,25 @@ def test_example_runs_on_the_cpu(page, code, tmp_path):
     assert r.returncode == 0, f"{page}:\n{code}\n--- stderr ---\n{r.stderr[-3000:]}"
 
 
-def _variables_read():
-    """GPK_* names that gpk_array's Python code reads from the environment (directly or through a table)."""
-    names = set()
-    pattern = re.compile(r"""(?:environ(?:\.get)?|getenv)\(\s*["'](GPK_[A-Z0-9_]+)["']|environ\[["'](GPK_[A-Z0-9_]+)["']""")
-    for p in (ROOT / "gpk_array").rglob("*.py"):
-        for m in pattern.finditer(p.read_text(encoding="utf-8")):
-            names.add(m.group(1) or m.group(2))
-    return names
+def _library_rows():
+    """``name -> row`` of the page's "The library" table."""
+    page = (DOCS / "environment.md").read_text(encoding="utf-8")
+    section = page.split("## The library", 1)[1].split("\n## ", 1)[0]
+    return {m.group(1): m.group(0) for m in re.finditer(r"^\| `(GPK_[A-Z0-9_]+)` \|.*$", section, re.M)}
 
 
 def test_environment_page_lists_every_variable():
-    names = _variables_read()
-    assert {"GPK_DEVICE", "GPK_GEMM", "GPK_OWN_KERNELS_MIN", "GPK_CACHE_DIR"} <= names  # the scan works
-    page = (DOCS / "environment.md").read_text(encoding="utf-8")
-    missing = sorted(n for n in names if f"`{n}`" not in page)
-    assert missing == []
+    """The page's library table and gpk_array/_config.py's table name the same variables, and each row names
+    every file that reads the variable with when it reads it (tests/test_config.py checks that the table itself
+    is true to the code)."""
+    from gpk_array import _config
+    rows = _library_rows()
+    assert {"GPK_DEVICE", "GPK_GEMM", "GPK_OWN_KERNELS_MIN", "GPK_CACHE_DIR"} <= set(rows)  # the scan works
+    assert sorted(set(_config.VARS) - set(rows)) == []      # read by the package, not on the page
+    assert sorted(set(rows) - set(_config.VARS)) == []      # on the page, not read by the package
+    wrong = [f"{name}: `{path}` (at {when}" for name, var in _config.VARS.items() for path, when in var.readers
+             if f"`{path}` (at {when}" not in rows[name]]
+    assert wrong == []
 
 
 def test_site_builds_strict(tmp_path):

@@ -30,6 +30,7 @@ import threading
 import time
 from pathlib import Path
 
+from .. import _config
 from .._errors import KernelCompileError
 from .._kernels import loader
 
@@ -182,7 +183,7 @@ def compile(source: str, *, name: str = "kernel.cu", options=(), arch=None, name
             _records.append({"identity": identity, "key": key, "arch": arch, "options": options,
                              "reason": reason, "seconds": seconds})
             del _records[:-_MAX_RECORDS]
-    if not cached and os.environ.get("GPK_KERNEL_LOG"):
+    if not cached and _config.get("GPK_KERNEL_LOG"):
         loader._log_compile({"file": identity, "options": options, "arch": arch, "seconds": seconds})
     return e
 

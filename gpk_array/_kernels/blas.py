@@ -29,10 +29,12 @@ from collections import namedtuple
 
 import numpy as np
 
-TF32_DEFAULT = os.environ.get("GPK_NO_TF32", "") != "1"
+from .. import _config
+
+TF32_DEFAULT = not _config.get("GPK_NO_TF32")
 # Candidate algorithms timed on a problem's first call (outside captures); GPK_BLAS_AUTOTUNE=1: the heuristic's
 # first choice, no timing.
-AUTOTUNE_ALGOS = max(1, int(os.environ.get("GPK_BLAS_AUTOTUNE", "8") or 1))
+AUTOTUNE_ALGOS = _config.get("GPK_BLAS_AUTOTUNE")
 # ... only for problems of at least this many flops (2 M N K batch): below, a call's time is mostly host time and
 # the timings pick noise (on the H200, tuned choices ran 0.8-0.9x the heuristic's in CUDA graphs at M <= 1024)
 AUTOTUNE_MIN_FLOP = 1 << 33

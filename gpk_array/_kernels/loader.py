@@ -35,6 +35,7 @@ import threading
 import time
 from pathlib import Path
 
+from .. import _config
 from .errors import KernelCompileError
 
 KERNELS_DIR = Path(__file__).resolve().parent
@@ -151,9 +152,9 @@ def cache_key(source: str, options=(), arch="90", versions: str | None = None) -
 
 
 def cache_root() -> Path:
-    env = os.environ.get("GPK_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
+    env = _config.get("GPK_CACHE_DIR")
+    if env is not None:
+        return env
     return Path.home() / ".cache" / "gpk_array" / "kernels"
 
 
@@ -281,8 +282,8 @@ def nvcc_path() -> str | None:
 
 
 def default_backend() -> str:
-    forced = os.environ.get("GPK_KERNEL_BACKEND", "").strip().lower()
-    if forced in ("nvrtc", "nvcc"):
+    forced = _config.get("GPK_KERNEL_BACKEND")
+    if forced is not None:
         return forced
     if nvrtc_available():
         return "nvrtc"
@@ -408,8 +409,8 @@ def backends_for(cu_file: str, backend: str | None = None) -> tuple[str, ...]:
     headers it ships, so a CCCL copy elsewhere cannot mismatch), then NVRTC; whichever are installed."""
     if backend:
         return (backend,)
-    forced = os.environ.get("GPK_KERNEL_BACKEND", "").strip().lower()
-    if forced in ("nvrtc", "nvcc"):
+    forced = _config.get("GPK_KERNEL_BACKEND")
+    if forced is not None:
         return (forced,)
     if not _is_cutlass(cu_file):
         return (default_backend(),)
@@ -455,7 +456,7 @@ def build(cu_file: str, options=(), arch=None, backend: str | None = None, force
             cached = False
     info = {"file": cu_file, "options": options, "arch": arch, "path": str(path),
             "cached": cached, "seconds": time.perf_counter() - t0}
-    if not cached and os.environ.get("GPK_KERNEL_LOG"):
+    if not cached and _config.get("GPK_KERNEL_LOG"):
         _log_compile(info)
     return info
 
@@ -464,7 +465,7 @@ def _log_compile(info: dict) -> None:
     """GPK_KERNEL_LOG=path: one JSON line per module compiled (not found in the disk cache), to find what a
     workload compiles that ``prebuild`` did not build."""
     import json
-    with open(os.environ["GPK_KERNEL_LOG"], "a") as f:
+    with open(_config.get("GPK_KERNEL_LOG"), "a") as f:
         f.write(json.dumps({k: info[k] for k in ("file", "options", "arch", "seconds")}) + "\n")
 
 
@@ -607,7 +608,7 @@ def _pdl_enabled() -> bool:
     dev = current_device_id()
     ok = _pdl_state.get(dev)
     if ok is None:
-        ok = (os.environ.get("GPK_PDL", "1") != "0" and int(device_arch(dev)) >= 90
+        ok = (_config.get("GPK_PDL") and int(device_arch(dev)) >= 90
               and _driver_lib() is not None)
         _pdl_state[dev] = ok
     return ok

@@ -19,12 +19,12 @@ take axis=None or one axis. Unsupported (op, dtype) raises NotImplementedError.
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 
 import numpy as np
 
+from .. import _config
 from . import loader
 from ._common import ALL, BOOL, FLOATS, INTS, ITEMSIZE, VersionedDict, dtype_code
 
@@ -92,18 +92,19 @@ _BUILD = {"threads": ("GPK_RED_THREADS", 256), "unroll": ("GPK_RED_UNROLL", 8),
 
 def _config_from_env(text: str) -> None:
     """GPK_RED_CONFIG="unroll=8,load=1,fin=kernel": CONFIG overrides (ints, None, True/False, words)."""
-    for item in filter(None, (t.strip() for t in text.split(","))):
-        key, _, val = item.partition("=")
-        key = key.strip()
+    _apply_settings(_config.parse_settings(text))
+
+
+def _apply_settings(items) -> None:
+    """CONFIG overrides from ``(key, value)`` pairs (gpk_array/_config.py's ``parse_settings``); ValueError for a
+    key CONFIG does not have."""
+    for key, val in items:
         if key not in CONFIG:
             raise ValueError(f"GPK_RED_CONFIG: unknown setting {key!r}")
-        val = val.strip()
-        CONFIG[key] = (None if val == "None" else True if val == "True" else False if val == "False"
-                       else int(val) if val.lstrip("-").isdigit() else val)
+        CONFIG[key] = val
 
 
-if os.environ.get("GPK_RED_CONFIG"):
-    _config_from_env(os.environ["GPK_RED_CONFIG"])
+_apply_settings(_config.get("GPK_RED_CONFIG"))
 
 
 # setting -> its 16-bit override (build settings: unroll, load; launch settings: warp_waves)

@@ -1,10 +1,10 @@
 """Indexing (standard sections "Indexing" and "Indexing Functions"): basic, integer-array and boolean-mask
 indexing for ``__getitem__`` / ``__setitem__``, plus ``take`` and ``take_along_axis``."""
 import operator
-import os
 
 import numpy as np
 
+from .. import _config
 from .. import _dtypes as _dt
 from .._errors import DeviceError, OutOfMemoryError
 from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard, raise_oom
@@ -67,7 +67,7 @@ def _check_ints(x, key):
 # CuPy gathers with out-of-range integer indices wrapped (no error); NumPy raises IndexError. On CUDA every integer
 # index array is checked on the device (one fused reduction per array, one host sync per call) unless
 # GPK_INDEX_CHECK=0 turns the check off for speed (out-of-range indices then wrap, as in CuPy).
-INDEX_CHECK = os.environ.get("GPK_INDEX_CHECK", "1").strip() != "0"
+INDEX_CHECK = _config.get("GPK_INDEX_CHECK")
 _oob_kernels = {}
 
 

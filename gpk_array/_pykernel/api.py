@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import ast
 import copy
-import os
 import threading
 
 import numpy as np
 
+from .. import _config
 from . import types as T
 from .analysis import KernelInfo, write_nodes
 from .cpu import Lowered, run_threads
@@ -75,7 +75,7 @@ class Kernel:
                                  f"{self.__name__}{self.params}")
         self.readonly = tuple(readonly)
         self.block = _dims(block, "block") if block is not None else None
-        self.debug = os.environ.get("GPK_KERNEL_DEBUG") == "1" if debug is None else bool(debug)
+        self.debug = _config.get("GPK_KERNEL_DEBUG") if debug is None else bool(debug)
         self._specs: dict = {}
         self._lock = threading.Lock()
         self._host_geom = None

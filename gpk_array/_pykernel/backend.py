@@ -27,14 +27,14 @@ def _include_dirs(source):
 
 def _compile(source, arch, name):
     """NVRTC (or the one GPK_KERNEL_BACKEND names), then nvcc where NVRTC fails and nvcc is installed."""
-    import os
+    from .. import _config
     from .._kernels import loader
     from .._kernels.errors import KernelCompileError
     inc = _include_dirs(source)
     try:
         return loader.compile_cubin(source, OPTIONS, arch, name=f"{name}.cu", include_dirs=inc)
     except KernelCompileError:
-        if os.environ.get("GPK_KERNEL_BACKEND") or loader.default_backend() == "nvcc" or not loader.nvcc_path():
+        if _config.is_set("GPK_KERNEL_BACKEND") or loader.default_backend() == "nvcc" or not loader.nvcc_path():
             raise
         return loader.compile_cubin(source, OPTIONS, arch, backend="nvcc", name=f"{name}.cu", include_dirs=inc)
 

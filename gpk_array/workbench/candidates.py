@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pathlib
 import re
 import shutil
 
+from .. import _config
 from . import registry
 
 KINDS = ("gemm", "elementwise", "reduction", "kernel")
@@ -38,8 +38,8 @@ class CandidateError(ValueError):
 
 def root() -> pathlib.Path:
     """The workspace root: ``GPK_WORKBENCH_DIR``, else ``~/.cache/gpk_array/workbench``."""
-    env = os.environ.get("GPK_WORKBENCH_DIR")
-    return pathlib.Path(env).expanduser() if env else pathlib.Path.home() / ".cache" / "gpk_array" / "workbench"
+    env = _config.get("GPK_WORKBENCH_DIR")
+    return env if env is not None else pathlib.Path.home() / ".cache" / "gpk_array" / "workbench"
 
 
 def workspace(name: str, base=None) -> pathlib.Path:

@@ -32,8 +32,9 @@ functions and dicts, once per process (``compiled()``). ``GPK_KERNEL_REGISTRY`` 
 from __future__ import annotations
 
 import json
-import os
 import pathlib
+
+from .. import _config
 
 SCHEMA = 1
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[1] / "_kernels" / "registry"
@@ -60,8 +61,8 @@ class RegistryError(ValueError):
 
 def directory() -> pathlib.Path:
     """The registry directory dispatch reads: ``GPK_KERNEL_REGISTRY`` if set, else the package's."""
-    env = os.environ.get("GPK_KERNEL_REGISTRY")
-    return pathlib.Path(env) if env else PACKAGE_DIR
+    env = _config.get("GPK_KERNEL_REGISTRY")
+    return env if env is not None else PACKAGE_DIR
 
 
 # --- validation ---------------------------------------------------------------------------------------------------

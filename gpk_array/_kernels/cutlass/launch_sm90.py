@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import os
 import threading
 import time
 from pathlib import Path
 
+from ... import _config
 from .. import loader
 from . import params_sm90 as P
 
@@ -59,7 +59,7 @@ _CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 # 9.68. Not coopt: 199 -> 211 us at 4096^3 (its next grid's CTAs, launched early, wait on SMs the persistent grid
 # still wants); nor the families not measured. Fused instances follow their base family. GPK_PDL=0: none.
 PDL_FAMILIES = ("ppt", "fr96", "fr64", "fr192")
-PDL = os.environ.get("GPK_PDL", "1") != "0"
+PDL = _config.get("GPK_PDL")
 _PORTABLE_CLUSTER_SIZE = 8      # up to 8 CTAs per cluster need no opt-in
 
 
@@ -99,9 +99,9 @@ class CutlassUnavailable(RuntimeError):
 
 def cutlass_include_dir() -> Path | None:
     """The CUTLASS headers to compile with: $GPK_CUTLASS_INCLUDE, else the nvidia-cutlass wheel's (the loader's)."""
-    env = os.environ.get("GPK_CUTLASS_INCLUDE")
-    if env:
-        return Path(env)
+    env = _config.get("GPK_CUTLASS_INCLUDE")
+    if env is not None:
+        return env
     inc = loader.cutlass_headers()[0]
     return Path(inc) if inc else None
 
@@ -156,7 +156,7 @@ def build(key: str, arch: str = ARCH, backend: str | None = None, force: bool = 
             "elsewhere with python -m gpk_array._kernels.cutlass.launch_sm90 --prebuild and copy "
             "$GPK_CACHE_DIR/sm_90a/ over)")
     if backend is None:
-        backend = os.environ.get("GPK_CUTLASS_BACKEND") or ("nvcc" if loader.nvcc_path() else "nvrtc")
+        backend = _config.get("GPK_CUTLASS_BACKEND") or ("nvcc" if loader.nvcc_path() else "nvrtc")
     source = (KDIR / e["file"]).read_text()
     # -I KDIR: the hand-written headers beside the instances (gpk_epilogue.h); the source is compiled from a copy
     if backend == "nvcc":
