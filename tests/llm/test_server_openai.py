@@ -223,7 +223,23 @@ def test_n_waits_for_enough_free_slots(model, tok):
     (it never runs half of its choices), then both choices complete."""
     app = create_app(model, tok, model_name=NAME, max_batch=2, max_queue=8, stream_interval=0)
     srv = app.state.server
-    order = []
+    order = []  # what the engine thread did, in its order: ("add", n), ("shared", n), ("release", prompt length)
+    engine = srv.engine
+    real_add, real_shared, real_release = engine.add, engine.add_shared, engine.release
+
+    def add(seqs):
+        order.append(("add", len(seqs)))
+        return real_add(seqs)
+
+    def add_shared(seqs):
+        order.append(("shared", len(seqs), engine.free))
+        return real_shared(seqs)
+
+    def release(seq, reason=None):
+        if seq.slot is not None:
+            order.append(("release", len(seq.prompt)))
+        return real_release(seq, reason)
+    engine.add, engine.add_shared, engine.release = add, add_shared, release
     with ServerThread(app) as url:
         api = client_of(url)
         started = threading.Event()
@@ -234,19 +250,20 @@ def test_n_waits_for_enough_free_slots(model, tok):
                                              extra_body={"ignore_eos": True}):
                 started.set()
                 text += ch.choices[0].text if ch.choices else ""
-            order.append("long")
             return text
 
         def pair():
             assert started.wait(20)
             r = api.completions.create(model=NAME, prompt="Dear Sir", max_tokens=10, temperature=0, n=2,
                                        extra_body={"ignore_eos": True})
-            order.append("pair")
             return r
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             f_long, f_pair = pool.submit(long_stream), pool.submit(pair)
             long_text, r = f_long.result(), f_pair.result()
-    assert order == ["long", "pair"]
+    hello = len(tok.encode("Hello"))
+    shared = [i for i, e in enumerate(order) if e[0] == "shared"]
+    assert len(shared) == 1 and order[shared[0]][1:] == (2, 2)  # both choices admitted together, into 2 free slots
+    assert ("release", hello) in order[:shared[0]]  # after the long stream's sequence gave its slot back
     assert long_text == tok.decode(generate(model, tok.encode("Hello"), max_new_tokens=150))
     want = tok.decode(generate(model, tok.encode("Dear Sir"), max_new_tokens=10))
     assert [c.text for c in r.choices] == [want, want]
