@@ -46,11 +46,15 @@ def main():
                     h, w = host(cp, fn)
                     print(f"{m}x{k}x{n} {prec:8s} {name:14s} host {h:8.1f} us/call  wall {w:8.1f} us/call", flush=True)
                 if m == 256:
-                    pr = cProfile.Profile(); pr.enable()
+                    pr = cProfile.Profile()
+                    pr.enable()
                     for _ in range(500):
                         a @ b
-                    pr.disable(); cp.cuda.Device().synchronize()
-                    st = io.StringIO(); pstats.Stats(pr, stream=st).sort_stats("cumtime").print_stats(25); print(st.getvalue()[:5000])
+                    pr.disable()
+                    cp.cuda.Device().synchronize()
+                    st = io.StringIO()
+                    pstats.Stats(pr, stream=st).sort_stats("cumtime").print_stats(25)
+                    print(st.getvalue()[:5000])
 
 
 if __name__ == "__main__":

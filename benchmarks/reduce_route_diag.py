@@ -51,7 +51,8 @@ def run(out_json=None, dtypes=DTYPES, ops=OPS):
     own_min, floor = _gpu.OWN_KERNELS_MIN, _gpu.reduce_floor
     rng = np.random.default_rng(0)
     rows = []
-    print(f"{'dtype':9} {'op':7} {'kind':5} {'n':>9} {'ours us':>9} {'path us':>9} {'cupy us':>9} {'path/ours':>10}  ok")
+    print(f"{'dtype':9} {'op':7} {'kind':5} {'n':>9} {'ours us':>9} {'path us':>9} {'cupy us':>9} "
+          f"{'path/ours':>10}  ok")
     for dname in dtypes:
         dt = gp.bfloat16 if dname == "bfloat16" else getattr(gp, dname)
         for p in SIZES:

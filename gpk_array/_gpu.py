@@ -21,7 +21,8 @@ back to plain CuPy code when a name is absent or returns None.
   gpk_array._kernels.blas when that module loads (the kernels cuBLAS picks, autotuned for large problems; a
   repeated call's arguments prepared once, less host time than CuPy's call; recordable in CUDA graphs, CuPy's
   cuBLAS calls are not; ``linear`` fuses bias and relu / gelu_tanh as a cuBLASLt epilogue; ``GPK_GEMM_LT=0``: CuPy
-  first for matmul), else cuBLAS through CuPy. float32 products use TF32 only after gpk_array.set_float32_matmul_precision
+  first for matmul), else cuBLAS through CuPy. float32 products use TF32 only after
+  gpk_array.set_float32_matmul_precision
   ("high") or with GPK_TF32=1 (gpk_array/_precision.py). Inside a paced gpk_array.sched context (best effort
   while a higher tier is busy, or a bandwidth cap) GEMMs plan for the context's share of the SMs
   (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest of the device to the higher tier.

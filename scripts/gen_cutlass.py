@@ -157,7 +157,8 @@ sha256 (``local_headers``: ``--check`` fails after an edit of the header until t
 launch_sm90's cubin key hashes the header's text with the instance's).
 
 ``--probe-sm90`` compiles CUTLASS's own ``to_underlying_arguments`` on the host with
-``CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL`` and a stub ``cuTensorMapEncodeTiled`` of ours that records its arguments and writes a known pattern into each descriptor (no libcuda, no GPU), and stores
+``CUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL`` and a stub ``cuTensorMapEncodeTiled`` of ours that records its arguments and
+writes a known pattern into each descriptor (no libcuda, no GPU), and stores
 offsets, TMA settings and golden dumps in MANIFEST ``host_params``. ``gpk_array/_kernels/cutlass/
 params_sm90.py`` rebuilds the bytes in Python (``build_sm90_launch``), ``tma.py`` calls the real
 encoder, ``launch_sm90.py`` builds, loads and launches.
@@ -323,7 +324,8 @@ FAMILIES = [
     # 256-long side goes to the shared operand: 128x256 with 2x1 (B shared), 256x128 with 1x2 (A shared). Clusters
     # of 4 are left out (CUTLASS's 18-SM-per-GPC grid model launches only 116 of 132 CTAs), and stream-K too (128x256
     # tiles leave 3% of a wave idle at 4096^3 and 8192^3; params_sm90 builds only its split-K decomposition, for
-    # the few-row candidate co128sk below). Raster order and swizzle are run-time Params (params_sm90 max_swizzle, raster),
+    # the few-row candidate co128sk below). Raster order and swizzle are run-time Params (params_sm90 max_swizzle,
+    # raster),
     # swept on the GPU without new instances.
     # xl: cooperative 128x256x32 (each consumer warpgroup 64x256: m64n256k8), cluster 2x1x1, 4 stages of 48 KiB,
     # direct-store epilogue (a TMA epilogue's float32 staging would leave 3 stages; CUTLASS's generator lists
@@ -408,7 +410,8 @@ FAMILIES = [
     _few_rows_fused(_FR96, _epi) for _epi in ("bias", "bias_gelu", "bias_gelu_tanh", "bias_silu")
 ] + [
     # fr192 with the fused epilogues, for up to FEW_ROWS_MAX = 1024 rows where gemm._few_rows_family picks it
-    # (1024x768->3072: fr96's 128x96 tiles make 256 tiles, 1.9 waves on 132 SMs; fr192's 128x192 make 128, one wave; bare fr192 0.89x cuBLAS there against fr96_bias_gelu's
+    # (1024x768->3072: fr96's 128x96 tiles make 256 tiles, 1.9 waves on 132 SMs; fr192's 128x192 make 128, one wave;
+    # bare fr192 0.89x cuBLAS there against fr96_bias_gelu's
     # 0.72x). Cooperative 128x192x64, cluster 2x1x1, 4 stages as fr192. bias_gelu and bias_silu are shipped
     # (gemm._few_rows_family: 640-1024 rows x768->3072, 0.88-0.90x fr96_bias_gelu's time); bias and bias_gelu_tanh stay
     # candidates (cuBLASLt's epilogues: 768 rows gelu_tanh 8.88 us against 9.63).
@@ -848,7 +851,8 @@ def _probe_source(entries: list[dict], src_dir: Path) -> str:
     lines.append("    unsigned long long pd) {")
     lines.append("  typename K::Arguments args(cutlass::gemm::GemmUniversalMode::kGemm,")
     lines.append("      cutlass::gemm::GemmCoord(M, N, Kd), 1, {alpha, beta}, (void const*)pa,")
-    lines.append("      (void const*)pb, (void const*)pc, (void*)pd, int64_t(0), int64_t(0), int64_t(0), int64_t(0), lda, ldb, ldc, ldd);")
+    lines.append("      (void const*)pb, (void const*)pc, (void*)pd, int64_t(0), int64_t(0), int64_t(0), int64_t(0), "
+                 "lda, ldb, ldc, ldd);")
     lines.append("  alignas(typename K::Params) unsigned char buf[sizeof(typename K::Params)];")
     lines.append("  std::memset(buf, 0, sizeof(buf));")
     lines.append("  auto* p = new (buf) typename K::Params(args, -1, -1);")
@@ -1172,8 +1176,8 @@ def sm90_probe_containers(entry: dict) -> list[str]:
 
 # Members that hold others (with padding inside); every other member above is a leaf, and the bytes
 # no leaf covers are padding, which the kernel never reads (the Python builder leaves them zero).
-SM90_PROBE_CONTAINERS = ["mainloop", "mainloop.tma_load_a", "mainloop.tma_load_b", "epilogue", "epilogue.thread", "scheduler",
-                         "scheduler.divmod_cluster_shape_major_", "scheduler.divmod_cluster_shape_minor_",
+SM90_PROBE_CONTAINERS = ["mainloop", "mainloop.tma_load_a", "mainloop.tma_load_b", "epilogue", "epilogue.thread",
+                         "scheduler", "scheduler.divmod_cluster_shape_major_", "scheduler.divmod_cluster_shape_minor_",
                          "scheduler.divmod_batch_", "scheduler.divmod_cluster_blk_major_"]
 
 _SM90_PROBE_PRELUDE = r"""
@@ -1335,7 +1339,8 @@ static void gpk_thread_leaves(Params const* p, bool& first) {
     {"epilogue.thread.beta", &beta, 4}, {"epilogue.thread.beta_ptr", &bp, 8}, {"epilogue.thread.dBeta", &db, 8},
     {"epilogue.thread.alpha", &alpha, 4}, {"epilogue.thread.alpha_ptr", &ap, 8}, {"epilogue.thread.dAlpha", &da, 8}};
   for (auto const& l : leaves) {
-    std::printf("%s\"%s\": [%td, %zu]", first ? "" : ", ", l.name, base + gpk_find_once(b, sizeof(tp), l.v, l.len), l.len);
+    std::printf("%s\"%s\": [%td, %zu]", first ? "" : ", ", l.name,
+                base + gpk_find_once(b, sizeof(tp), l.v, l.len), l.len);
     first = false;
   }
 }
@@ -1356,11 +1361,13 @@ static void gpk_dump(const char* key, int idx, int M, int N, int K, long long ld
   std::memset(b1, 0xff, sizeof(Params));
   gpk_dirty_stack(0xff);
   gpk_stub_xor = 0xff;
-  gpk_build<Op, Kind>(b1, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias, splits, decomp, red, pws, &ok, &ws);
+  gpk_build<Op, Kind>(b1, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias,
+                      splits, decomp, red, pws, &ok, &ws);
   std::memset(b0, 0x00, sizeof(Params));
   gpk_dirty_stack(0x00);
   gpk_stub_xor = 0;
-  gpk_build<Op, Kind>(b0, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias, splits, decomp, red, pws, &ok, &ws);
+  gpk_build<Op, Kind>(b0, M, N, K, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd, sms, swz, raster, pbias,
+                      splits, decomp, red, pws, &ok, &ws);
   Params const* p = reinterpret_cast<Params const*>(b0);
   dim3 g = Op::get_grid_shape(*p);
   dim3 blk = Op::get_block_shape();
@@ -1441,14 +1448,16 @@ def _sm90_probe_source(entries: list[dict], src_dir: Path) -> str:
         lines = []
         for m, x in sm90_probe_members(probe_entry):
             if m == "workspace":
-                lines.append('if constexpr (gpk_has_workspace<Params>::value) { GPK_MEMBER("workspace", p->workspace) }')
+                lines.append('if constexpr (gpk_has_workspace<Params>::value) '
+                             '{ GPK_MEMBER("workspace", p->workspace) }')
             elif x is None:
                 if m == "epilogue.thread.beta":
                     lines.append("gpk_thread_leaves<Op>(p, first);")
             else:
                 lines.append(f'GPK_MEMBER("{m}", {x})')
         body = "\n  ".join(lines)
-        funcs.append(f"template <class Op, class Params>\nstatic void gpk_members_{kind}(Params const* p, bool& first) {{\n"
+        funcs.append("template <class Op, class Params>\n"
+                     f"static void gpk_members_{kind}(Params const* p, bool& first) {{\n"
                      f"  {body}\n}}\n")
     main = ["int main() {"]
     for i, e in enumerate(entries):
@@ -1458,7 +1467,8 @@ def _sm90_probe_source(entries: list[dict], src_dir: Path) -> str:
                 bias = ", 0ULL, {}, {}, {}, {}ULL".format(*c[16:20])
             else:
                 bias = f", {c[16]}ULL" if len(c) > 16 else ""
-            main.append(f'  gpk_dump<gpk_i{i}::{e["kernel_type"]}, {sm90_probe_kind(e)}>("{e["key"]}", {j}, {M}, {N}, {K}, '
+            main.append(f'  gpk_dump<gpk_i{i}::{e["kernel_type"]}, {sm90_probe_kind(e)}>'
+                        f'("{e["key"]}", {j}, {M}, {N}, {K}, '
                         f"{lda}LL, {ldb}LL, {ldc}LL, {ldd}LL, {al!r}f, {be!r}f, {pa}ULL, {pb}ULL, "
                         f"{pc}ULL, {pd}ULL, {sms}, {swz}, {ras}{bias});")
     main += ["  return 0;", "}"]

@@ -35,7 +35,8 @@ def test_example_runs_on_the_cpu(page, code, tmp_path):
 def _variables_read():
     """GPK_* names that gpk_array's Python code reads from the environment (directly or through a table)."""
     names = set()
-    pattern = re.compile(r"""(?:environ(?:\.get)?|getenv)\(\s*["'](GPK_[A-Z0-9_]+)["']|environ\[["'](GPK_[A-Z0-9_]+)["']""")
+    pattern = re.compile(r"""(?:environ(?:\.get)?|getenv)\(\s*["'](GPK_[A-Z0-9_]+)["']"""
+                         r"""|environ\[["'](GPK_[A-Z0-9_]+)["']""")
     for p in (ROOT / "gpk_array").rglob("*.py"):
         for m in pattern.finditer(p.read_text(encoding="utf-8")):
             names.add(m.group(1) or m.group(2))

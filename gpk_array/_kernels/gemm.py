@@ -17,7 +17,8 @@ M >= 4096, N >= 2048, K <= 1024 (GPT-2's MLP up-projection and fused QKV at 8192
 cuBLAS is faster: our instances take at least ~8 us (cuBLAS ~3.3 us) on small problems, 0.53-0.96x at M <= 2048,
 and at 4096^3 / 8192^3 the best of 5 incumbent and 4 candidate instances (every swizzle and raster order) reached
 0.95-0.98x cuBLAS (benchmarks/results/h200_2026-11-30_s6_sm90_candidate_sweep_4056f26.*; bfloat16 "coopt" at
-4096^3 had measured 1.07x in session 5, 0.95-0.98x in both runs of session 6: no longer in the rule). ``forced=True`` (the ``GPK_GEMM=cutlass`` checking
+4096^3 had measured 1.07x in session 5, 0.95-0.98x in both runs of session 6: no longer in the rule). ``forced=True``
+(the ``GPK_GEMM=cutlass`` checking
 mode) takes ppt/coopt for every covered problem. (Event-timed single launches had shown the same instances 1.2-2x
 "faster" than cuBLAS at small and medium shapes: that was CuPy's host time per cuBLAS call, not GPU time.)
 

@@ -1113,7 +1113,8 @@ def test_tf32_tn_descriptors_follow_the_problem(entry):
     assert c["dims"] == [3000, 1000, 1] and c["strides"] == [3008 * 4, 3008 * 4 * 1000]
     assert d["dims"] == [3000, 1000, 1] and d["strides"] == [3016 * 4, 3016 * 4 * 1000]
     import struct
-    assert struct.unpack_from("<4i", la.params, entry["host_params"]["offsets"]["problem_shape"]) == (1000, 3000, 4104, 1)
+    shape_at = entry["host_params"]["offsets"]["problem_shape"]
+    assert struct.unpack_from("<4i", la.params, shape_at) == (1000, 3000, 4104, 1)
 
 
 @pytest.mark.parametrize("entry", [e for e in TF32 if S.layout_of(e) == "nn"],
@@ -1343,7 +1344,8 @@ def test_candidates_are_unshipped_unlisted_and_outside_the_rule(tmp_path, monkey
     # --ship never copies a candidate (and keeps the shipped set); --candidates --ship is refused
     shipped = []
     monkeypatch.setattr(L, "SHIPPED_DIR", tmp_path)
-    monkeypatch.setattr(L, "build", lambda k, backend=None, force=False: shipped.append(k) or {"path": str(tmp_path / "x")})
+    monkeypatch.setattr(L, "build",
+                        lambda k, backend=None, force=False: shipped.append(k) or {"path": str(tmp_path / "x")})
     monkeypatch.setattr("shutil.copyfile", lambda src, dst: Path(dst).write_bytes(b"\x7fELF"))
     assert L._main(["--ship"]) == 0
     assert set(shipped) == {e["key"] for e in SHIPPED90 if e["host_params"].get("status") == "probed"}
@@ -1401,7 +1403,8 @@ def test_stream_k_is_its_twin_but_for_the_scheduler(entry):
     assert entry["kernel"] == twin["kernel"] + "_streamk" and entry["tile_scheduler"] == "StreamK"
     hp, thp = entry["host_params"], twin["host_params"]
     assert hp["smem_bytes"] == thp["smem_bytes"] and hp["tma"] == thp["tma"]
-    assert hp["descriptors"] == thp["descriptors"] and hp["epilogue_tma_transaction_bytes"] == thp["epilogue_tma_transaction_bytes"]
+    assert hp["descriptors"] == thp["descriptors"]
+    assert hp["epilogue_tma_transaction_bytes"] == thp["epilogue_tma_transaction_bytes"]
     for m, off in thp["offsets"].items():
         if not m.startswith(("scheduler", "workspace")):
             assert hp["offsets"][m] == off, m

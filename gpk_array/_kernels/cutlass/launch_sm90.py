@@ -18,8 +18,8 @@ The launch: Params bytes from ``params_sm90.build_sm90_launch`` (TMA descriptors
 the max-dynamic-shared-memory attribute set once per function, then ``cuLaunchKernel`` through ctypes
 on the current CuPy stream with a pointer to the 128-byte aligned Params (cluster 1x1x1: an ordinary
 launch; a larger cluster, as the "xl" family's 2x1x1: ``cuLaunchKernelEx`` with
-CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, the grid being CUTLASS's get_grid_shape, a multiple of the cluster). Params are cached per (pointers, shapes, scalars), so a repeated call
-costs one dict lookup plus the launch.
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, the grid being CUTLASS's get_grid_shape, a multiple of the cluster). Params are
+cached per (pointers, shapes, scalars), so a repeated call costs one dict lookup plus the launch.
 """
 
 from __future__ import annotations
