@@ -47,8 +47,8 @@ when beta == 0, it is not read then).
 
 Candidates (a family's "candidate": True; MANIFEST ``candidate``): instances emitted and probed like the others,
 launchable by key (``launch_sm90.linear_tn_sm90(..., key=...)``, ``gemm_into``), but in no dispatch rule, not shipped
-as cubins and not prebuilt until a GPU run (``python -m benchmarks.sm90_candidate_sweep``) shows one ahead of cuBLAS:
-TF32 "tn" xl (cooperative 128x256x32, 2x1x1, 4 stages), xl12 (the same, 1x2x1), co12 (cooperative 256x128x32,
+as cubins and not prebuilt until a GPU run (``python -m benchmarks.diag.sm90_candidate_sweep``) shows one ahead of
+cuBLAS: TF32 "tn" xl (cooperative 128x256x32, 2x1x1, 4 stages), xl12 (the same, 1x2x1), co12 (cooperative 256x128x32,
 1x2x1, 4 stages), all three with direct stores, pp64 / pp64t (ping-pong 64x256x32, 2x1x1: direct stores, 5 stages /
 TMA epilogue, 4 stages); FP16/BF16 "tn" coopt12 (coopt with the 1x2x1 cluster) and xlt (cooperative 128x256x64,
 2x1x1, TMA epilogue, 4 stages), and for few rows co128t (cooperative 128x128x64, 1x1x1, 6 stages), co64t

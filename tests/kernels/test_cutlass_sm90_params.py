@@ -1372,9 +1372,9 @@ def test_tf32_direct_store_candidates_write_float32_c_and_d(entry):
 
 
 def test_candidate_sweep_plan_covers_every_candidate():
-    """benchmarks/sm90_candidate_sweep.py (the GPU sweep that decides on the candidates) plans, without a GPU or
+    """benchmarks/diag/sm90_candidate_sweep.py (the GPU sweep that decides on the candidates) plans, without a GPU or
     CuPy, every candidate beside incumbents that exist in the manifest."""
-    code = ("import sys, json; import benchmarks.sm90_candidate_sweep as W; "
+    code = ("import sys, json; import benchmarks.diag.sm90_candidate_sweep as W; "
             "assert W.main(['--plan']) == 0; assert 'cupy' not in sys.modules, 'cupy imported'; "
             "print(json.dumps(W.plan(W.GROUPS)))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), check=False)

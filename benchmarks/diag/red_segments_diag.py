@@ -1,4 +1,4 @@
-"""Full and column reductions with more, shorter segments (session 11): python -m benchmarks.red_segments_diag
+"""Full and column reductions with more, shorter segments (session 11): python -m benchmarks.diag.red_segments_diag
 
 CONFIG waves / block_min_seg / fin / col_waves settings against the defaults for float32 and float16 sums (max, argmax
 for float32) of 2^28 and 2^24 elements and float32 column sums of (1024, 262144); GB/s read, CUDA events, 10 calls,

@@ -4,7 +4,7 @@ route to our kernels on (the checking mode, OWN_KERNELS_MIN = 0) and with every 
 namespace: float16/bfloat16 through float32), beside CuPy's own call on the same array, from 2^10 to 2^24
 elements, over all elements, rows (the last axis) and columns (the first axis).
 
-    python -m benchmarks.reduce_route_diag [--json OUT] [--dtypes float32,float16,...] [--ops sum,argmax,...]
+    python -m benchmarks.diag.reduce_route_diag [--json OUT] [--dtypes float32,float16,...] [--ops sum,argmax,...]
 
 "least" in the summary: the smallest measured size from which our kernels are at least as fast as the namespace's
 CuPy path at that size and at every larger one measured (None: not at 2^24).

@@ -1,6 +1,6 @@
 """Exactness figures of GPT-2 124M (random weights) against Hugging Face transformers on the same GPU.
 
-    python -m benchmarks.llm_exactness
+    python -m benchmarks.diag.llm_exactness
 
 Prints the largest float32 logit error relative to the logits' scale for prompts of 1 to 1,000 tokens (the whole prompt
 at once, and its last 8 tokens one at a time through the KV cache), how many of 64 greedy tokens match transformers'

@@ -4,7 +4,7 @@ bias_gelu and bias_gelu_tanh, beside the bare cuBLAS GEMM and cuBLASLt's bias+ge
 output compared bit for bit with fr96's (the same k order). What gemm._few_rows_family and TANH_PPT_MIN_M rest on.
 Candidates without a cubin (shipped or in the cache) are left out.
 
-Run on a CUDA GPU: ``python -m benchmarks.fused_rows_diag`` (prints the table; JSON into $OUT or /tmp).
+Run on a CUDA GPU: ``python -m benchmarks.diag.fused_rows_diag`` (prints the table; JSON into $OUT or /tmp).
 """
 import json
 import os

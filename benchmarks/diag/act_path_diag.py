@@ -2,7 +2,8 @@
 plain code (widening copy, bias pass, activation passes), float16 with the fused kernels off and float32; and
 gelu(x) alone: our kernel against the plain code. GPU-only (CUDA graphs).
 
-Run on a CUDA GPU: ``python -m benchmarks.act_path_diag`` (prints the table; JSON into $OUT or the current directory).
+Run on a CUDA GPU: ``python -m benchmarks.diag.act_path_diag`` (prints the table; JSON into $OUT or the current
+directory).
 """
 import json
 import os

@@ -1,7 +1,8 @@
 """linear(x, w, b, gelu|silu) on float16: the fused ppt_bias_<act> kernel (the namespace's FUSED_ALWAYS) against the
 unfused path (FUSED_ALWAYS emptied: cuBLASLt GEMM + separate bias/activation passes), GPU-only (CUDA graphs).
 
-Run on a CUDA GPU: ``python -m benchmarks.fused_rule_diag`` (prints the table; JSON into $OUT or the current directory).
+Run on a CUDA GPU: ``python -m benchmarks.diag.fused_rule_diag`` (prints the table; JSON into $OUT or the current
+directory).
 """
 import json
 import os
