@@ -361,11 +361,7 @@ _SLOW = os.environ.get("GPK_SLOW_COMPILE") == "1"
 @pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="nvidia-cutlass not installed")
 def test_probe_reproduces_the_manifest(tmp_path):
     """Re-run the probe (nvcc host build of CUTLASS's to_underlying_arguments) and compare with MANIFEST."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import gen_cutlass as G
-    finally:
-        sys.path.pop(0)
+    from gpk_array._kernels.cutlass.gen import probe_sm90 as G
     fresh = G.probe_sm90_layout(MANIFEST["instances"], KDIR, nvcc=_nvcc())
     for e in SM90 + FUSED:
         assert fresh[e["key"]] == e["host_params"], e["key"]
@@ -1260,7 +1256,7 @@ def test_gemm_into_caches_launches_and_repoints_params(key, tma_stub, launch_stu
 # --------------------------------------------------------------------------------------------------
 # Candidates (MANIFEST "candidate"): probed and launchable by key, outside every rule, never shipped
 # --------------------------------------------------------------------------------------------------
-# key -> CTA tile, cluster, stages, kernel schedule, epilogue schedule (scripts/gen_cutlass.py, FAMILIES' candidates)
+# key -> CTA tile, cluster, stages, kernel schedule, epilogue schedule (cutlass/gen/families.py, FAMILIES' candidates)
 _CO, _PP = "TmaWarpSpecializedCooperative", "TmaWarpSpecializedPingpong"
 CANDIDATE_SPEC = {
     "gemm/tf32/tn/xl/sm90": ([128, 256, 32], [2, 1, 1], 4, _CO, "NoSmemWarpSpecialized"),
