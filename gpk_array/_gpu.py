@@ -17,15 +17,14 @@ back to plain CuPy code when a name is absent or returns None.
 - ``kv_cache_attention``: cuda/nn.cu, the cache write and the attention of a decode step in one kernel.
 - ``linear`` of up to 8 rows (a decode step): the GEMV of cuda/nn.cu with bias and activation fused;
   ``add_layer_norm_linear`` of up to 8 rows: the residual add and layer norm in front of that GEMV, same kernel.
-- ``matmul``, ``tensordot`` (float16/bfloat16, as one matmul) and ``linear``: cuBLASLt through
-  gpk_array._kernels.blas when that module loads (the kernels cuBLAS picks, autotuned for large problems; a
-  repeated call's arguments prepared once, less host time than CuPy's call; recordable in CUDA graphs, CuPy's
-  cuBLAS calls are not; ``linear`` fuses bias and relu / gelu_tanh as a cuBLASLt epilogue; ``GPK_GEMM_LT=0``: CuPy
-  first for matmul), else cuBLAS through CuPy. float32 products use TF32 only after
-  gpk_array.set_float32_matmul_precision
-  ("high") or with GPK_TF32=1 (gpk_array/_precision.py). Inside a paced gpk_array.sched context (best effort
-  while a higher tier is busy, or a bandwidth cap) GEMMs plan for the context's share of the SMs
-  (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest of the device to the higher tier.
+- ``matmul``, ``tensordot`` (float16/bfloat16, as one matmul) and ``linear``: cuBLASLt through gpk_array._kernels.blas
+  when that module loads (the kernels cuBLAS picks, autotuned for large problems; a repeated call's arguments prepared
+  once, less host time than CuPy's call; recordable in CUDA graphs, CuPy's cuBLAS calls are not; ``linear`` fuses bias
+  and relu / gelu_tanh as a cuBLASLt epilogue; ``GPK_GEMM_LT=0``: CuPy first for matmul), else cuBLAS through CuPy.
+  float32 products use TF32 only after gpk_array.set_float32_matmul_precision ("high") or with GPK_TF32=1
+  (gpk_array/_precision.py). Inside a paced gpk_array.sched context (best effort while a higher tier is busy, or a
+  bandwidth cap) GEMMs plan for the context's share of the SMs (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest
+  of the device to the higher tier.
 - float16/bfloat16 ``matmul`` (2-D b; a 2-D or C-contiguous with its leading dims flattened; b row-major or a
   transposed row-major weight) and ``linear`` of more than 8 rows, on a CC 9.0 device: the CUTLASS SM90
   instances of gpk_array._kernels.gemm where its shape rules say they beat cuBLAS's kernels (GPU-only H200
