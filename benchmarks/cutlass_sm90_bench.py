@@ -248,7 +248,8 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--families", default=None,
-                    help=f"comma-separated (default: every family of each dtype and layout; f16/bf16: {','.join(FAMILIES)})")
+                    help="comma-separated (default: every family of each dtype and layout; "
+                         f"f16/bf16: {','.join(FAMILIES)})")
     ap.add_argument("--layouts", default=",".join(LAYOUTS))
     ap.add_argument("--sweep", action="store_true", help="the shapes of python -m benchmarks gemm instead")
     ap.add_argument("--epilogues", nargs="?", const="gelu", default=None,

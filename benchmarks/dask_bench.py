@@ -117,12 +117,12 @@ def _gpu_cases(quick):
 
             out["rows"].append({"case": "reduction", "chunks": kind, "s": _median_time(red, reps)})
             out["rows"].append({"case": "matmul", "chunks": kind, "s": _median_time(mm, reps)})
-            del v, a, b
+            v = a = b = None  # rebound, not deleted: red and mm close over these names
         # one unchunked gpk_array call, in this process
         x = gp.ones((n_red,), dtype=gp.float32, device=dev) * 0.5
         out["rows"].append({"case": "reduction", "chunks": "unchunked gpk_array",
                             "s": _median_time(lambda: float(gp.sum(x)), reps)})
-        del x
+        x = None  # rebound, not deleted: the lambda above closes over x
         A = gp.ones((rows, k), dtype=gp.float32, device=dev) * 0.25
         B = gp.ones((k, k), dtype=gp.float32, device=dev) * 0.5
 
@@ -183,7 +183,7 @@ def _cpu_cases(quick):
 
             out["rows"].append({"case": "reduction", "chunks": kind, "s": _median_time(red, reps)})
             out["rows"].append({"case": "matmul", "chunks": kind, "s": _median_time(mm, reps)})
-            del v, a, b
+            v = a = b = None  # rebound, not deleted: red and mm close over these names
     by = {(r["case"], r["chunks"]): r["s"] for r in out["rows"]}
     for case in ("reduction", "matmul"):
         out[f"{case}_vs_numpy_chunks"] = by[(case, "gpk_array")] / by[(case, "numpy")]

@@ -90,8 +90,9 @@ def fused_table(cp, shapes, dtypes, rows):
                 rows.append({"table": "fused", "dtype": dt, "m": m, "k": k, "n": n, "act": act or "bias",
                              "fused_us": t * 1e6, "bare_ppt_us": bare_ppt * 1e6, "bare_cublaslt_us": bare * 1e6,
                              "fused_over_cublaslt": t / bare, "fused_over_ppt": t / bare_ppt})
-                print(f"{dt:4} {m:5}x{k:4}->{n:4} {act or 'bias':9} fused {t * 1e6:8.2f}  bare-ppt {bare_ppt * 1e6:8.2f}"
-                      f"  bare-cuBLASLt {bare * 1e6:8.2f}   fused/cuBLASLt {t / bare:5.3f}  fused/ppt {t / bare_ppt:5.3f}",
+                print(f"{dt:4} {m:5}x{k:4}->{n:4} {act or 'bias':9} fused {t * 1e6:8.2f}  "
+                      f"bare-ppt {bare_ppt * 1e6:8.2f}  bare-cuBLASLt {bare * 1e6:8.2f}   "
+                      f"fused/cuBLASLt {t / bare:5.3f}  fused/ppt {t / bare_ppt:5.3f}",
                       flush=True)
 
 
@@ -107,7 +108,8 @@ def functor_table(cp, rows):
     arch = loader.device_arch()
     mods = {}
     for name, f in FUNCTORS.items():
-        src = _FUNCTOR_SRC + f'extern "C" __global__ void k(float const* x, float* y, int s) {{ loop<{f}>(x, y, s); }}\n'
+        src = _FUNCTOR_SRC + ('extern "C" __global__ void k(float const* x, float* y, int s) '
+                              f'{{ loop<{f}>(x, y, s); }}\n')
         backend = loader.default_backend()
         if backend == "nvrtc":
             src = NVRTC_SHIM + src      # the two std:: names CUTLASS's headers take from the host library

@@ -186,8 +186,9 @@ def run(kind="gemm"):
               f"{'x bare':>7} | GPU only: {'bare ms':>8} {'ours ms':>8} {'x bare':>7}")
         for r in rows:
             g = r["graph_ours_over_bare"]
-            print(f"{r['dtype']:9} {r['activation']:9} {r['m']:>6}x{r['k']}->{r['n']:<5} {r['bare_gemm_ms']:12.3f} {r['ours_ms']:8.3f} "
-                  f"{r['ours_over_bare']:7.2f} {r['torch_linear_gelu_ms'] or 0:9.3f} {r['torch_over_bare'] or 0:7.2f}"
+            print(f"{r['dtype']:9} {r['activation']:9} {r['m']:>6}x{r['k']}->{r['n']:<5} {r['bare_gemm_ms']:12.3f} "
+                  f"{r['ours_ms']:8.3f} {r['ours_over_bare']:7.2f} {r['torch_linear_gelu_ms'] or 0:9.3f} "
+                  f"{r['torch_over_bare'] or 0:7.2f}"
                   f" |           {r['graph_bare_gemm_ms'] or 0:8.4f} {r['graph_ours_ms'] or 0:8.4f} "
                   f"{g if g is not None else float('nan'):7.2f}")
     return rows

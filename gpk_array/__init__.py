@@ -52,7 +52,7 @@ from ._ops.sorting import argsort, sort  # noqa: E402
 from ._ops.statistical import (  # noqa: E402
     all, any, cumulative_prod, cumulative_sum, diff, max, mean, min, prod, std, sum, var,
 )
-from ._ops.info import __array_namespace_info__  # noqa: E402
+from ._ops.info import __array_namespace_info__  # noqa: E402,F401
 from . import linalg, fft  # noqa: E402
 from ._ops.nn import *  # noqa: E402,F401,F403  fused ops: linear, layer_norm, softmax, ...
 from ._precision import (  # noqa: E402,F401

@@ -17,14 +17,14 @@ back to plain CuPy code when a name is absent or returns None.
 - ``kv_cache_attention``: cuda/nn.cu, the cache write and the attention of a decode step in one kernel.
 - ``linear`` of up to 8 rows (a decode step): the GEMV of cuda/nn.cu with bias and activation fused;
   ``add_layer_norm_linear`` of up to 8 rows: the residual add and layer norm in front of that GEMV, same kernel.
-- ``matmul``, ``tensordot`` (float16/bfloat16, as one matmul) and ``linear``: cuBLASLt through
-  gpk_array._kernels.blas when that module loads (the kernels cuBLAS picks, autotuned for large problems; a
-  repeated call's arguments prepared once, less host time than CuPy's call; recordable in CUDA graphs, CuPy's
-  cuBLAS calls are not; ``linear`` fuses bias and relu / gelu_tanh as a cuBLASLt epilogue; ``GPK_GEMM_LT=0``: CuPy
-  first for matmul), else cuBLAS through CuPy. float32 products use TF32 only after gpk_array.set_float32_matmul_precision
-  ("high") or with GPK_TF32=1 (gpk_array/_precision.py). Inside a paced gpk_array.sched context (best effort
-  while a higher tier is busy, or a bandwidth cap) GEMMs plan for the context's share of the SMs
-  (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest of the device to the higher tier.
+- ``matmul``, ``tensordot`` (float16/bfloat16, as one matmul) and ``linear``: cuBLASLt through gpk_array._kernels.blas
+  when that module loads (the kernels cuBLAS picks, autotuned for large problems; a repeated call's arguments prepared
+  once, less host time than CuPy's call; recordable in CUDA graphs, CuPy's cuBLAS calls are not; ``linear`` fuses bias
+  and relu / gelu_tanh as a cuBLASLt epilogue; ``GPK_GEMM_LT=0``: CuPy first for matmul), else cuBLAS through CuPy.
+  float32 products use TF32 only after gpk_array.set_float32_matmul_precision ("high") or with GPK_TF32=1
+  (gpk_array/_precision.py). Inside a paced gpk_array.sched context (best effort while a higher tier is busy, or a
+  bandwidth cap) GEMMs plan for the context's share of the SMs (CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET), leaving the rest
+  of the device to the higher tier.
 - float16/bfloat16 ``matmul`` (2-D b; a 2-D or C-contiguous with its leading dims flattened; b row-major or a
   transposed row-major weight) and ``linear`` of more than 8 rows, on a CC 9.0 device: the CUTLASS SM90
   instances of gpk_array._kernels.gemm where its shape rules say they beat cuBLAS's kernels (GPU-only H200
@@ -79,19 +79,10 @@ OWN_REDUCTIONS = _config.get("GPK_OWN_REDUCTIONS")
 # (reduce_axis_kind): "full" (all elements), "rows" (the reduced axes are the last ones of a C-contiguous array:
 # contiguous rows), "cols" (any other: strided columns). ops: sum, prod, max, min, mean, var, std
 # (gpk_array/_ops/statistical.py), argmax, argmin (_ops/searching.py).
-# Evidence (H200, cited by each record): session 9's `python -m benchmarks.reduce_route_diag`, the namespace's time
-# per call with every route on against every route off, 2^10 to 2^24 elements
-# (benchmarks/results/h200_2026-11-30_s9_reduce_route_*): a size below is where ours is at least as fast at that size
-# and every larger one measured. Above 2^24, session 6/8's figures (scripts/gpu_tune_red.py, `python -m benchmarks
-# reduction`): float32 full sums reach parity only at 2^28.
-# - var/std, every dtype, every size: CuPy's take several passes (ours 1.4-3.8x at 2^10, up to 365x at 2^24).
-# - float16/bfloat16 sum/prod/mean: the CuPy path converts to float32 first (ours 1.9-3.5x at 2^10, 3.5-7.9x at
-#   2^24); max/min take CuPy's own half kernels: float16's stay CuPy's (ours 0.79-0.98x but for a few sizes),
-#   bfloat16's over all elements are ours (1.3-3.0x).
-# - float32 mean: CuPy's is a sum and a division (ours 1.05-1.8x at every size).
-# - argmax/argmin over all elements: ours 2.0-2.4x at 2^10 to 2^22 for float32/float16/float64/int32.
-# - max/min and argmax/argmin share their entries: each the larger of the two ops' measured sizes (None where either
-#   stayed short of CuPy's path at 2^24): their near-parity ratios flip from run to run by about 10%.
+# A key's size is the least at which our kernel, timed per call as a user's loop sees it (host included), is at
+# least as fast as the namespace's CuPy path at that size and at every larger size measured; None where it never is.
+# max/min and argmax/argmin share their entries: each the larger of the two ops' sizes (None where either is None).
+# Each registry record cites its measurement; docs/measurements.md summarizes them.
 REDUCE_ROUTE = _VersionedDict(_ROUTING["route"])
 REDUCE_F32_FULL_MIN = REDUCE_ROUTE.get(("f32", "*", "full"))  # float32 sum over all elements (max/min: 2^24)
 REDUCE_F32_AXIS_MIN = REDUCE_ROUTE.get(("f32", "*", "rows"))  # float32 sum/max/min over rows or columns

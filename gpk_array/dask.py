@@ -385,5 +385,5 @@ def register():
 
 register()
 
-__all__ = ["register", "concatenate", "tensordot", "einsum", "take", "numel", "empty", "percentile", "to_numpy", "to_cupy",
-           "RandomState", "PCG64", "GpkArrayBackendEntrypoint", "to_gpk_dispatch"]
+__all__ = ["register", "concatenate", "tensordot", "einsum", "take", "numel", "empty", "percentile", "to_numpy",
+           "to_cupy", "RandomState", "PCG64", "GpkArrayBackendEntrypoint", "to_gpk_dispatch"]

@@ -7,13 +7,15 @@ import numpy as np
 sys.path.insert(0, ".")
 from gpk_array._kernels import gemm as new
 from tests.workbench import _legacy_rules as old
-f16 = np.dtype("float16"); f32 = np.dtype("float32")
+f16 = np.dtype("float16")
+f32 = np.dtype("float32")
 cases = {
  "select_sm90 f16 nn 8192x3072x768": lambda g: (lambda: g.select_sm90(f16, "nn", 8192, 3072, 768)),
  "select_sm90 f16 nn 512^3 (None)": lambda g: (lambda: g.select_sm90(f16, "nn", 512, 512, 512)),
  "select_sm90 tf32 tn 2048^3": lambda g: (lambda: g.select_sm90(f32, "tn", 2048, 2048, 2048, tf32=True)),
  "select_sm90_fused f16 512x3072x768 gelu": lambda g: (lambda: g.select_sm90_fused(f16, 512, 3072, 768, "gelu")),
- "select_sm90_fused f16 8192x3072x768 gelu_tanh": lambda g: (lambda: g.select_sm90_fused(f16, 8192, 3072, 768, "gelu_tanh")),
+ "select_sm90_fused f16 8192x3072x768 gelu_tanh":
+     lambda g: (lambda: g.select_sm90_fused(f16, 8192, 3072, 768, "gelu_tanh")),
  "select_sm90_fused f16 512x3072x768 None": lambda g: (lambda: g.select_sm90_fused(f16, 512, 3072, 768, None)),
  "sm90_may_take 8192x3072 f16": lambda g: (lambda: g.sm90_may_take(8192, 3072, 2)),
  "sm90_fused_may_take 512x3072 f16 gelu": lambda g: (lambda: g.sm90_fused_may_take(512, 3072, 2, "gelu")),

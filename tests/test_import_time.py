@@ -81,7 +81,8 @@ def test_import_loads_nothing_for_cuda_scipy_or_tests(cpu_probe):
 
 def test_import_adds_only_gpk_array_modules_past_numpy(cpu_probe):
     """Past numpy and ml_dtypes (whose own imports are theirs), only gpk_array's modules and two small stdlib ones
-    (dataclasses for finfo/iinfo, and copy, which dataclasses imports): a new dependency on the import path fails here."""
+    (dataclasses for finfo/iinfo, and copy, which dataclasses imports): a new dependency on the import path fails
+    here."""
     new = set(cpu_probe["imported"]) - set(cpu_probe["base"])
     others = {m for m in new if m != "gpk_array" and not m.startswith("gpk_array.")}
     assert others <= {"copy", "dataclasses"}, sorted(others - {"copy", "dataclasses"})

@@ -84,7 +84,8 @@ def _fill(mod, p: Path, source: str, inc_text: str, digest: str, options, includ
     ks = signature.kernels(source)
     cmod = cache.load(source, (), options, name=p.name, include_dirs=(str(p.parent), *include_dirs),
                       identity=f"file:{p}", include_text=inc_text)
-    old = [k for k, v in mod.__dict__.items() if isinstance(v, JitKernel) or k in mod.__dict__.get("__cu_structs__", ())]
+    structs = mod.__dict__.get("__cu_structs__", ())
+    old = [k for k, v in mod.__dict__.items() if isinstance(v, JitKernel) or k in structs]
     for k in old:
         del mod.__dict__[k]
     kernels, structs = [], signature.structs(source)

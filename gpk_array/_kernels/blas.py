@@ -649,10 +649,11 @@ def _matmul_prep(a, b, out_dtype):
 
 
 def matmul(a, b, out=None, *, tf32=None, sm_target=0, out_dtype=None):
-    """``a @ b`` for CuPy arrays (..., M, K) and (..., K, N) of one float dtype, batch dims broadcast (a broadcast
-    batch operand needs stride 0); out_dtype float32 for float16/bfloat16 operands keeps the float32 accumulator. Operands C-contiguous or transposes of C-contiguous (any leading dimension);
-    anything else, other dtypes, empty problems: None. ``out``: C-contiguous (..., M, N), written and returned.
-    A shape problem (K differs, batch dims that do not broadcast) raises ValueError."""
+    """``a @ b`` for CuPy arrays (..., M, K) and (..., K, N) of one float dtype, batch dims broadcast (a broadcast batch
+    operand needs stride 0); out_dtype float32 for float16/bfloat16 operands keeps the float32 accumulator. Operands
+    C-contiguous or transposes of C-contiguous (any leading dimension); anything else, other dtypes, empty problems:
+    None. ``out``: C-contiguous (..., M, N), written and returned. A shape problem (K differs, batch dims that do not
+    broadcast) raises ValueError."""
     key = ("mm", a.shape, a.strides, a.dtype, b.shape, b.strides, b.dtype, out_dtype)
     prep = _checked.get(key, _checked)
     if prep is _checked:

@@ -75,10 +75,9 @@ _CHEAP_UNARY = {"negative", "abs", "square", "relu", "bitwise_invert", "reciproc
 # keyed by its version).
 CONFIG = VersionedDict({
     # Vector kernels: one block per tile of threads * unroll vectors (waves 0), or a grid-stride grid capped at
-    # blocks_per_sm (None: the occupancy) per SM times `waves`. On the H200 the uncapped grid of 128-thread
-    # blocks moved 2^28-element streams 7-11% faster than one persistent wave of 256-thread blocks (float32 add
-    # 4.32 against 4.04 TB/s, x * s 4.06 against 3.75; benchmarks.ew_settings_diag, results *_s11_diag_ew_*):
-    # blocks that run in launch order keep the data in flight on neighbouring addresses.
+    # blocks_per_sm (None: the occupancy) per SM times `waves`. The default is the uncapped grid of 128-thread
+    # blocks (blocks that run in launch order keep the data in flight on neighbouring addresses); why:
+    # docs/measurements.md.
     "threads": 128,          # threads per block, vector kernels
     "blocks_per_sm": None,
     "waves": 0,

@@ -5,29 +5,24 @@ opt-in), launched from Python on the current CuPy stream.
 The SM90 selection rules below (plain GEMM families, fused epilogues, the few-row and split-K rules) are records of
 the kernel registry, ``gpk_array/_kernels/registry/gemm_sm90*.json`` (``gpk_array.workbench.registry``: each record a
 selector, a shape class, a choice and the benchmark results it rests on), compiled at import into one Python function
-per selector; the figures below are what those records cite. A registry file that fails validation is ignored (with a
+per selector; the rules below are what those records say. A registry file that fails validation is ignored (with a
 warning naming the file and the field) and its problems go to cuBLASLt. ``gpk kernels promote`` adds records.
 
 SM90 (``select_sm90``, ``gemm_sm90``; instances and launch in ``cutlass/launch_sm90.py``): float16 / bfloat16,
 layouts "nn" (``a @ b``, b (K, N) row-major) and "tn" (``x @ w.T``, w (N, K) row-major), keys
-``gemm/<f16|bf16>/<nn|tn>/<ppt|coopt>/sm90``. Shape rule (``sm90_family``) from GPU-only times (CUDA graphs of 20
-calls, against cuBLASLt's heuristic choice, which is cuBLAS's kernel) over the gemm bench's 27 shapes on the H200
-(.gpu diag, benchmarks/results/h200_2026-11-30_s5_diag_sm90_37c8273.*): "ppt" (ping-pong 128x128x64) for
-M >= 4096, N >= 2048, K <= 1024 (GPT-2's MLP up-projection and fused QKV at 8192 rows: 1.02-1.06x). Everywhere else
-cuBLAS is faster: our instances take at least ~8 us (cuBLAS ~3.3 us) on small problems, 0.53-0.96x at M <= 2048,
-and at 4096^3 / 8192^3 the best of 5 incumbent and 4 candidate instances (every swizzle and raster order) reached
-0.95-0.98x cuBLAS (benchmarks/results/h200_2026-11-30_s6_sm90_candidate_sweep_4056f26.*; bfloat16 "coopt" at
-4096^3 had measured 1.07x in session 5, 0.95-0.98x in both runs of session 6: no longer in the rule). ``forced=True`` (the ``GPK_GEMM=cutlass`` checking
-mode) takes ppt/coopt for every covered problem. (Event-timed single launches had shown the same instances 1.2-2x
-"faster" than cuBLAS at small and medium shapes: that was CuPy's host time per cuBLAS call, not GPU time.)
+``gemm/<f16|bf16>/<nn|tn>/<ppt|coopt>/sm90``. Shape rule (``sm90_family``): "ppt" (ping-pong 128x128x64) for
+M >= 4096, N >= 2048, K <= 1024; every other problem goes to cuBLAS. ``forced=True`` (the ``GPK_GEMM=cutlass``
+checking mode) takes ppt/coopt for every covered problem.
 
 TF32 (float32 with TF32 allowed, ``select_sm90(..., tf32=True)``): ``gemm/tf32/tn/ppt/sm90`` for problems of at
-least half a wave of 128x128 tiles and under 2^35 multiply-adds (2048^3 1.15x, GPT-2 MLP shapes at 1024/8192 rows
-1.09-1.25x against cuBLASLt TF32; 4096^3 0.95x, 8192^3 0.91x: cuBLAS there); never "nn" (CUTLASS runs tf32 with
-an N-major B through registers: 0.43-0.94x). Fused bias/activation for ``linear`` (``select_sm90_fused``,
-``linear_sm90``): ``gemm/<dt>/tn/ppt_<epilogue>/sm90`` where the ppt rule holds (gelu_tanh from TANH_PPT_MIN_M rows),
-and for gelu/silu (no cuBLASLt epilogue) on every covered problem, up to FEW_ROWS_MAX rows on fr96 or fr192
-(``_few_rows_family``) (benchmarks/results/h200_2026-11-30_s5_diag_epi_tf32_077a255.*, h200_2026-12-01_s10_*).
+least half a wave of 128x128 tiles and under 2^35 multiply-adds; never "nn" (CUTLASS runs tf32 with an N-major B
+through registers). Fused bias/activation for ``linear`` (``select_sm90_fused``, ``linear_sm90``):
+``gemm/<dt>/tn/ppt_<epilogue>/sm90`` where the ppt rule holds (gelu_tanh from TANH_PPT_MIN_M rows), and for
+gelu/silu (no cuBLASLt epilogue) on every covered problem, up to FEW_ROWS_MAX rows on fr96 or fr192
+(``_few_rows_family``).
+
+Each rule takes our instance only where GPU-only times (CUDA graphs of 20 calls) on the H200 showed it ahead of
+cuBLASLt's heuristic choice; the registry records cite those results, and docs/measurements.md summarizes them.
 
 SM80, the rest of this docstring:
 

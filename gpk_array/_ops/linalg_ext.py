@@ -236,8 +236,8 @@ def qr(x, /, *, mode="reduced"):
 def slogdet(x, /):
     """Sign and log of the absolute determinant (standard: linalg.slogdet)."""
     x = _square(x, "slogdet")
-    s, l = x._device.xp.linalg.slogdet(_low(_float(x)))
-    return SlogdetResult(new(s, x._device), new(l, x._device))
+    sign, logabs = x._device.xp.linalg.slogdet(_low(_float(x)))
+    return SlogdetResult(new(sign, x._device), new(logabs, x._device))
 
 
 @oom_guard

@@ -36,9 +36,8 @@ from .. import _promotion
 from .._errors import DeviceError
 from ._common import Array, as_array, axis_error, new, oom_guard
 
-__all__ = ["add_layer_norm", "add_layer_norm_linear", "bias_add_inplace", "gelu", "kv_cache_attention", "layer_norm", "linear", "linear_bias_gelu",
-           "scaled_dot_product_attention", "self_attention",
-           "softmax"]
+__all__ = ["add_layer_norm", "add_layer_norm_linear", "bias_add_inplace", "gelu", "kv_cache_attention", "layer_norm",
+           "linear", "linear_bias_gelu", "scaled_dot_product_attention", "self_attention", "softmax"]
 
 ACTIVATIONS = (None, "gelu", "gelu_tanh", "relu", "silu")
 _LOW = (_dt.F16,) + ((_dt.BF16,) if _dt.BF16 is not None else ())

@@ -126,8 +126,8 @@ class Block:
         B, T, C3 = qkv.shape
         C = C3 // 3
         if step.decode_positions is not None:  # cache write and attention of a decode step: one fused op
-            y = gp.kv_cache_attention(gp.reshape(qkv, (B, 3, self.n_head, self.head_dim)), step.cache.layers[self.index],
-                                      step.decode_positions, step.kv_len, self.scale)
+            y = gp.kv_cache_attention(gp.reshape(qkv, (B, 3, self.n_head, self.head_dim)),
+                                      step.cache.layers[self.index], step.decode_positions, step.kv_len, self.scale)
             return gp.linear(gp.reshape(y, (B, T, C)), self.attn_c_proj_weight, self.attn_c_proj_bias)
         if step.kv_len is None:  # the new tokens attend each other only: one op from projection to heads' outputs
             if step.cache is not None:

@@ -43,7 +43,8 @@ def initialize(device=0, total_vram_budget=None, **config):
     ``activity_window_s`` (0.005: a higher tier active this recently, or with work in flight, is busy and lower
     tiers are paced to their contention share), ``confine_hold_s`` (0.5: how long after a higher tier's last
     activity a paced context stays on its confined stream, and how long after a confined context's last step the
-    others plan their GEMMs around its SMs; at least ``activity_window_s``; None: that), ``switch_interval`` (5e-6 s: while a guaranteed context and a paced one live
+    others plan their GEMMs around its SMs; at least ``activity_window_s``; None: that), ``switch_interval`` (5e-6 s:
+    while a guaranteed context and a paced one live
     on CUDA devices, the interpreter's switch interval, ``sys.setswitchinterval``, is at most this, so a guaranteed
     context's thread waits at most that long for the interpreter held by a paced context's thread; the program's
     value comes back when no scheduler needs it, and one the program sets meanwhile is left as it is; 0 or None:

@@ -13,11 +13,11 @@ wrapper that
   which gpk_array and CuPy refuse), a ``HostOnlyError`` (a TypeError) names the function and the way out,
   ``x.to_device("cpu")`` (``on_device`` below).
 
-Results come back as gpk_array's: CuPy arrays as Arrays on their device, NumPy arrays as Arrays on the CPU device
-(NumPy scalars too, from calls on the CPU device), inside tuples, lists, dicts and SciPy's result objects (those
-are wrapped in a proxy that converts what is read from them). A class (``interpolate.CubicSpline``, ``spatial.KDTree``) is served as a factory whose
-objects' methods take and give Arrays the same way; constants and exceptions are SciPy's own objects; submodules
-(``signal.windows``) are served as modules of the same kind.
+Results come back as gpk_array's: CuPy arrays as Arrays on their device, NumPy arrays as Arrays on the CPU device (NumPy
+scalars too, from calls on the CPU device), inside tuples, lists, dicts and SciPy's result objects (those are wrapped in
+a proxy that converts what is read from them). A class (``interpolate.CubicSpline``, ``spatial.KDTree``) is served as a
+factory whose objects' methods take and give Arrays the same way; constants and exceptions are SciPy's own objects;
+submodules (``signal.windows``) are served as modules of the same kind.
 """
 import importlib
 import sys

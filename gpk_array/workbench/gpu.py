@@ -209,7 +209,6 @@ def gemm_bench(meta, warmup=3, repeats=10, calls=20):
     rng = np.random.default_rng(checks.SEED)
     dev = cp.cuda.runtime.getDevice()
     act = _act(meta)
-    dt = {"float16": "f16", "bfloat16": "bf16", "tf32": "tf32"}[meta["dtype"]]
     rows = []
     for shape in meta["shapes"]:
         m, n, k = shape

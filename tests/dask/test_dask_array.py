@@ -156,8 +156,8 @@ def test_numel_hook_on_device(device):
     """The element counts of mean/var reductions are Arrays on the chunk's device (Dask's default makes NumPy
     arrays, which a CUDA chunk refuses to mix with)."""
     x = gp.ones((3, 4, 2), device=device)
-    for kw, shape, count in [({}, (), 24), ({"axis": 1}, (3, 2), 4), ({"axis": (0, 2), "keepdims": True},
-                                                                     (1, 4, 1), 6), ({"keepdims": True}, (1, 1, 1), 24)]:
+    for kw, shape, count in [({}, (), 24), ({"axis": 1}, (3, 2), 4), ({"axis": (0, 2), "keepdims": True}, (1, 4, 1), 6),
+                             ({"keepdims": True}, (1, 1, 1), 24)]:
         n = gd.numel(x, **kw)
         assert type(n) is gp.Array and n.device == device and n.shape == shape
         assert numpy.all(host(n) == count) and host(n).dtype == numpy.float64

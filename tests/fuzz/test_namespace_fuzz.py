@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 import gpk_array as xp
 
 ALLOWED = (TypeError, ValueError, IndexError, OverflowError, ZeroDivisionError, xp.OutOfMemoryError)
-FUZZ = settings(max_examples=int(__import__("os").environ.get("GPK_FUZZ_EXAMPLES", "300")), deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=int(__import__("os").environ.get("GPK_FUZZ_EXAMPLES", "300")), deadline=None,
+                suppress_health_check=list(HealthCheck))
 
 DTYPES = ["bool", "int8", "uint8", "int32", "int64", "uint64", "float16", "float32", "float64", "complex64",
           "complex128"]

@@ -13,7 +13,8 @@ from ..conftest import HAS_GPU
 def test_import_needs_no_gpu_and_loads_no_cupy():
     code = ("import sys, gpk_array.cuda as c, gpk_array.cuimport; "
             "assert 'cupy' not in sys.modules, 'cupy imported'; print(sorted(c.__all__)[:2])")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "GPK_DEVICE": "cpu"})
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "GPK_DEVICE": "cpu"})
     assert r.returncode == 0, r.stderr
 
 

@@ -55,6 +55,21 @@ def test_generator_check_detects_a_changed_file(tmp_path):
     assert "does not match its recorded sha256" in r.stdout
 
 
+def test_generator_is_a_package_and_assembles_the_probe_from_its_cpp():
+    """The generator imports as a package (no sys.path edit; CUTLASS's Python is imported only when emitting), and
+    the SM90 probe program is assembled from probe_sm90.cpp: its fixed C++ before and after the instances, in that
+    order, with no marker left."""
+    from gpk_array._kernels.cutlass.gen import cli, families, probe_sm90
+    assert families.OUT_DIR == KDIR and cli.OUT_DIR == KDIR
+    entry = next(e for e in MANIFEST["instances"] if e["arch"] >= 90)
+    src = probe_sm90._sm90_probe_source([entry], KDIR)
+    assert "@GPK_" not in src and "GPK_MEMBER_FUNCTIONS" not in src
+    at = [src.index(s) for s in ("CUresult CUDAAPI cuTensorMapEncodeTiled(", "namespace gpk_i0 {",
+                                 "static void gpk_dirty_stack(", "static void gpk_members_0(", "int main() {")]
+    assert at == sorted(at)
+    assert src.count("int main() {") == 1 and f'"{entry["key"]}"' in src[at[-1]:]
+
+
 def test_manifest_files_and_names():
     keys = set()
     for e in MANIFEST["instances"]:

@@ -4,7 +4,8 @@ where the shape rule says so, everything else to cuBLAS, and the answers agree w
 
 Also checked here against the real driver: a launch cached for one pointer set and re-pointed at another
 (``set_pointers``, cuTensorMapReplaceAddress) is byte for byte the Params a fresh encode makes; the cached launch
-is right on other streams and inside a CUDA graph. GPU run: pytest -m gpu tests/kernels/test_cutlass_sm90_dispatch_gpu.py
+is right on other streams and inside a CUDA graph. GPU run: pytest -m gpu
+tests/kernels/test_cutlass_sm90_dispatch_gpu.py
 """
 
 import ctypes
@@ -197,7 +198,8 @@ def test_linear_fused_epilogue_dispatch(spy, dt, activation, monkeypatch):
     ref = act_ref(_f64(x._data).reshape(-1, 768) @ _f64(w._data).T + _f64(b._data), activation).reshape(3, 43, 2304)
     y = xp.linear(x, w, b, activation=activation)           # forced (the spy's mode): the fused instance
     few = "fr96" if activation in gemm.FEW_ROWS_FUSED else "ppt"      # 129 rows: fr96 carries gelu and silu
-    assert spy["ran"] == 1 and spy["keys"][-1].split("/")[3] == (few + "_bias" + (f"_{activation}" if activation else ""))
+    want = few + "_bias" + (f"_{activation}" if activation else "")
+    assert spy["ran"] == 1 and spy["keys"][-1].split("/")[3] == want
     _check(y._data, ref, dt)
     monkeypatch.setattr(_gpu, "GEMM_MODE", "auto")
     y = xp.linear(x, w, b, activation=activation)            # 129 rows: fused only for gelu and silu

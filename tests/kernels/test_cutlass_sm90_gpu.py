@@ -4,7 +4,8 @@ Every test runs for each instance family (``large``: 128x128x64 tile, cluster 1x
 tile, cluster 2x1x1; ``pp``: 128x128x64 ping-pong, cluster 2x1x1; with CUTLASS's TMA epilogue: ``ppt``:
 128x128x64 ping-pong and ``coopt``: 256x128x64 cooperative, both cluster 2x1x1; the 2x1x1 ones are cluster
 launches; the TMA-epilogue ones need N, ldc, ldd multiples of 8 and 16-byte aligned C and D).
-GPU run of only the TMA-epilogue families: pytest -m gpu tests/kernels/test_cutlass_sm90_gpu.py -k "ppt or coopt". Needs a CC 9.0 GPU (the cubins are sm_90a) and either the CUTLASS
+GPU run of only the TMA-epilogue families: pytest -m gpu tests/kernels/test_cutlass_sm90_gpu.py -k "ppt or coopt". Needs
+a CC 9.0 GPU (the cubins are sm_90a) and either the CUTLASS
 headers plus nvcc/NVRTC to compile the six instances, or their cubins prebuilt into $GPK_CACHE_DIR/sm_90a/
 (python -m gpk_array._kernels.cutlass.launch_sm90 --prebuild, no GPU needed). References: float64 NumPy of the same
 rounded float16/bfloat16 inputs; tolerance relative to max|ref|: float16 5e-3, bfloat16 2e-2 (the output

@@ -361,11 +361,7 @@ _SLOW = os.environ.get("GPK_SLOW_COMPILE") == "1"
 @pytest.mark.skipif(importlib.util.find_spec("cutlass_library") is None, reason="nvidia-cutlass not installed")
 def test_probe_reproduces_the_manifest(tmp_path):
     """Re-run the probe (nvcc host build of CUTLASS's to_underlying_arguments) and compare with MANIFEST."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        import gen_cutlass as G
-    finally:
-        sys.path.pop(0)
+    from gpk_array._kernels.cutlass.gen import probe_sm90 as G
     fresh = G.probe_sm90_layout(MANIFEST["instances"], KDIR, nvcc=_nvcc())
     for e in SM90 + FUSED:
         assert fresh[e["key"]] == e["host_params"], e["key"]
@@ -1113,7 +1109,8 @@ def test_tf32_tn_descriptors_follow_the_problem(entry):
     assert c["dims"] == [3000, 1000, 1] and c["strides"] == [3008 * 4, 3008 * 4 * 1000]
     assert d["dims"] == [3000, 1000, 1] and d["strides"] == [3016 * 4, 3016 * 4 * 1000]
     import struct
-    assert struct.unpack_from("<4i", la.params, entry["host_params"]["offsets"]["problem_shape"]) == (1000, 3000, 4104, 1)
+    shape_at = entry["host_params"]["offsets"]["problem_shape"]
+    assert struct.unpack_from("<4i", la.params, shape_at) == (1000, 3000, 4104, 1)
 
 
 @pytest.mark.parametrize("entry", [e for e in TF32 if S.layout_of(e) == "nn"],
@@ -1259,7 +1256,7 @@ def test_gemm_into_caches_launches_and_repoints_params(key, tma_stub, launch_stu
 # --------------------------------------------------------------------------------------------------
 # Candidates (MANIFEST "candidate"): probed and launchable by key, outside every rule, never shipped
 # --------------------------------------------------------------------------------------------------
-# key -> CTA tile, cluster, stages, kernel schedule, epilogue schedule (scripts/gen_cutlass.py, FAMILIES' candidates)
+# key -> CTA tile, cluster, stages, kernel schedule, epilogue schedule (cutlass/gen/families.py, FAMILIES' candidates)
 _CO, _PP = "TmaWarpSpecializedCooperative", "TmaWarpSpecializedPingpong"
 CANDIDATE_SPEC = {
     "gemm/tf32/tn/xl/sm90": ([128, 256, 32], [2, 1, 1], 4, _CO, "NoSmemWarpSpecialized"),
@@ -1343,7 +1340,8 @@ def test_candidates_are_unshipped_unlisted_and_outside_the_rule(tmp_path, monkey
     # --ship never copies a candidate (and keeps the shipped set); --candidates --ship is refused
     shipped = []
     monkeypatch.setattr(L, "SHIPPED_DIR", tmp_path)
-    monkeypatch.setattr(L, "build", lambda k, backend=None, force=False: shipped.append(k) or {"path": str(tmp_path / "x")})
+    monkeypatch.setattr(L, "build",
+                        lambda k, backend=None, force=False: shipped.append(k) or {"path": str(tmp_path / "x")})
     monkeypatch.setattr("shutil.copyfile", lambda src, dst: Path(dst).write_bytes(b"\x7fELF"))
     assert L._main(["--ship"]) == 0
     assert set(shipped) == {e["key"] for e in SHIPPED90 if e["host_params"].get("status") == "probed"}
@@ -1370,9 +1368,9 @@ def test_tf32_direct_store_candidates_write_float32_c_and_d(entry):
 
 
 def test_candidate_sweep_plan_covers_every_candidate():
-    """benchmarks/sm90_candidate_sweep.py (the GPU sweep that decides on the candidates) plans, without a GPU or
+    """benchmarks/diag/sm90_candidate_sweep.py (the GPU sweep that decides on the candidates) plans, without a GPU or
     CuPy, every candidate beside incumbents that exist in the manifest."""
-    code = ("import sys, json; import benchmarks.sm90_candidate_sweep as W; "
+    code = ("import sys, json; import benchmarks.diag.sm90_candidate_sweep as W; "
             "assert W.main(['--plan']) == 0; assert 'cupy' not in sys.modules, 'cupy imported'; "
             "print(json.dumps(W.plan(W.GROUPS)))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT), check=False)
@@ -1401,7 +1399,8 @@ def test_stream_k_is_its_twin_but_for_the_scheduler(entry):
     assert entry["kernel"] == twin["kernel"] + "_streamk" and entry["tile_scheduler"] == "StreamK"
     hp, thp = entry["host_params"], twin["host_params"]
     assert hp["smem_bytes"] == thp["smem_bytes"] and hp["tma"] == thp["tma"]
-    assert hp["descriptors"] == thp["descriptors"] and hp["epilogue_tma_transaction_bytes"] == thp["epilogue_tma_transaction_bytes"]
+    assert hp["descriptors"] == thp["descriptors"]
+    assert hp["epilogue_tma_transaction_bytes"] == thp["epilogue_tma_transaction_bytes"]
     for m, off in thp["offsets"].items():
         if not m.startswith(("scheduler", "workspace")):
             assert hp["offsets"][m] == off, m

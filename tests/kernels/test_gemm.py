@@ -72,7 +72,8 @@ def test_launch_args_are_cutlass_bytes(key):
         m, n, k, lda, ldb, ldc, ldd, alpha, beta, pa, pb, pc, pd = g["case"]
         for _ in range(2):  # the second call comes from the cached template
             la, arg = gemm.launch_args(key, m, n, k, lda, ldb, ldc, ldd, alpha, beta, (pa, pb, pc, pd))
-            assert isinstance(arg, np.ndarray) and arg.size == 1 and arg.dtype.itemsize == e["host_params"]["params_size"]
+            assert isinstance(arg, np.ndarray) and arg.size == 1
+            assert arg.dtype.itemsize == e["host_params"]["params_size"]
             assert arg.tobytes().hex() == g["hex"], g["case"]
             assert list(la.grid) == g["grid"] and la.kernel == e["kernel"]
             assert la.shared_mem == e["host_params"]["smem_bytes"] and la.block == (e["threads"], 1, 1)

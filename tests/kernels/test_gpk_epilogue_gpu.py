@@ -1,4 +1,5 @@
-"""GPU tests of the fused epilogues' activation functors (gpk_array/_kernels/cutlass/gpk_epilogue.h: gpk::epilogue::Gelu,
+"""GPU tests of the fused epilogues' activation functors (gpk_array/_kernels/cutlass/gpk_epilogue.h:
+gpk::epilogue::Gelu,
 the erf GELU as max(x, 0) - |x| 2^P(|x|), and gpk::epilogue::Silu, x * rcp.approx(1 + ex2.approx(-x log2 e))) with
 the real MUFU ops:
 
@@ -173,7 +174,8 @@ def L():
 def test_fused_instance_special_bias(L, dtype, activation):
     """x = 0 (M, K), so D[i, n] = act(0 + bias[n]) in every row: the activation of every bias value, rounded once
     to f16/bf16. Special values (+-0, +-inf, NaN, the type's max, +-1000, -20, -100) exactly as the float64 limit
-    rounded to the type (zeros with their sign: act(-big) = -0; a bias of -0 gives act(+0 + -0) = +0); a dense grid of [-10, 10] within one ulp of the
+    rounded to the type (zeros with their sign: act(-big) = -0; a bias of -0 gives act(+0 + -0) = +0); a dense grid of
+    [-10, 10] within one ulp of the
     float64 act(bias) rounded to the type, or within the functor's own bound 1e-6 max(1, |x|) where the value is
     so small that one ulp is less (the tail of gelu below x ~ -4, where x Phi(x) < 1e-4: float32's
     0.5 x (1 + erf) loses as much there)."""

@@ -72,4 +72,5 @@ CASES = [
 # the exact (bitwise) comparison of a GPU run with the CPU run, where both compute one correctly rounded
 # operation per result; elsewhere (FMA contraction, tanhf/sqrtf ulps, atomics order) a tolerance
 EXACT = {"stencil", "histogram", "transpose", "where_bool", "intops", "gid_fill", "atomics_i32", "annotated",
-         "alias", "helper_writer", "shuffles", "scale_add_i8", "scale_add_u16", "casts", "step_range", "closure_factory"}
+         "alias", "helper_writer", "shuffles", "scale_add_i8", "scale_add_u16", "casts", "step_range",
+         "closure_factory"}

@@ -324,7 +324,7 @@ for read in (lambda: f.numpy("a").sum(), lambda: f.get("b", device="cpu")):
 
 
 def test_get_copies_so_arrays_outlive_file_changes(tmp_path):
-    gpk_array = pytest.importorskip("gpk_array")
+    pytest.importorskip("gpk_array")
     path = tmp_path / "x.safetensors"
     save_file({"x": np.arange(4, dtype=np.int32)}, path)
     with SafeTensorsFile(path) as f:

@@ -190,7 +190,9 @@ def _cuda_run(dtype):
             logprobs=None, logprob_ids=None, next_tok=None, next_pos=None, max_pos=0):
         d = {k: cupy.asarray(v) for k, v in dict(table=table, counts=counts, seen=seen, bias=bias,
                                                   counted=counted).items()}
-        i64 = (lambda a: None if a is None else cupy.asarray(np.asarray(a, dtype=np.int64)))
+        def i64(a):
+            return None if a is None else cupy.asarray(np.asarray(a, dtype=np.int64))
+
         nt, npos = i64(next_tok), i64(next_pos)
         o, lp, ids = cupy.asarray(out), cupy.asarray(logprobs), cupy.asarray(logprob_ids)
         work = cupy.zeros((x.shape[0], -(-x.shape[1] // 4) * 4), dtype=cupy.float32)

@@ -188,8 +188,9 @@ class _SciPy:
 # what CuPy's cupyx.scipy has of the functions the probed calls reach (CuPy 15's source), for the stand-in; and
 # stdtr, which CuPy lacks: on a GPU SciPy's own dispatch for the CuPy memory composes it of CuPy's betainc (the
 # first route of gpk_array.scipy._bridge.on_device), a route the stand-in cannot take (SciPy sees NumPy arrays)
-_CUPYX_OF_PROBE = {"special": ["erf", "gammaln", "logsumexp", "softmax", "betainc", "ndtr", "xlogy", "stdtr"], "signal": ["convolve", "welch"],
-                   "fft": ["dct", "fft"], "ndimage": ["gaussian_filter", "zoom"], "stats": ["zscore"]}
+_CUPYX_OF_PROBE = {"special": ["erf", "gammaln", "logsumexp", "softmax", "betainc", "ndtr", "xlogy", "stdtr"],
+                   "signal": ["convolve", "welch"], "fft": ["dct", "fft"], "ndimage": ["gaussian_filter", "zoom"],
+                   "stats": ["zscore"]}
 
 
 @pytest.mark.parametrize("case", sorted(_probe_calls()))

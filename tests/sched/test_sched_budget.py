@@ -212,7 +212,6 @@ def test_best_effort_waits_for_memory_then_succeeds(cpu_sched, alloc):
     assert "err" not in result, result.get("err")
     assert be.used_bytes() == 300 and be.stats()["queued"] == 0
     assert g.used_bytes() == 0
-    del result
     sched.shutdown()
 
 

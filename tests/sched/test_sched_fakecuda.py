@@ -836,7 +836,7 @@ def test_graph_captures_plan_around_the_confinement_sms(fake, green):
     made, _ = green
     sched.initialize(0, contention_sms=16, activity_window_s=0.002, confine_hold_s=0.05)
     g = sched.create_context("g", 64 * MiB)
-    g2 = sched.create_context("g2", 64 * MiB)
+    _g2 = sched.create_context("g2", 64 * MiB)  # a second unpaced context, kept alive
     with g:
         fake.capturing.add(fake.get_current_stream().ptr)
         assert g._sm_target() == 0      # no paced CUDA context yet

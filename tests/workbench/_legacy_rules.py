@@ -89,8 +89,10 @@ def select_sm90(dtype, layout: str, m: int, n: int, k: int, forced: bool = False
 # h200_2026-11-30_s8_diag_pdl_be63a72.*), f16 x768->3072 bias+gelu: 256 rows 7.34 us (ppt 9.48), 512 rows 8.08
 # (9.76), 1024 rows 13.70 (13.95); bf16 alike; before PDL on both. silu: the same mainloop, a cheaper functor.
 # fr192 (cooperative 128x192x64, 2x1x1) takes over where its waves of twice-as-large tiles cost no more than fr96's
-# (_few_rows_family): s10, benchmarks/results/h200_2026-12-01_s10_diag_fr192_* (python -m benchmarks.fused_rows_diag),
-# GPU-only bias+gelu against the bare cuBLAS GEMM, f16 (bf16 alike): 640 rows x768->3072 1.48x (fr96 1.65), 768 rows 1.33 (1.52), 1024 rows 1.22 (1.37),
+# (_few_rows_family): s10, benchmarks/results/h200_2026-12-01_s10_diag_fr192_* (python -m
+# benchmarks.diag.fused_rows_diag),
+# GPU-only bias+gelu against the bare cuBLAS GEMM, f16 (bf16 alike): 640 rows x768->3072 1.48x (fr96 1.65), 768 rows
+# 1.33 (1.52), 1024 rows 1.22 (1.37),
 # 1024x768->2304 1.31 (1.48); where its waves cost more, fr96 stays ahead (1536 rows 1.53 against 1.45, 1024x3072->768
 # 2.80 against 1.55). Bit-identical results (the same k order). silu assumed alike (not timed).
 # The fused ppt instances stage their output in 64x128 subtiles (scripts/gen_cutlass.py epi_tile), which made

@@ -18,8 +18,8 @@ The launch: Params bytes from ``params_sm90.build_sm90_launch`` (TMA descriptors
 the max-dynamic-shared-memory attribute set once per function, then ``cuLaunchKernel`` through ctypes
 on the current CuPy stream with a pointer to the 128-byte aligned Params (cluster 1x1x1: an ordinary
 launch; a larger cluster, as the "xl" family's 2x1x1: ``cuLaunchKernelEx`` with
-CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, the grid being CUTLASS's get_grid_shape, a multiple of the cluster). Params are cached per (pointers, shapes, scalars), so a repeated call
-costs one dict lookup plus the launch.
+CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, the grid being CUTLASS's get_grid_shape, a multiple of the cluster). Params are
+cached per (pointers, shapes, scalars), so a repeated call costs one dict lookup plus the launch.
 """
 
 from __future__ import annotations
@@ -334,7 +334,7 @@ LAYOUT_FAMILIES = {"tn": FAMILIES, "nn": ("ppt", "coopt")}
 # gpk::epilogue::Gelu in cutlass/gpk_epilogue.h, within 4e-7 max(1, |x|) in fp32), gelu_tanh torch's
 # approximate="tanh" (CUTLASS GELU_taylor, tanh.approx.f32), silu x * sigmoid(x) (our gpk::epilogue::Silu:
 # ex2.approx and rcp.approx). The fused ppt instances stage their output in 64x128 subtiles (two per tile; the bare
-# ppt in CUTLASS's auto 64x32): scripts/gen_cutlass.py's epi_tile.
+# ppt in CUTLASS's auto 64x32): the families' epi_tile in gen/families.py.
 FUSED_FAMILIES = ("ppt",)
 ACTIVATIONS = (None, "gelu", "gelu_tanh", "relu", "silu")
 
@@ -655,7 +655,7 @@ def _main(argv=None) -> int:
                     help="list or --prebuild the candidate instances (MANIFEST candidate) instead of the shipped ones")
     args = ap.parse_args(argv)
     if args.ship and args.candidates:
-        ap.error("candidates are not shipped: promote one first (drop its candidate mark in scripts/gen_cutlass.py)")
+        ap.error("candidates are not shipped: promote one first (drop its candidate mark in gen/families.py)")
     keys = instance_keys(candidates=args.candidates)
     if args.ship:
         import shutil

@@ -66,7 +66,9 @@ class Emulated:
         out = np.zeros(R, dtype=np.int64) if out is None else out
         lp = np.zeros((R, 21), dtype=np.float32) if logprobs is None else logprobs
         ids = np.zeros((R, 20), dtype=np.int32) if logprob_ids is None else logprob_ids
-        i64 = (lambda a: None if a is None else np.ascontiguousarray(a, dtype=np.int64).reshape(-1))
+        def i64(a):
+            return None if a is None else np.ascontiguousarray(a, dtype=np.int64).reshape(-1)
+
         slots, tok, pos = i64(slots), i64(tok), i64(pos)
         pr = None if prompt is None else np.ascontiguousarray(prompt, dtype=np.int64)
         for a, dt in ((table, np.uint64), (counts, np.int32), (seen, np.uint8), (bias, np.float32),

@@ -1,5 +1,5 @@
 """Host time per call of the namespace's float32 matmul and its pieces under TF32 ("high") and full FP32 ("highest"):
-python -m benchmarks.matmul_host_diag (200 calls back to back, no sync; "wall" waits for the GPU too; a cProfile
+python -m benchmarks.diag.matmul_host_diag (200 calls back to back, no sync; "wall" waits for the GPU too; a cProfile
 of 500 calls at 256^3). Session 11 found select_sm90's TF32 check costing ~9 us per call through NumPy's Python-level
 str(dtype) (results: benchmarks/results/h200_2026-12-01_s11_diag_tf32_host2_*)."""
 import cProfile
@@ -46,11 +46,15 @@ def main():
                     h, w = host(cp, fn)
                     print(f"{m}x{k}x{n} {prec:8s} {name:14s} host {h:8.1f} us/call  wall {w:8.1f} us/call", flush=True)
                 if m == 256:
-                    pr = cProfile.Profile(); pr.enable()
+                    pr = cProfile.Profile()
+                    pr.enable()
                     for _ in range(500):
                         a @ b
-                    pr.disable(); cp.cuda.Device().synchronize()
-                    st = io.StringIO(); pstats.Stats(pr, stream=st).sort_stats("cumtime").print_stats(25); print(st.getvalue()[:5000])
+                    pr.disable()
+                    cp.cuda.Device().synchronize()
+                    st = io.StringIO()
+                    pstats.Stats(pr, stream=st).sort_stats("cumtime").print_stats(25)
+                    print(st.getvalue()[:5000])
 
 
 if __name__ == "__main__":

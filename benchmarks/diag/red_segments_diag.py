@@ -1,4 +1,4 @@
-"""Full and column reductions with more, shorter segments (session 11): python -m benchmarks.red_segments_diag
+"""Full and column reductions with more, shorter segments (session 11): python -m benchmarks.diag.red_segments_diag
 
 CONFIG waves / block_min_seg / fin / col_waves settings against the defaults for float32 and float16 sums (max, argmax
 for float32) of 2^28 and 2^24 elements and float32 column sums of (1024, 262144); GB/s read, CUDA events, 10 calls,
@@ -14,14 +14,16 @@ OUT = os.environ.get("OUT", "/tmp")
 
 
 def timed(cp, fn, nbytes, calls=10, reps=5):
-    fn(); cp.cuda.Device().synchronize()
+    fn()
+    cp.cuda.Device().synchronize()
     best = None
     for _ in range(reps):
         s, e = cp.cuda.Event(), cp.cuda.Event()
         s.record()
         for _ in range(calls):
             fn()
-        e.record(); e.synchronize()
+        e.record()
+        e.synchronize()
         t = cp.cuda.get_elapsed_time(s, e) * 1e-3 / calls
         best = t if best is None else min(best, t)
     return nbytes / best / 1e9
@@ -34,7 +36,8 @@ def main():
     base_cfg = dict(red.CONFIG)
     rng = np.random.default_rng(0)
     N = 1 << 28
-    data = {"f32": cp.asarray(rng.uniform(-1, 1, N).astype(np.float32)), "f16": cp.asarray(rng.uniform(-1, 1, N).astype(np.float16))}
+    data = {"f32": cp.asarray(rng.uniform(-1, 1, N).astype(np.float32)),
+            "f16": cp.asarray(rng.uniform(-1, 1, N).astype(np.float16))}
     cases = []
     for dt, a in data.items():
         for p in (28, 24):
@@ -57,7 +60,8 @@ def main():
     for name, x, op in cases:
         red.CONFIG.update(base_cfg)
         refs[name] = call(x, op)
-    cfn = {"sum": lambda x: cp.sum(x), "max": lambda x: cp.max(x), "argmax": lambda x: cp.argmax(x), "sumcol": lambda x: cp.sum(x, axis=0)}
+    cfn = {"sum": lambda x: cp.sum(x), "max": lambda x: cp.max(x), "argmax": lambda x: cp.argmax(x),
+           "sumcol": lambda x: cp.sum(x, axis=0)}
     cup = {name: timed(cp, lambda x=x, op=op: cfn[op](x), x.nbytes) for name, x, op in cases}
     for r in range(2):
         for name, x, op in cases:
@@ -73,7 +77,8 @@ def main():
     print(f"{'case':30} {'cupy':>7} " + " ".join(f"{c:>8}" for c in configs))
     for name, x, op in cases:
         best = {c: max(g for g, s, cl in res[c][name]) for c in configs}
-        flags = "".join("" if all(s for g, s, cl in res[c][name]) else (" ~" + c if all(cl for g, s, cl in res[c][name]) else " BAD:" + c) for c in configs)
+        flags = "".join("" if all(s for g, s, cl in res[c][name])
+                        else (" ~" + c if all(cl for g, s, cl in res[c][name]) else " BAD:" + c) for c in configs)
         print(f"{name:30} {cup[name]:7.1f} " + " ".join(f"{best[c]:8.1f}" for c in configs) + flags, flush=True)
     with open(f"{OUT}/diag_red_waves.json", "w") as fh:
         json.dump({"cupy": cup, "res": res, "configs": configs}, fh, indent=1)

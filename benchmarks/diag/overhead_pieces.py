@@ -1,7 +1,7 @@
 """Where the namespace's host time per small call goes on a CUDA device: gpk_array's call beside the CuPy calls it
 makes and the pieces around them (per call, best of 5 loops of 2000, 1000-element float32 arrays).
 
-    python -m benchmarks.overhead_pieces [--json OUT]
+    python -m benchmarks.diag.overhead_pieces [--json OUT]
 """
 from __future__ import annotations
 

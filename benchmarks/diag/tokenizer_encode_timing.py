@@ -5,13 +5,13 @@ corpus as one long text, as many short texts, and of its ASCII-only part. ``--ag
 gpk_array/llm/tokenizer.py of a git revision too (loaded alone, as before the generated class tables), in
 alternating rounds.
 
-    python benchmarks/tokenizer_encode_timing.py [--copies 50] [--repeat 15] [--against REV [--rounds 5]]
+    python benchmarks/diag/tokenizer_encode_timing.py [--copies 50] [--repeat 15] [--against REV [--rounds 5]]
 """
 import argparse
 import pathlib
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from benchmarks.tokenizer_bench import best, corpus, load_revision  # noqa: E402
 from gpk_array.llm import tokenizer as tokmod  # noqa: E402

@@ -1,6 +1,6 @@
 """Elementwise build and launch settings against the 2^28-element targets, per op kind (not only add).
 
-    python -m benchmarks.ew_settings_diag [--p 28] [--rounds 2] [--json OUT]
+    python -m benchmarks.diag.ew_settings_diag [--p 28] [--rounds 2] [--json OUT]
 
 The elementwise tuning sweep (``kernels_bench elementwise_tune``) times ``add`` alone; one-input streams
 (x * scalar, unary ops, row / column broadcasts) read one array and write one, and may want other settings.

@@ -4,7 +4,7 @@ without CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (launch_sm90._pack
 time for the same problem (blas.matmul, its algorithms timed on the first call); a chained pair (y = x @ w.T, then
 y @ w2.T, both PDL) checked against float64.
 
-    python -m benchmarks.pdl_diag [--json OUT]
+    python -m benchmarks.diag.pdl_diag [--json OUT]
 
 Session 8's run, before the flag was on for every instance (the same figures, then measured with separate GDC
 cubins): benchmarks/results/h200_2026-11-30_s8_diag_pdl_be63a72.*.

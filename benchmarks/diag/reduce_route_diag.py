@@ -4,7 +4,7 @@ route to our kernels on (the checking mode, OWN_KERNELS_MIN = 0) and with every 
 namespace: float16/bfloat16 through float32), beside CuPy's own call on the same array, from 2^10 to 2^24
 elements, over all elements, rows (the last axis) and columns (the first axis).
 
-    python -m benchmarks.reduce_route_diag [--json OUT] [--dtypes float32,float16,...] [--ops sum,argmax,...]
+    python -m benchmarks.diag.reduce_route_diag [--json OUT] [--dtypes float32,float16,...] [--ops sum,argmax,...]
 
 "least" in the summary: the smallest measured size from which our kernels are at least as fast as the namespace's
 CuPy path at that size and at every larger one measured (None: not at 2^24).
@@ -51,7 +51,8 @@ def run(out_json=None, dtypes=DTYPES, ops=OPS):
     own_min, floor = _gpu.OWN_KERNELS_MIN, _gpu.reduce_floor
     rng = np.random.default_rng(0)
     rows = []
-    print(f"{'dtype':9} {'op':7} {'kind':5} {'n':>9} {'ours us':>9} {'path us':>9} {'cupy us':>9} {'path/ours':>10}  ok")
+    print(f"{'dtype':9} {'op':7} {'kind':5} {'n':>9} {'ours us':>9} {'path us':>9} {'cupy us':>9} "
+          f"{'path/ours':>10}  ok")
     for dname in dtypes:
         dt = gp.bfloat16 if dname == "bfloat16" else getattr(gp, dname)
         for p in SIZES:

@@ -1,9 +1,9 @@
 """The SM90 CUTLASS candidates (MANIFEST ``candidate``) against cuBLASLt on the GPU: build, check, time.
 
-    python -m benchmarks.sm90_candidate_sweep                  # everything, within --budget seconds (default 240)
-    python -m benchmarks.sm90_candidate_sweep --groups tf32    # TF32 only (groups: tf32, f16, bf16)
-    python -m benchmarks.sm90_candidate_sweep --plan           # no GPU: what a run builds, checks and times
-    python -m benchmarks.sm90_candidate_sweep --groups f16,bf16 --keys K1,K2 --shapes 512x768x3072 \
+    python -m benchmarks.diag.sm90_candidate_sweep                  # everything, within --budget seconds (default 240)
+    python -m benchmarks.diag.sm90_candidate_sweep --groups tf32    # TF32 only (groups: tf32, f16, bf16)
+    python -m benchmarks.diag.sm90_candidate_sweep --plan           # no GPU: what a run builds, checks and times
+    python -m benchmarks.diag.sm90_candidate_sweep --groups f16,bf16 --keys K1,K2 --shapes 512x768x3072 \
         --incumbents ppt,large                                 # given instances at given shapes (M x K x N)
 
 What it does (one process; $OUT receives sm90_candidate_sweep.json, rewritten after every figure, and the built
@@ -37,7 +37,7 @@ candidates' cubins under cubin/, named as launch_sm90.cubin_path names them):
    to 8 over both raster orders, and the nondeterministic reduction at 2 and 4 splits ("s1mk4nd"); launch_sm90.prepare
    allocates each variant's workspace and launch zeroes its barriers (a memset before the kernel, timed with it in
    the graph); the check adds alpha/beta with C at 3 splits. Few-row shapes, e.g.:
-       python -m benchmarks.sm90_candidate_sweep --groups f16 --shapes 512x768x3072,512x3072x768 --incumbents ppt \
+       python -m benchmarks.diag.sm90_candidate_sweep --groups f16 --shapes 512x768x3072,512x3072x768 --incumbents ppt \
            --keys gemm/f16/tn/co128sk/sm90,gemm/f16/tn/co128t/sm90,gemm/f16/tn/co64t/sm90,gemm/f16/tn/ppt/sm90
 
 Order under the budget: TF32 goal shapes, f16/bf16 goal shapes, TF32 extra shapes; what does not fit is reported
@@ -59,8 +59,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 T0 = time.monotonic()
-ROOT = Path(__file__).resolve().parents[1]
-MODULE = "benchmarks.sm90_candidate_sweep"
+ROOT = Path(__file__).resolve().parents[2]
+MODULE = "benchmarks.diag.sm90_candidate_sweep"
 
 GROUPS = ("tf32", "f16", "bf16")
 # incumbents timed beside the candidates: the rule's instances and their nearest relatives (all shipped)

@@ -6,14 +6,14 @@ and the last the tokenizer tests' mixed corpus (short pieces); the piece cache i
 every run merges. ``--against REV`` times the
 gpk_array/llm/tokenizer.py of a git revision too, in alternating rounds.
 
-    python benchmarks/tokenizer_long_pieces.py [--n 100000] [--repeat 3] [--against REV [--rounds 3]]
+    python benchmarks/diag/tokenizer_long_pieces.py [--n 100000] [--repeat 3] [--against REV [--rounds 3]]
 """
 import argparse
 import pathlib
 import random
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from benchmarks.tokenizer_bench import best, corpus, load_revision  # noqa: E402
 from gpk_array.llm import tokenizer as tokmod  # noqa: E402

@@ -1,6 +1,6 @@
 """Exactness figures of GPT-2 124M (random weights) against Hugging Face transformers on the same GPU.
 
-    python -m benchmarks.llm_exactness
+    python -m benchmarks.diag.llm_exactness
 
 Prints the largest float32 logit error relative to the logits' scale for prompts of 1 to 1,000 tokens (the whole prompt
 at once, and its last 8 tokens one at a time through the KV cache), how many of 64 greedy tokens match transformers'
@@ -45,7 +45,8 @@ def main():
             for t in range(n - 8, n):
                 got.append(host(m(prompt[None, t:t + 1], [[t]], cache=cache, kv_len=1024))[0])
             kv = rel(np.concatenate(got), want)
-        print(f"float32 logits, prompt {n:4d}: max rel err {full:.2e} (no cache), {kv:.2e} (last 8 through the KV cache)")
+        print(f"float32 logits, prompt {n:4d}: max rel err {full:.2e} (no cache), "
+              f"{kv:.2e} (last 8 through the KV cache)")
     prompt = rng.integers(0, 50257, 12).tolist()
     ids, ref = list(prompt), []
     with torch.no_grad():
@@ -63,7 +64,8 @@ def main():
         prompt = rng.integers(0, 50257, 64)
         with torch.no_grad():
             want = hf(torch.tensor(prompt[None], device="cuda")).logits[0].double().cpu().numpy()
-        print(f"{dt} logits vs transformers float32, prompt 64: max rel err {rel(host(half(prompt[None]))[0], want):.2e}")
+        err = rel(host(half(prompt[None]))[0], want)
+        print(f"{dt} logits vs transformers float32, prompt 64: max rel err {err:.2e}")
 
 
 if __name__ == "__main__":

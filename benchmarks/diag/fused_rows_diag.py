@@ -4,7 +4,7 @@ bias_gelu and bias_gelu_tanh, beside the bare cuBLAS GEMM and cuBLASLt's bias+ge
 output compared bit for bit with fr96's (the same k order). What gemm._few_rows_family and TANH_PPT_MIN_M rest on.
 Candidates without a cubin (shipped or in the cache) are left out.
 
-Run on a CUDA GPU: ``python -m benchmarks.fused_rows_diag`` (prints the table; JSON into $OUT or /tmp).
+Run on a CUDA GPU: ``python -m benchmarks.diag.fused_rows_diag`` (prints the table; JSON into $OUT or /tmp).
 """
 import json
 import os
@@ -42,8 +42,11 @@ for dt in ("f16", "bf16"):
                 cp.cuda.Device().synchronize()
                 outs[f"{fam}_{epi}"] = o
                 cands[f"{fam}_{epi}"] = (lambda key=key, o=o, x=x, w=w, b=b: L.gemm_into(key, x, w, o, bias=b))
-        same = {c: bool(cp.array_equal(o.view(cp.uint16), outs[c.replace("fr192", "fr96").replace("ppt", "fr96")].view(cp.uint16)))
-                for c, o in outs.items() if c.replace("fr192", "fr96").replace("ppt", "fr96") in outs}
+        def _ref(c):
+            return c.replace("fr192", "fr96").replace("ppt", "fr96")
+
+        same = {c: bool(cp.array_equal(o.view(cp.uint16), outs[_ref(c)].view(cp.uint16)))
+                for c, o in outs.items() if _ref(c) in outs}
         times = {c: [] for c in cands}
         for r in range(5):
             for c, fn in cands.items():
@@ -54,6 +57,7 @@ for dt in ("f16", "bf16"):
         base = med["cublas"]
         print(f"{dt} {m}x{k}->{n}: " + "  ".join(f"{c} {v:6.2f} ({v / base:4.2f})" for c, v in med.items()), flush=True)
         print("   bitwise equal to fr96's:", same, flush=True)
-        rows.append({"dtype": dt, "m": m, "k": k, "n": n, "median_us": med, "rounds_us": times, "bitwise_equal_fr96": same})
+        rows.append({"dtype": dt, "m": m, "k": k, "n": n, "median_us": med, "rounds_us": times,
+                     "bitwise_equal_fr96": same})
 with open(f"{OUT}/fused_rows_diag.json", "w") as fh:
     json.dump(rows, fh, indent=1)

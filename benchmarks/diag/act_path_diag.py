@@ -2,7 +2,8 @@
 plain code (widening copy, bias pass, activation passes), float16 with the fused kernels off and float32; and
 gelu(x) alone: our kernel against the plain code. GPU-only (CUDA graphs).
 
-Run on a CUDA GPU: ``python -m benchmarks.act_path_diag`` (prints the table; JSON into $OUT or the current directory).
+Run on a CUDA GPU: ``python -m benchmarks.diag.act_path_diag`` (prints the table; JSON into $OUT or the current
+directory).
 """
 import json
 import os
@@ -20,7 +21,8 @@ def t(fn):
 rng = np.random.default_rng(0)
 rows = []
 keep_fa, keep_su = G.FUSED_ALWAYS, _gpu._ew.supports_unary
-print(f"{'dtype':8} {'M':>5} {'K':>5} {'N':>5} {'act':5} {'new us':>8} {'plain us':>9} {'plain/new':>9} {'max|new-plain|':>15}")
+print(f"{'dtype':8} {'M':>5} {'K':>5} {'N':>5} {'act':5} {'new us':>8} {'plain us':>9} {'plain/new':>9} "
+      f"{'max|new-plain|':>15}")
 for dt in ("float16", "float32"):
     for m, k, n in [(512, 768, 3072), (2048, 768, 3072), (512, 3072, 768), (8192, 768, 3072)]:
         x = gp.asarray(rng.uniform(-1, 1, (m, k)).astype(dt), device="cuda:0")
@@ -37,7 +39,8 @@ for dt in ("float16", "float32"):
             finally:
                 G.FUSED_ALWAYS, _gpu._ew.supports_unary = keep_fa, keep_su
             d = float(np.max(np.abs(ynew - yold)))
-            rows.append({"op": "linear", "dtype": dt, "m": m, "k": k, "n": n, "act": act, "new_us": tn, "plain_us": to, "max_abs_diff": d})
+            rows.append({"op": "linear", "dtype": dt, "m": m, "k": k, "n": n, "act": act, "new_us": tn, "plain_us": to,
+                         "max_abs_diff": d})
             print(f"{dt:8} {m:5} {k:5} {n:5} {act:5} {tn:8.2f} {to:9.2f} {to / tn:9.2f} {d:15.2e}", flush=True)
 for dt in ("float16", "float32"):
     for size in (1 << 16, 1 << 20, 1 << 24):
@@ -53,6 +56,8 @@ for dt in ("float16", "float32"):
             finally:
                 _gpu.gelu = g
             d = float(np.max(np.abs(ynew - yold)))
-            rows.append({"op": "gelu", "dtype": dt, "size": size, "approximate": appr, "new_us": tn, "plain_us": to, "max_abs_diff": d})
-            print(f"gelu {dt:8} n={size:9} {appr:5} new {tn:8.2f} us plain {to:8.2f} us  x{to / tn:5.2f}  max diff {d:.2e}", flush=True)
+            rows.append({"op": "gelu", "dtype": dt, "size": size, "approximate": appr, "new_us": tn, "plain_us": to,
+                         "max_abs_diff": d})
+            print(f"gelu {dt:8} n={size:9} {appr:5} new {tn:8.2f} us plain {to:8.2f} us  x{to / tn:5.2f}  "
+                  f"max diff {d:.2e}", flush=True)
 json.dump(rows, open(os.path.join(os.environ.get("OUT", "."), "act_path.json"), "w"), indent=1)

@@ -1,7 +1,8 @@
 """linear(x, w, b, gelu|silu) on float16: the fused ppt_bias_<act> kernel (the namespace's FUSED_ALWAYS) against the
 unfused path (FUSED_ALWAYS emptied: cuBLASLt GEMM + separate bias/activation passes), GPU-only (CUDA graphs).
 
-Run on a CUDA GPU: ``python -m benchmarks.fused_rule_diag`` (prints the table; JSON into $OUT or the current directory).
+Run on a CUDA GPU: ``python -m benchmarks.diag.fused_rule_diag`` (prints the table; JSON into $OUT or the current
+directory).
 """
 import json
 import os
@@ -36,5 +37,6 @@ for m, k, n in shapes:
         r = {"m": m, "k": k, "n": n, "tiles": tiles, "act": act, "fused_us": res["fused"], "unfused_us": res["unfused"],
              "ratio": res["fused"] / res["unfused"], "max_abs_diff": diff}
         rows.append(r)
-        print(f"{m:5} {k:6} {n:6} {tiles:5} {act:5} {res['fused']:9.2f} {res['unfused']:10.2f} {r['ratio']:13.3f}  (max |diff| {diff:.1e})", flush=True)
+        print(f"{m:5} {k:6} {n:6} {tiles:5} {act:5} {res['fused']:9.2f} {res['unfused']:10.2f} {r['ratio']:13.3f}  "
+              f"(max |diff| {diff:.1e})", flush=True)
 json.dump(rows, open(os.path.join(os.environ.get("OUT", "."), "fused_rule.json"), "w"), indent=1)

@@ -1,6 +1,6 @@
 """Where a GPT-2 124M decode step and a 1,024-token prefill spend their time on a GPU (float16, random weights).
 
-    python -m benchmarks.llm_profile [--json OUT]
+    python -m benchmarks.diag.llm_profile [--json OUT]
 
 Prints: host time per Engine.step() at batch 1 and 32 beside the GPU time of the captured decode graph alone
 (events around graph replays), the host-side pieces of a step (upload of token/position, reading the next token
