@@ -168,6 +168,9 @@ def test_concurrent_threads_no_deadlock(cpu_sched, alloc):
         sched.destroy_context("be2")  # destroyed under load
         wait_rounds([r + 50 for r in rounds], range(3))
         assert min(rounds[:3]) >= 50 + 50, ("stuck after the destroy", rounds, errors)
+        deadline = time.monotonic() + 60  # bounds the wait for be2's worker to meet its destroyed context
+        while "be2" not in ended and time.monotonic() < deadline and not errors:
+            time.sleep(0.001)
     finally:
         stop.set()
         for t in threads:
