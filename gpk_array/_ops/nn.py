@@ -22,7 +22,7 @@ through ``gpk_array._gpu.matmul``. The signatures:
     _gpu.self_attention(qkv, num_heads, causal, scale)   qkv (..., T, 3 * num_heads * D) -> (..., T, num_heads * D)
     _gpu.kv_cache_attention(qkv, cache, positions, kv_len, scale)
 
-A decode step captured in a CUDA graph (gpk_array.llm.generate) runs all of this inside a stream capture,
+A decode step captured in a CUDA graph (gpk_array.llm.engine) runs all of this inside a stream capture,
 where CuPy refuses cuBLAS calls (NotImplementedError from its cublas setStream): the step captures only when
 these kernels and ``_gpu.matmul`` launch their own kernels, or call cuBLAS without CuPy's wrappers.
 """

@@ -1,4 +1,4 @@
-"""CUDA graphs of an Engine's step functions (gpk_array/llm/generate.py): captured once per key, replayed after."""
+"""CUDA graphs of an Engine's step functions (gpk_array/llm/engine.py): captured once per key, replayed after."""
 
 
 class CudaGraphs:
