@@ -303,13 +303,8 @@ def vectorizable(ki) -> bool:
         for n in ast.walk(st):
             if isinstance(n, (ast.If, ast.IfExp, ast.BoolOp, ast.For, ast.While, ast.Return)):
                 return False
-            if isinstance(n, ast.Call):
-                r = getattr(n.func, "_gpk_r", None)
-                if r is None or r.kind not in ("math", "py", "helper") or \
-                        (r.kind == "py" and r.name not in ("min", "max", "abs")):
-                    return False
-                if r.kind == "helper" and not _pure_helper(ki, r.obj):
-                    return False
+            if isinstance(n, ast.Call) and not _pure_call(ki, n):
+                return False
             if isinstance(n, ast.Subscript):
                 if not isinstance(n.value, ast.Name):
                     return False
@@ -347,14 +342,17 @@ def _pure_helper(ki, func):
         for n in ast.walk(st):
             if isinstance(n, (ast.Subscript, ast.IfExp, ast.BoolOp)):
                 return False
-            if isinstance(n, ast.Call):
-                r = getattr(n.func, "_gpk_r", None)
-                if r is None or r.kind not in ("math", "py", "helper") or \
-                        (r.kind == "py" and r.name not in ("min", "max", "abs")):
-                    return False
-                if r.kind == "helper" and not _pure_helper(ki, r.obj):
-                    return False
+            if isinstance(n, ast.Call) and not _pure_call(ki, n):
+                return False
     return True
+
+
+def _pure_call(ki, call):
+    """Whether a call is one the NumPy lowering can apply to whole arrays: math, min/max/abs, or a pure helper."""
+    r = getattr(call.func, "_gpk_r", None)
+    if r is None or r.kind not in ("math", "py", "helper") or (r.kind == "py" and r.name not in ("min", "max", "abs")):
+        return False
+    return r.kind != "helper" or _pure_helper(ki, r.obj)
 
 
 class _Index(ast.NodeTransformer):
