@@ -10,6 +10,15 @@ from gpk_array import sched
 from gpk_array.sched import ContextDestroyedError
 
 
+def poll_until(ready, polls=60_000):
+    """Poll ready() every millisecond, at most ``polls`` times: a bound against a hang (a deadlock then fails the
+    test's own assertions), not a timing assertion; no clock is read."""
+    for _ in range(polls):
+        if ready():
+            return
+        time.sleep(0.001)
+
+
 def test_nesting_contexts_of_different_devices_raises(cpu_sched):
     a = sched.create_context("a", 1000)
     b = sched.create_context("b", 1000)
@@ -155,9 +164,7 @@ def test_concurrent_threads_no_deadlock(cpu_sched, alloc):
             errors.append(e)
 
     def wait_rounds(want, which):
-        deadline = time.monotonic() + 60  # only bounds the wait: a deadlock fails below, not here
-        while any(rounds[i] < want[i] for i in which) and time.monotonic() < deadline and not errors:
-            time.sleep(0.001)
+        poll_until(lambda: all(rounds[i] >= want[i] for i in which) or errors)
 
     threads = [threading.Thread(target=worker, args=(i, c), daemon=True) for i, c in enumerate(ctxs)]
     for t in threads:
@@ -168,9 +175,7 @@ def test_concurrent_threads_no_deadlock(cpu_sched, alloc):
         sched.destroy_context("be2")  # destroyed under load
         wait_rounds([r + 50 for r in rounds], range(3))
         assert min(rounds[:3]) >= 50 + 50, ("stuck after the destroy", rounds, errors)
-        deadline = time.monotonic() + 60  # bounds the wait for be2's worker to meet its destroyed context
-        while "be2" not in ended and time.monotonic() < deadline and not errors:
-            time.sleep(0.001)
+        poll_until(lambda: "be2" in ended or errors)  # be2's worker meets its destroyed context
     finally:
         stop.set()
         for t in threads:

@@ -127,10 +127,8 @@ FAMILIES = [
     # compute, no C operand (ElementC void: no C load, no C descriptor). Family "ppt_<epilogue>", so the key
     # is gemm/<dtype>/tn/ppt_<epilogue>/sm90. 6 stages as ppt (the auto carveout's count without C, pinned).
     # Epilogue subtile 64x128 (EPI_TILE_AUTO's note; ppt itself keeps the auto 64x32): two subtiles per tile, both
-    # staged at once (2 x 16 KiB; 226 KiB in all). H200, session 10 (benchmarks/results/h200_2026-12-01_s10_diag_ppw_*),
-    # the same kernels with 64x32 / 64x128 subtiles, bit-identical results: at K = 768 the fused gelu / gelu_tanh
-    # instances take 0.95-0.97x the time (8192x768->3072, 4096x768->3072, 16384x768->3072; 0.97-0.99 at N = 2304),
-    # bias alone 0.98-1.0x; at K = 3072 1.00x, at 4096^3 1.01x.
+    # staged at once (2 x 16 KiB; 226 KiB in all): bit-identical to 64x32 and no slower at any measured shape,
+    # faster at K = 768 (docs/measurements.md, "Fused-epilogue subtile").
     # Emitted after every other instance, so those stay byte-identical.
     {"arch": 90, "family": f"ppt_{_epi}", "tile": (128, 128, 64), "stages": 6, "warps": (4, 1, 1),
      "cluster": (2, 1, 1), "swizzle": 1, "kernel_schedule": "TmaWarpSpecializedPingpong",
