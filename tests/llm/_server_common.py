@@ -49,3 +49,20 @@ def wait_until(ready, polls=20_000):
             return True
         time.sleep(0.001)
     return ready()
+
+
+def post_completion(url, body):
+    """POST ``body`` to ``url``'s /v1/completions with a fresh client; the httpx response."""
+    with httpx.Client(base_url=url, timeout=TIMEOUT) as c:
+        return c.post("/v1/completions", json=body)
+
+
+def stream_text(api, prompt, max_tokens, started):
+    """The text of a greedy streamed completion of ``prompt`` (ignore_eos) through the openai client ``api``;
+    ``started`` (a threading.Event) is set at the first chunk."""
+    text = ""
+    for ch in api.completions.create(model=NAME, prompt=prompt, max_tokens=max_tokens, temperature=0, stream=True,
+                                     extra_body={"ignore_eos": True}):
+        started.set()
+        text += ch.choices[0].text if ch.choices else ""
+    return text

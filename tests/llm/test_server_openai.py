@@ -18,7 +18,8 @@ from gpk_array.llm import GPT2, GPT2Config, generate, random_weights  # noqa: E4
 from gpk_array.llm.server import DEFAULT_CHAT_MAX_TOKENS, ServerThread, create_app  # noqa: E402
 
 from ._oracle import NumpyGPT2, top  # noqa: E402
-from ._server_common import NAME, TIMEOUT, greedy_text, model, server, tok, wait_until  # noqa: E402,F401
+from ._server_common import (NAME, TIMEOUT, greedy_text, model, post_completion, server,  # noqa: E402,F401
+                             stream_text, tok, wait_until)
 
 EOS = 1023  # the tiny tokenizer's <|endoftext|>
 
@@ -245,12 +246,7 @@ def test_n_waits_for_enough_free_slots(model, tok):
         started = threading.Event()
 
         def long_stream():
-            text = ""
-            for ch in api.completions.create(model=NAME, prompt="Hello", max_tokens=150, temperature=0, stream=True,
-                                             extra_body={"ignore_eos": True}):
-                started.set()
-                text += ch.choices[0].text if ch.choices else ""
-            return text
+            return stream_text(api, "Hello", 150, started)
 
         def pair():
             assert started.wait(20)
@@ -420,12 +416,7 @@ def test_bad_parameters_leave_the_requests_beside_them_untouched(model, tok):
         started = threading.Event()
 
         def stream():
-            text = ""
-            for ch in api.completions.create(model=NAME, prompt="Hello", max_tokens=120, temperature=0, stream=True,
-                                             extra_body={"ignore_eos": True}):
-                started.set()
-                text += ch.choices[0].text if ch.choices else ""
-            return text
+            return stream_text(api, "Hello", 120, started)
 
         def bad(item):
             (kw, param), streaming = item
@@ -448,10 +439,10 @@ def test_bad_parameters_leave_the_requests_beside_them_untouched(model, tok):
             assert started.wait(20)
             f_sampled = pool.submit(lambda: api.completions.create(**sampled_kw).choices[0].text)
             results = list(pool.map(bad, [(b, s) for b in BAD for s in (False, True)]))
-            stream_text, sampled_text = f_stream.result(), f_sampled.result()
+            streamed, sampled_text = f_stream.result(), f_sampled.result()
     for status, got, param in results:
         assert (status, got) == (400, param)
-    assert stream_text == want_stream and sampled_text == want_sampled
+    assert streamed == want_stream and sampled_text == want_sampled
 
 
 def test_one_failing_choice_fails_its_request_only(model, tok, monkeypatch):
@@ -482,13 +473,10 @@ def test_one_failing_choice_fails_its_request_only(model, tok, monkeypatch):
     bad = {"model": NAME, "prompt": "Dear Sir", "max_tokens": 200, "temperature": 1.0, "seed": 500, "n": 2,
            "ignore_eos": True}
     with ServerThread(app) as url:
-        def post(body):
-            with httpx.Client(base_url=url, timeout=TIMEOUT) as c:
-                return c.post("/v1/completions", json=body)
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            f_good = pool.submit(post, good)
+            f_good = pool.submit(post_completion, url, good)
             wait_until(lambda: srv.engine.active)
-            f_bad = pool.submit(post, bad)
+            f_bad = pool.submit(post_completion, url, bad)
             wait_until(lambda: srv.loop.waiting or len(srv.engine.active) > 1)
             bad_queued.set()
             r_good, r_bad = f_good.result(), f_bad.result()

@@ -23,7 +23,8 @@ from gpk_array.llm.server import ServerThread, create_app  # noqa: E402
 
 generate_mod = importlib.import_module("gpk_array.llm.generate")  # the module (the package exports the function)
 
-from ._server_common import NAME, TIMEOUT, TINY, client, greedy_text, model, server, tok, wait_until  # noqa: E402,F401
+from ._server_common import (NAME, TIMEOUT, TINY, client, greedy_text, model, post_completion,  # noqa: E402,F401
+                             server, tok, wait_until)
 
 
 def assert_openai_error(r, status, param="any"):
@@ -107,13 +108,10 @@ def test_one_sequence_failing_in_the_engine_fails_only_its_request(model, tok, m
            "ignore_eos": True}
     good = {"model": NAME, "prompt": "Hello, world", "max_tokens": 20, "temperature": 0}
     with ServerThread(app) as url:
-        def post(body):
-            with httpx.Client(base_url=url, timeout=TIMEOUT) as c:
-                return c.post("/v1/completions", json=body)
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
-            f_bad = pool.submit(post, bad)
+            f_bad = pool.submit(post_completion, url, bad)
             wait_until(lambda: srv.engine.active or srv.loop.waiting)  # the bad one is in the engine first
-            f_good = pool.submit(post, good)
+            f_good = pool.submit(post_completion, url, good)
             r_bad, r_good = f_bad.result(), f_good.result()
         assert failed.is_set()
         err = assert_openai_error(r_bad, 500)
