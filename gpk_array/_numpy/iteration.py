@@ -1,6 +1,7 @@
 """Element-by-element iteration as NumPy's: ``nditer`` (one or more broadcast operands, ``multi_index``/``c_index``/
 ``f_index``, ``external_loop``, ``readwrite``/``writeonly`` operands written through ``x[...] = v``, ``allocate``d
-outputs, ``iternext``/``finished``) and ``frompyfunc``.
+outputs, ``op_axes`` mapping iterator axes to each operand's axes (-1: broadcast), ``iternext``/``finished``) and
+``frompyfunc``.
 
 nditer yields 0-d views of the operands' own memory (on a CUDA device, device views: reading a value as a Python
 number copies it to the host, writing through a view stays on the device). frompyfunc calls a Python function on
@@ -43,13 +44,31 @@ def _iter_order(order, datas, shape):
     return tuple(range(nd))
 
 
+def _mapped(xp, d, axes, i):
+    """Operand i as the iterator sees it under ``op_axes[i]``: iterator axis j is d's axis ``axes[j]``, or a new
+    length-1 (broadcast) axis where ``axes[j]`` is -1 (or None); d's axes not named must have length 1."""
+    axes = [-1 if a is None else int(a) for a in axes]
+    named = [a for a in axes if a != -1]
+    for a in named:
+        if not 0 <= a < d.ndim:
+            raise ValueError(f"Iterator input op_axes[{i}][{axes.index(a)}] (=={a}) is not a valid axis of "
+                             f"op[{i}], which has {d.ndim} dimensions")
+    if len(set(named)) != len(named):
+        dup = next(a for a in named if named.count(a) > 1)
+        raise ValueError(f"The 'op_axes' provided to the iterator constructor for operand {i} contained duplicate "
+                         f"value {dup}")
+    rest = [a for a in range(d.ndim) if a not in named]
+    if any(d.shape[a] != 1 for a in rest):
+        raise ValueError(f"operand {i} has axes that op_axes[{i}] does not name: {rest}")
+    v = xp.transpose(d, named + rest) if d.ndim else d
+    return v.reshape(tuple(1 if a == -1 else d.shape[a] for a in axes))
+
+
 class nditer:
     """NumPy's multi-dimensional iterator over one or more broadcast operands."""
 
     def __init__(self, op, flags=None, op_flags=None, op_dtypes=None, order="K", casting="safe", op_axes=None,
                  itershape=None, buffersize=0):
-        if op_axes is not None:
-            raise NotImplementedError("nditer: op_axes is not supported")
         single = not isinstance(op, (list, tuple))
         ops = [op] if single else list(op)
         self._single = single
@@ -74,6 +93,14 @@ class nditer:
         xp = dev.xp
         self._dev = dev
         inputs = [data(o, dev) if o is not None else None for o in ops]
+        if op_axes is not None:
+            if len(op_axes) != nop:
+                raise ValueError("op_axes must be a tuple/list matching the number of ops")
+            inputs = [d if d is None or ax is None else _mapped(xp, d, ax, i) for i, (d, ax) in
+                      enumerate(zip(inputs, op_axes))]
+            if any(d is None and ax is not None for d, ax in zip(inputs, op_axes)):
+                raise NotImplementedError("nditer: op_axes for an allocated operand is not supported; allocate "
+                                          "the output and pass it")
         present = [d for d in inputs if d is not None]
         shape = tuple(itershape) if itershape is not None else _np.broadcast_shapes(*[d.shape for d in present])
         self.shape = shape
