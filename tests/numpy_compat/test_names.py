@@ -27,6 +27,13 @@ def test_fft2(dev, name, dtype):
     assert got.device == dev
 
 
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn",
+                                  "irfftn", "fft2"])
+def test_fft_norm_none(dev, name):
+    a = RNG.normal(size=(4, 6))
+    compare(name, a, norm=None, module="fft", device=dev)
+
+
 def test_fft2_out(dev):
     a = RNG.normal(size=(4, 4))
     out = gp.empty((4, 4), dtype=gp.complex128, device=dev)
@@ -196,6 +203,42 @@ def test_nditer_op_axes(dev):
         gp.nditer([_on(dev, a)], op_axes=[[1]])
     with pytest.raises(ValueError, match="duplicate"):
         gp.nditer([_on(dev, m)], op_axes=[[0, 0]])
+
+
+def _reduce_allocated(m, a):
+    it = m.nditer([a, None], flags=["reduce_ok"], op_flags=[["readonly"], ["readwrite", "allocate"]],
+                  op_axes=[[0, 1, 2], [0, 1, -1]])
+    with it:
+        it.operands[1][...] = 0
+        for x, y in it:
+            y[...] += x
+        return it.operands[1]
+
+
+def test_nditer_reductions(dev):
+    """NumPy's documented reductions: an allocated output with op_axes -1 on the summed axis, and a given output
+    of length 1 along it; without reduce_ok both raise."""
+    a = numpy.arange(24.0).reshape(2, 3, 4)
+    x = _on(dev, a)
+    assert_match(_reduce_allocated(gp, x), _reduce_allocated(numpy, a), dev)
+    out = numpy.zeros((2, 1, 4))
+    gout = gp.zeros((2, 1, 4), device=dev)
+    with numpy.nditer([a, out], flags=["reduce_ok"], op_flags=[["readonly"], ["readwrite"]]) as it:
+        for u, v in it:
+            v[...] += u
+    with gp.nditer([x, gout], flags=["reduce_ok"], op_flags=[["readonly"], ["readwrite"]]) as it:
+        for u, v in it:
+            v[...] += u
+    assert_match(gout, out, dev)
+    for m, arr, o in ((numpy, a, out), (gp, x, gout)):
+        with pytest.raises(ValueError, match="reduction"):
+            m.nditer([arr, None], op_flags=[["readonly"], ["readwrite", "allocate"]], op_axes=[[0, 1, 2], [0, 1, -1]])
+        with pytest.raises(ValueError):
+            m.nditer([arr, o], op_flags=[["readonly"], ["readwrite"]])
+    # an allocated output under a permutation (no reduction): its axes follow op_axes
+    it = numpy.nditer([a[0], None], op_axes=[[0, 1], [1, 0]])
+    git = gp.nditer([x[0], None], op_axes=[[0, 1], [1, 0]])
+    assert git.operands[1].shape == it.operands[1].shape == (4, 3)
 
 
 # --- mask_indices -----------------------------------------------------------------------------------------------
