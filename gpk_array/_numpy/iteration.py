@@ -173,7 +173,8 @@ class nditer:
             if i in reduced:
                 if "reduce_ok" not in flags:
                     raise ValueError("output operand requires a reduction along dimension -1, but the reduction "
-                                     "is not enabled. The dimension size of 1 does not match the expected output shape.")
+                                     "is not enabled. The dimension size of 1 does not match the expected output "
+                                     "shape.")
                 d = _writable_broadcast(xp, d, shape)
             elif d.shape != shape:
                 d = xp.broadcast_to(d, shape)
