@@ -37,6 +37,11 @@ def astype_same_value(self, d, dt, order):
                 same = same | (xp.isnan(src) & xp.isnan(back))
             elif src.dtype.kind in "iuf" and dt.kind in "iu":
                 same = same & ((src < 0) == (r < 0))  # -1 to uint32 and back is -1 again
+            if src.dtype.kind == "f" and dt.kind in "iu":
+                # out of range casts are undefined in C: CUDA saturates (2.0**63 to int64 gives 2**63 - 1, which
+                # rounds back to 2.0**63), so the range is checked against bounds exact in every float type
+                info = _np.iinfo(dt)
+                same = same & (src >= float(info.min)) & (src < float(info.max // 2 + 1) * 2)
             if not bool(xp.all(same)):
                 raise ValueError(f"could not cast 'same_value' {src.dtype} to {dt}: a value changes")
     return new(r, self._device)
