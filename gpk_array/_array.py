@@ -261,11 +261,21 @@ def _install_operators():
     for name, fn in {"eq": ew.equal, "ne": ew.not_equal, "lt": ew.less, "le": ew.less_equal,
                      "gt": ew.greater, "ge": ew.greater_equal}.items():
         setattr(Array, f"__{name}__", getattr(fn, "operator", None) or forward(fn))
-    Array.__hash__ = None
+    Array.__hash__ = _hash
     Array.__neg__ = lambda self: ew.negative(self)
     Array.__pos__ = lambda self: ew.positive(self)
     Array.__abs__ = lambda self: ew.abs(self)
     Array.__invert__ = lambda self: ew.bitwise_invert(self)
+
+
+def _hash(self):
+    """hash() of a 0-d array: the hash of its Python value, as ``hash(numpy.float64(v))`` is ``hash(v)``, so that
+    reductions and scalar indexing (which give 0-d Arrays where NumPy gives scalars) work as dict keys and set
+    members (``{a.argmax(): 1}``; equal values hash equal: ``{0: 1}[a.argmax()]``). Reads the value from the device
+    (a synchronization on CUDA). Arrays of one or more dimensions are unhashable, as NumPy's ndarray."""
+    if self._data.ndim:
+        raise TypeError(f"unhashable type: '{type(self).__name__}'")
+    return hash(self._scalar("scalar"))
 
 
 def _array_like(x):

@@ -338,8 +338,15 @@ def _set_flat(self, value):
 
 
 def _round_builtin(self, ndigits=None):
-    if ndigits is None and self._data.ndim == 0:
-        return builtins.round(self._scalar("scalar"))
+    """Python's ``round(x)`` / ``round(x, n)`` as NumPy's: a 0-d array rounds as the NumPy scalar NumPy's reduction
+    would have returned (``round(x)`` a Python int, ``round(x, n)`` a NumPy scalar of x's dtype, such as
+    ``numpy.float64``, a float subclass: hashable and JSON-serialisable); arrays of one or more dimensions give an
+    Array rounded half to even, as ``numpy.round``."""
+    if self._data.ndim == 0:
+        v = host(self)[()]
+        if not hasattr(v, "__round__"):  # ml_dtypes' bfloat16 scalar: round its Python value
+            v = v.item()
+        return builtins.round(v, ndigits)
     return _lg.round(self, 0 if ndigits is None else ndigits)
 
 
