@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _config
 from .. import _dtypes as _dt
+from .._array import check_writeable
 from .._errors import DeviceError, OutOfMemoryError
 from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard, raise_oom
 from .creation import _negative_zero, _to_gpu
@@ -205,6 +206,7 @@ def _setitem(x, key, value):
     k = _key(key, dev)
     _check_ints(x, k)
     if dev is not CPU:
+        check_writeable(x)
         d = x._data
         if 0 in d.strides and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
             # a broadcast view (NumPy's are read-only; CuPy would write one element through several indices)
