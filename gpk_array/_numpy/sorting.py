@@ -160,6 +160,15 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return tuple(out)
 
 
+def _stable_argsort(xp, a):
+    """A stable argsort of 1-D a: CuPy's is always stable and some versions take no ``kind``; NumPy-backed
+    stand-ins need ``kind="stable"``."""
+    try:
+        return xp.argsort(a, kind="stable")
+    except TypeError:
+        return xp.argsort(a)
+
+
 def _unique_rows(d, axis, xp, return_index, return_inverse, return_counts):
     """``unique(..., axis=axis)`` on a device by sorting, without a loop over rows in Python: the slices along
     ``axis`` become rows; integer and bool rows of at most 64 bits are packed into one order-preserving uint64 key
@@ -191,13 +200,13 @@ def _unique_rows(d, axis, xp, return_index, return_inverse, return_counts):
             shift = _np.uint64(bits * (m - 1 - j))
             col = col << shift if shift else col
             key = col if key is None else key | col
-        order = xp.argsort(key, kind="stable")   # CuPy's argsort is stable (and takes only kind="stable")
+        order = _stable_argsort(xp, key)
         sk = key[order]
         neq = sk[1:] != sk[:-1]
     else:
-        order = xp.argsort(rows[:, m - 1], kind="stable")
+        order = _stable_argsort(xp, rows[:, m - 1])
         for j in range(m - 2, -1, -1):
-            order = order[xp.argsort(rows[order, j], kind="stable")]
+            order = order[_stable_argsort(xp, rows[order, j])]
         sr = rows[order]
         neq = (sr[1:] != sr[:-1]).any(axis=1)
     flag = xp.concatenate([xp.ones(1, dtype=bool), neq])
