@@ -174,8 +174,9 @@ def _unique_rows(d, axis, xp, return_index, return_inverse, return_counts):
     ``axis`` become rows; integer and bool rows of at most 64 bits are packed into one order-preserving uint64 key
     (first element most significant, signed ints with the sign bit flipped) and sorted once; other real rows of
     up to 64 elements are ordered by one stable argsort per column (last column first, as ``lexsort``). Equal
-    neighbours in that order form the groups (NaN never equal, as NumPy's row comparison). Returns the result (an
-    tuple of backing arrays: the unique slices, then index, inverse, counts as asked) or None where the backend's own ``unique`` is to run."""
+    neighbours in that order form the groups (NaN never equal, as NumPy's row comparison). Returns a tuple of
+    backing arrays (the unique slices, then index, inverse, counts as asked), or None where the backend's own
+    ``unique`` is to run (complex, empty, float rows of more than 64 elements)."""
     axis = normalize_axis(axis, d.ndim)
     moved = xp.moveaxis(d, axis, 0)
     n = moved.shape[0]

@@ -197,7 +197,7 @@ def test_read_only_arrays_refuse_writes(dev, write):
     assert g.flags.writeable is False and g.flags["WRITEABLE"] is False and g[1:].flags.writeable is False
     with pytest.raises(ValueError) as theirs:
         _WRITES[write](numpy, n)
-    with pytest.raises(ValueError, match="read-only") as ours:
+    with pytest.raises(ValueError, match="read-only"):
         _WRITES[write](gp, g)
     assert "read-only" in str(theirs.value)
     assert_match(g, n, dev, what="unchanged")
