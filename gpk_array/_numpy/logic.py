@@ -3,6 +3,7 @@
 import numpy as _np
 
 from .._array import Array
+from .._device import CPU
 from .._ops import elementwise as _ew
 from ._util import PY_SCALARS, data, data_or_scalar, dev_of, finish, new, oom_guard, std_fn, to_array
 
@@ -279,6 +280,5 @@ def _layout(x):
             ptr = d.__array_interface__["data"][0]
         return dev, _np.asarray(_Layout(ptr, d.shape, d.strides, d.itemsize))
     if isinstance(x, _np.ndarray):
-        from .._device import CPU
         return CPU, x
     return None
