@@ -7,6 +7,7 @@ a C-contiguous array), never through the host.
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .._array import check_writeable
 from ._util import data_or_scalar, new
 
 
@@ -76,6 +77,7 @@ def setfield(self, val, dtype, offset=0):
     """Write ``val`` (broadcast) into the bytes at ``offset`` of each element, as ``dtype`` (NumPy's
     ``x.setfield``), on the array's device."""
     dt = _dt.to_dtype(dtype)
+    check_writeable(self)
     d = self._data
     dev = self._device
     if dev.xp is _np:
@@ -95,6 +97,8 @@ def setfield(self, val, dtype, offset=0):
 def byteswap(self, inplace=False):
     """The elements with their bytes reversed (each half of a complex separately), NumPy's ``x.byteswap``; with
     ``inplace=True`` the array itself is swapped and returned."""
+    if inplace:
+        check_writeable(self)
     d = self._data
     dev = self._device
     if dev.xp is _np:
@@ -118,7 +122,7 @@ def setflags(self, write=None, align=None, uic=None):
     is aligned) and ``uic=True`` is refused, as NumPy refuses it for arrays that are not writeback copies."""
     if uic:
         raise ValueError("cannot set WRITEBACKIFCOPY flag to True")
-    if align is not None and align and not self._data.flags.aligned:
+    if align is not None and align and not self.flags.aligned:   # CuPy's flags have no ``aligned``
         raise ValueError("cannot set aligned flag of mis-aligned array to True")
     if write is not None:
         try:

@@ -184,6 +184,8 @@ _WRITES = {
     "put": lambda np, x: np.put(x, [0], [1.0]),
     "putmask": lambda np, x: np.putmask(x, x > 2, 0.0),
     "flat": lambda np, x: x.flat.__setitem__(1, 3.0),
+    "setfield": lambda np, x: x.setfield(1.0, np.float64),
+    "byteswap inplace": lambda np, x: x.byteswap(inplace=True),
 }
 
 
@@ -210,6 +212,21 @@ def test_read_only_arrays_refuse_writes(dev, write):
     _WRITES[write](gp, c)
     _WRITES[write](numpy, nc)
     assert_match(c, nc, dev, what="written copy")
+
+
+def test_setflags_write(dev):
+    n = numpy.arange(4.0)
+    g = gp.arange(4.0)
+    n.setflags(write=False)
+    g.setflags(write=False, align=True)
+    assert g.flags.writeable is False and n.flags.writeable is False
+    with pytest.raises(ValueError, match="read-only"):
+        g[0] = 1.0
+    n.setflags(write=True)
+    g.setflags(write=True)
+    g[0] = 1.0
+    n[0] = 1.0
+    assert_match(g, n, dev)
 
 
 def test_read_only_flag_rules(dev):
