@@ -21,7 +21,6 @@ from . import reductions as _rd
 from . import shaping as _sh
 from . import memory as _mem
 from . import sorting as _so
-from .flags import DeviceFlags
 from ._util import data_or_scalar, host, new, std_fn
 
 
@@ -408,7 +407,7 @@ def _flags(self):
     (``x.flags.writeable = False``, then a write raises ``ValueError``), as CuPy's arrays have none."""
     if self._device is CPU:
         return self._data.flags
-    return DeviceFlags(self)
+    return _mem.DeviceFlags(self)
 
 
 def _cumsum(self, axis=None, dtype=None, out=None):
