@@ -17,7 +17,9 @@ class Array:
     """An n-dimensional array on a device. Create one with ``gpk_array.asarray`` and friends."""
 
     # _base: the Array a view was taken from (set by indexing and NumPy's view methods; read by ``x.base``)
-    __slots__ = ("_data", "_device", "_base", "__weakref__")
+    # _ro: True once ``x.flags.writeable = False`` on a CUDA device (CuPy arrays have no read-only flag; on the
+    # CPU device the flag is NumPy's own); unset otherwise. Read through ``readonly`` / ``check_writeable``.
+    __slots__ = ("_data", "_device", "_base", "_ro", "__weakref__")
     # NumPy's protocols (NEP 13 __array_ufunc__, NEP 18 __array_function__) are installed by gpk_array/__init__
     # from gpk_array/_protocols.py; the priority makes NumPy's operators defer to ours where they consult it
     __array_priority__ = 1000
@@ -200,6 +202,55 @@ class Array:
         return Array._new(self._data.copy(), self._device)
 
 
+# --- read-only arrays on CUDA devices (``x.flags.writeable = False``) ---------------------------------------------
+# NumPy's flag lives in the ndarray; CuPy's arrays have none, so on a CUDA device the flag lives in the Array
+# wrapper (``_ro``) and every gpk_array write path calls check_writeable first: __setitem__, in-place operators
+# and out= (through the elementwise functions' out handling), fill, put, copyto, sort, ... A view (an Array with
+# ``_base``) of a read-only array is read-only too. _any_readonly stays False until the first flag is cleared, so
+# the check costs one global read on arrays of a program that never makes one.
+_any_readonly = False
+_READONLY_MSG = "assignment destination is read-only"
+
+
+def readonly(x):
+    """Whether Array x on a CUDA device is read-only: its own flag, or that of an array it is a view of."""
+    while x is not None:
+        if getattr(x, "_ro", False):
+            return True
+        x = getattr(x, "_base", None)
+    return False
+
+
+def check_writeable(x):
+    """Raise NumPy's ``ValueError: assignment destination is read-only`` when x (an Array about to be written) is
+    read-only. CPU arrays are left to NumPy's own flag, which raises the same; call this before device writes."""
+    if _any_readonly and x._device is not CPU and readonly(x):
+        raise ValueError(_READONLY_MSG)
+
+
+def check_writeable_any(x):
+    """check_writeable for both devices (for writes that replace the backing array, which NumPy's flag would not
+    see: ``x.resize``)."""
+    if x._device is CPU:
+        if not x._data.flags.writeable:
+            raise ValueError(_READONLY_MSG)
+    else:
+        check_writeable(x)
+
+
+def set_writeable(x, flag):
+    """``x.flags.writeable = flag`` for an Array on a CUDA device (NumPy's rules: a view of a read-only array
+    cannot be made writeable)."""
+    global _any_readonly
+    if flag:
+        if readonly(getattr(x, "_base", None)):
+            raise ValueError("cannot set WRITEABLE flag to True of this array")
+        x._ro = False
+    else:
+        _any_readonly = True
+        x._ro = True
+
+
 def _install_operators():
     """Operators of the standard, delegating to the elementwise functions (one place for their semantics)."""
     from ._ops import elementwise as ew
@@ -249,6 +300,7 @@ def _install_operators():
     setattr(Array, "__rmatmul__", reflected(la.matmul))
 
     def imatmul(self, other):
+        check_writeable(self)
         res = la.matmul(self, other)
         if res.shape != self.shape:
             raise ValueError(f"in-place matmul would change the shape {self.shape} to {res.shape}")
@@ -261,11 +313,21 @@ def _install_operators():
     for name, fn in {"eq": ew.equal, "ne": ew.not_equal, "lt": ew.less, "le": ew.less_equal,
                      "gt": ew.greater, "ge": ew.greater_equal}.items():
         setattr(Array, f"__{name}__", getattr(fn, "operator", None) or forward(fn))
-    Array.__hash__ = None
+    Array.__hash__ = _hash
     Array.__neg__ = lambda self: ew.negative(self)
     Array.__pos__ = lambda self: ew.positive(self)
     Array.__abs__ = lambda self: ew.abs(self)
     Array.__invert__ = lambda self: ew.bitwise_invert(self)
+
+
+def _hash(self):
+    """hash() of a 0-d array: the hash of its Python value, as ``hash(numpy.float64(v))`` is ``hash(v)``, so that
+    reductions and scalar indexing (which give 0-d Arrays where NumPy gives scalars) work as dict keys and set
+    members (``{a.argmax(): 1}``; equal values hash equal: ``{0: 1}[a.argmax()]``). Reads the value from the device
+    (a synchronization on CUDA). Arrays of one or more dimensions are unhashable, as NumPy's ndarray."""
+    if self._data.ndim:
+        raise TypeError(f"unhashable type: '{type(self).__name__}'")
+    return hash(self._scalar("scalar"))
 
 
 def _array_like(x):

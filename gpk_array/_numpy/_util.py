@@ -10,7 +10,7 @@ import operator
 import numpy as _np
 
 from .. import _dtypes as _dt
-from .._array import Array
+from .._array import Array, check_writeable
 from .._device import CPU, as_device, default_device
 from .._errors import DeviceError
 from .._ops._common import new, normalize_axis, oom_guard  # noqa: F401  re-exported for the modules here
@@ -111,6 +111,8 @@ def out_data(out, dev):
         raise TypeError(f"out= must be a gpk_array Array, got {type(out).__name__}")
     if out._device is not dev:
         raise DeviceError(f"out= is on {out._device}, the operands on {dev}")
+    if dev is not CPU:
+        check_writeable(out)
     return out._data
 
 

@@ -119,9 +119,15 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
 
 
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
-    """NumPy's ``asarray`` (and the standard's: ``asarray(obj, /, *, dtype, device, copy)``)."""
-    if a.__class__ is Array and dtype is None and device is None and copy is None:
-        return a
+    """NumPy's ``asarray`` (and the standard's: ``asarray(obj, /, *, dtype, device, copy)``). An Array that needs no
+    change (its dtype, its device, the layout ``order`` asks for, no ``copy=True``) is returned itself, as NumPy
+    returns its input (``np.asarray(x) is x``); ``order="C"``/``"F"`` copy to that layout where the input lacks it."""
+    if a.__class__ is Array:
+        if dtype is None and device is None and copy is None and order is None:
+            return a
+        if copy is not True and (dtype is None or dtype_arg(dtype) == a._data.dtype) and \
+                (device is None or as_device(device) is a._device) and _has_order(a._data, order):
+            return a
     dt = dtype_arg(dtype)
     if device is not None:
         dev = as_device(device)
@@ -129,7 +135,23 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
         dev = a._device
     else:
         dev = _tree_device(a) or default_device()
-    return _from_object(a, dt, dev, copy)
+    r = _from_object(a, dt, dev, copy)
+    if order in ("C", "F") and not _has_order(r._data, order):
+        if copy is False:
+            raise ValueError(f"order={order!r} needs a copy, but copy=False")
+        r = new(dev.xp.asfortranarray(r._data) if order == "F" else dev.xp.ascontiguousarray(r._data), dev)
+    return r
+
+
+def _has_order(d, order):
+    """Whether backing array d already has the layout ``order`` asks for (None, "K" and "A": any layout)."""
+    if order is None or order == "K" or order == "A":
+        return True
+    if order == "C":
+        return d.flags.c_contiguous
+    if order == "F":
+        return d.flags.f_contiguous
+    raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
 
 
 def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
@@ -138,17 +160,25 @@ def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
 
 
 def ascontiguousarray(a, dtype=None, *, like=None):
-    """A C-contiguous array of ``a`` (a copy only where needed); a 0-d input becomes shape (1,), as NumPy's
-    ``ascontiguousarray``."""
+    """A C-contiguous array of ``a`` (a copy only where needed: an Array that is C-contiguous already, of that dtype,
+    is returned itself, as NumPy's); a 0-d input becomes shape (1,), as NumPy's ``ascontiguousarray``."""
     x = asarray(a, dtype)
-    if x._data.ndim == 0:
-        return new(x._data.reshape(1), x._device)
-    return new(x._device.xp.ascontiguousarray(x._data), x._device)
+    d = x._data
+    if d.ndim == 0:
+        return new(d.reshape(1), x._device)
+    if d.flags.c_contiguous:
+        return x
+    return new(x._device.xp.ascontiguousarray(d), x._device)
 
 
 def asfortranarray(a, dtype=None, *, like=None):
-    """A Fortran-ordered (column-major) array of ``a`` (a copy only where needed), NumPy's ``asfortranarray``."""
+    """A Fortran-ordered (column-major) array of ``a``, NumPy's ``asfortranarray`` (a copy only where needed: an
+    Array that is F-contiguous already, of that dtype, is returned itself); a 0-d input becomes shape (1,)."""
     x = asarray(a, dtype)
+    if x._data.ndim == 0:
+        return new(x._data.reshape(1), x._device)
+    if x._data.flags.f_contiguous:
+        return x
     return new(x._device.xp.asfortranarray(x._data), x._device)
 
 

@@ -4,7 +4,7 @@ vectorize, piecewise, clip with ``a_min``/``a_max``."""
 import numpy as _np
 
 from .. import _dtypes as _dt
-from .._array import Array
+from .._array import Array, check_writeable
 from .._device import CPU, as_device, default_device
 from .._ops import elementwise as _ew
 from .._ops import indexing as _ix
@@ -96,6 +96,7 @@ def put(a, ind, v, mode="raise"):
     """Set the flattened a at indices ind to v (repeated as needed), in place."""
     if a.__class__ is not Array:
         raise TypeError("put needs a gpk_array Array to modify in place")
+    check_writeable(a)
     dev = a._device
     xp = dev.xp
     idx = data(ind, dev)
@@ -114,6 +115,7 @@ def put_along_axis(arr, indices, values, axis):
     """Set values at indices along axis, in place (NumPy's ``put_along_axis``)."""
     if arr.__class__ is not Array:
         raise TypeError("put_along_axis needs a gpk_array Array to modify in place")
+    check_writeable(arr)
     dev = arr._device
     d = arr._data
     idx = data(indices, dev)
@@ -130,6 +132,7 @@ def putmask(a, mask, values):
     """Set a[mask] from values (repeated as needed), in place."""
     if a.__class__ is not Array:
         raise TypeError("putmask needs a gpk_array Array to modify in place")
+    check_writeable(a)
     dev = a._device
     dev.xp.putmask(a._data, data(mask, dev), data_or_scalar(values, dev))
 
@@ -138,6 +141,7 @@ def place(arr, mask, vals):
     """Set arr[mask] to the first values of vals (repeated as needed), in place."""
     if arr.__class__ is not Array:
         raise TypeError("place needs a gpk_array Array to modify in place")
+    check_writeable(arr)
     dev = arr._device
     dev.xp.place(arr._data, data(mask, dev), data(vals, dev))
 
@@ -202,6 +206,7 @@ def copyto(dst, src, casting="same_kind", where=True):
     """Copy src into dst (broadcasting), where ``where`` is true, under NumPy's casting rule."""
     if dst.__class__ is not Array:
         raise TypeError("copyto needs a gpk_array Array as dst")
+    check_writeable(dst)
     dev = dst._device
     xp = dev.xp
     s = data_or_scalar(src, dev)
@@ -217,6 +222,7 @@ def fill_diagonal(a, val, wrap=False):
     """Fill the main diagonal of a (in place); values repeat cyclically."""
     if a.__class__ is not Array:
         raise TypeError("fill_diagonal needs a gpk_array Array to modify in place")
+    check_writeable(a)
     dev = a._device
     dev.xp.fill_diagonal(a._data, data_or_scalar(val, dev), wrap=wrap)
 

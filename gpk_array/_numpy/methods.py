@@ -10,7 +10,8 @@ import numpy as _np
 
 from .. import _dtypes as _dt
 from .. import _hooks
-from .._array import Array
+from .._array import Array, check_writeable, check_writeable_any
+from .._device import CPU
 from .._ops import searching as _se
 from . import indexing as _ix
 from . import linalg_funcs as _lf
@@ -78,6 +79,7 @@ def _copy(self, order="C"):
 def _fill(self, value):
     """Set every element to ``value`` in place (NumPy's ``x.fill``); a 0-d Array on another device is read as
     a scalar."""
+    check_writeable(self)
     if value.__class__ is Array:
         if value._device is not self._device:
             value = value._scalar("scalar")
@@ -134,18 +136,32 @@ def _base(self):
 
 
 def _resize(self, *new_shape, refcheck=True):
-    """In place, as NumPy's ``x.resize(shape)``: the C-order values kept, missing ones zero-filled."""
+    """In place, as NumPy's ``x.resize(shape)``: the elements kept in memory order (C order for a C-contiguous
+    array, Fortran order for a Fortran-ordered one, which stays Fortran-ordered), missing ones zero-filled;
+    ``ValueError`` for an array that is neither (NumPy's "single-segment" rule)."""
     if len(new_shape) == 1 and new_shape[0].__class__ in (tuple, list):
         new_shape = tuple(new_shape[0])
     new_shape = tuple(int(n) for n in new_shape)
     if any(n < 0 for n in new_shape):
         raise ValueError("negative dimensions not allowed")
+    check_writeable_any(self)
+    d = self._data
+    if d.flags.c_contiguous:
+        order = "C"
+    elif d.flags.f_contiguous:
+        order = "F"
+    else:
+        raise ValueError("resize only works on single-segment arrays")
     xp = self._device.xp
-    flat = self._data.reshape(-1)
+    flat = d.ravel(order)
     size = int(_np.prod(new_shape, dtype=_np.int64))
-    out = xp.zeros(new_shape, dtype=flat.dtype)  # owns its memory, as the resized NumPy array does
+    out = xp.zeros(new_shape, dtype=flat.dtype, order=order)  # owns its memory, as the resized NumPy array does
     k = min(size, flat.shape[0])
-    out.reshape(-1)[:k] = flat[:k]
+    if k:
+        # out's memory in its own order: a view of it flattened in that order (reshape(-1, order) would copy
+        # for a Fortran-ordered out; its transpose is C-contiguous)
+        mem = out.reshape(-1) if order == "C" else out.T.reshape(-1)
+        mem[:k] = flat[:k]
     self._data = out
 
 
@@ -184,6 +200,7 @@ def _tofile(self, fid, sep="", format="%s"):
 def _sort(self, axis=-1, kind=None, order=None, *, descending=False, stable=None):
     """Sort in place along ``axis`` (NumPy's ``x.sort``; stable by default here; ``descending`` as the standard's
     ``sort``)."""
+    check_writeable(self)
     r = _so.sort(self, axis, kind, order, descending=descending, stable=stable)
     self._data[...] = r._data
 
@@ -195,6 +212,7 @@ def _argsort(self, axis=-1, kind=None, order=None, *, descending=False, stable=N
 
 def _partition(self, kth, axis=-1, kind="introselect", order=None):
     """Partition in place around the ``kth`` element(s) along ``axis`` (NumPy's ``x.partition``)."""
+    check_writeable(self)
     self._data[...] = _so.partition(self, kth, axis)._data
 
 
@@ -240,6 +258,7 @@ def _get_real(self):
 
 
 def _set_real(self, value):
+    check_writeable(self)
     v = data_or_scalar(value, self._device)
     if self._data.dtype.kind == "c":
         self._data.real = v
@@ -257,6 +276,7 @@ def _get_imag(self):
 
 
 def _set_imag(self, value):
+    check_writeable(self)
     if self._data.dtype.kind != "c":
         raise TypeError("array does not have imaginary part to set")
     self._data.imag = data_or_scalar(value, self._device)
@@ -304,6 +324,7 @@ class flatiter:
 
     def __setitem__(self, key, value):
         base = self.base
+        check_writeable(base)
         dev = base._device
         d = base._data
         if key.__class__ is Array:
@@ -341,8 +362,15 @@ def _set_flat(self, value):
 
 
 def _round_builtin(self, ndigits=None):
-    if ndigits is None and self._data.ndim == 0:
-        return builtins.round(self._scalar("scalar"))
+    """Python's ``round(x)`` / ``round(x, n)`` as NumPy's: a 0-d array rounds as the NumPy scalar NumPy's reduction
+    would have returned (``round(x)`` a Python int, ``round(x, n)`` a NumPy scalar of x's dtype, such as
+    ``numpy.float64``, a float subclass: hashable and JSON-serialisable); arrays of one or more dimensions give an
+    Array rounded half to even, as ``numpy.round``."""
+    if self._data.ndim == 0:
+        v = host(self)[()]
+        if not hasattr(v, "__round__"):  # ml_dtypes' bfloat16 scalar: round its Python value
+            v = v.item()
+        return builtins.round(v, ndigits)
     return _lg.round(self, 0 if ndigits is None else ndigits)
 
 
@@ -374,8 +402,12 @@ def _itemsize(self):
 
 
 def _flags(self):
-    """The backing array's memory-layout flags (``C_CONTIGUOUS``, ``F_CONTIGUOUS``, ``OWNDATA``, ...)."""
-    return self._data.flags
+    """NumPy's ``x.flags`` (``C_CONTIGUOUS``, ``F_CONTIGUOUS``, ``OWNDATA``, ``WRITEABLE``, ...): the NumPy array's
+    own on the CPU device; on a CUDA device a ``DeviceFlags`` whose ``writeable`` flag gpk_array keeps and checks
+    (``x.flags.writeable = False``, then a write raises ``ValueError``), as CuPy's arrays have none."""
+    if self._device is CPU:
+        return self._data.flags
+    return _mem.DeviceFlags(self)
 
 
 def _cumsum(self, axis=None, dtype=None, out=None):

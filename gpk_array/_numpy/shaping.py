@@ -10,7 +10,7 @@ from .._array import Array
 from .._ops import manipulation as _mp
 from .._device import CPU, default_device
 from .._ops._common import raise_oom
-from ._util import data, dev_of, finish, host, new, normalize_axis, oom_guard, std_fn, to_array
+from ._util import data, dev_of, finish, host, new, normalize_axis, oom_guard, shape_arg, std_fn, to_array
 
 __all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack", "block",
            "split", "array_split", "hsplit", "vsplit", "dsplit", "reshape", "ravel", "transpose", "swapaxes",
@@ -510,9 +510,23 @@ def insert(arr, obj, values, axis=None):
 
 @oom_guard
 def resize(a, new_shape):
-    """A new array of new_shape, repeating a's values as needed."""
+    """A new array of new_shape holding a's values in C order, repeated as needed (NumPy's ``resize``: the layout
+    of ``a``, C or Fortran, does not change the values; zeros where ``a`` or the new shape is empty)."""
     x = to_array(a)
-    return new(x._device.xp.resize(x._data, new_shape), x._device)
+    xp = x._device.xp
+    shape = shape_arg(new_shape)
+    if any(n < 0 for n in shape):
+        raise ValueError("all elements of `new_shape` must be non-negative")
+    size = 1
+    for n in shape:
+        size *= n
+    d = x._data
+    flat = d.reshape(-1) if d.flags.c_contiguous else d.ravel()   # C order, whatever a's layout
+    if flat.shape[0] == 0 or size == 0:
+        return new(xp.zeros(shape, dtype=d.dtype), x._device)
+    reps = -(-size // flat.shape[0])
+    out = xp.tile(flat, reps)[:size] if reps > 1 else flat[:size].copy()
+    return new(out.reshape(shape), x._device)
 
 
 @oom_guard

@@ -143,6 +143,9 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         r = _np.unique(x._data, return_index=return_index, return_inverse=return_inverse,
                        return_counts=return_counts, axis=axis, equal_nan=equal_nan)
     else:
+        r = None if axis is None else _unique_rows(x._data, axis, xp, return_index, return_inverse, return_counts)
+        if r is not None:
+            return new(r[0], dev) if len(r) == 1 else tuple(new(v, dev) for v in r)
         r = xp.unique(x._data, return_index=return_index, return_inverse=return_inverse,
                       return_counts=return_counts, axis=axis, equal_nan=equal_nan)
         if return_inverse:
@@ -154,6 +157,73 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if not isinstance(r, tuple):
         return new(r, dev)
     out = [new(r[0], dev)] + [new(v.astype(_dt.I64, copy=False), dev) for v in r[1:]]
+    return tuple(out)
+
+
+def _stable_argsort(xp, a):
+    """A stable argsort of 1-D a: CuPy's is always stable and some versions take no ``kind``; NumPy-backed
+    stand-ins need ``kind="stable"``."""
+    try:
+        return xp.argsort(a, kind="stable")
+    except TypeError:
+        return xp.argsort(a)
+
+
+def _unique_rows(d, axis, xp, return_index, return_inverse, return_counts):
+    """``unique(..., axis=axis)`` on a device by sorting, without a loop over rows in Python: the slices along
+    ``axis`` become rows; integer and bool rows of at most 64 bits are packed into one order-preserving uint64 key
+    (first element most significant, signed ints with the sign bit flipped) and sorted once; other real rows of
+    up to 64 elements are ordered by one stable argsort per column (last column first, as ``lexsort``). Equal
+    neighbours in that order form the groups (NaN never equal, as NumPy's row comparison). Returns a tuple of
+    backing arrays (the unique slices, then index, inverse, counts as asked), or None where the backend's own
+    ``unique`` is to run (complex, empty, float rows of more than 64 elements)."""
+    axis = normalize_axis(axis, d.ndim)
+    moved = xp.moveaxis(d, axis, 0)
+    n = moved.shape[0]
+    rest = moved.shape[1:]
+    m = 1
+    for k in rest:
+        m *= k
+    kind = d.dtype.kind
+    if n == 0 or m == 0 or kind not in "biuf" or (kind == "f" and m > 64):
+        return None
+    rows = xp.ascontiguousarray(moved).reshape(n, m)
+    bits = d.dtype.itemsize * 8
+    if kind != "f" and m * bits <= 64:
+        u = rows.view(_np.dtype(f"u{d.dtype.itemsize}")) if kind == "i" else rows
+        if kind == "b":
+            u = rows.view(_np.uint8)
+        key = None
+        for j in range(m):
+            col = u[:, j].astype(_np.uint64)
+            if kind == "i":
+                col = col ^ _np.uint64(1 << (bits - 1))   # order-preserving: signed to unsigned
+            shift = _np.uint64(bits * (m - 1 - j))
+            col = col << shift if shift else col
+            key = col if key is None else key | col
+        order = _stable_argsort(xp, key)
+        sk = key[order]
+        neq = sk[1:] != sk[:-1]
+    else:
+        order = _stable_argsort(xp, rows[:, m - 1])
+        for j in range(m - 2, -1, -1):
+            order = order[_stable_argsort(xp, rows[order, j])]
+        sr = rows[order]
+        neq = (sr[1:] != sr[:-1]).any(axis=1)
+    flag = xp.concatenate([xp.ones(1, dtype=bool), neq])
+    first = xp.nonzero(flag)[0]
+    index = order[first]
+    uniq = xp.moveaxis(rows[index].reshape((first.shape[0],) + rest), 0, axis)
+    out = [uniq]
+    if return_index:
+        out.append(index.astype(_dt.I64, copy=False))
+    if return_inverse:
+        inv = xp.empty(n, dtype=_dt.I64)
+        inv[order] = xp.cumsum(flag, dtype=_dt.I64) - 1
+        out.append(inv)
+    if return_counts:
+        out.append(xp.diff(xp.concatenate([first, xp.asarray([n], dtype=first.dtype)])).astype(_dt.I64,
+                                                                                             copy=False))
     return tuple(out)
 
 

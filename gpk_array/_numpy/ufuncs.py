@@ -14,7 +14,7 @@ import sys
 import numpy as _np
 
 from .. import _dtypes as _dt
-from .._array import Array
+from .._array import Array, check_writeable_any
 from .._ops import elementwise as _ew
 from .._ops._common import as_array
 from . import ufunc_types as _ut
@@ -195,6 +195,7 @@ class ufunc:
         """Unbuffered in-place ``a[indices] = op(a[indices], b)``: repeated indices accumulate."""
         if a.__class__ is not Array:
             raise TypeError("ufunc.at needs a gpk_array Array to modify in place")
+        check_writeable_any(a)   # on the CPU too: NumPy 2.4's ufunc.at writes into read-only arrays
         dev = a._device
         from .._ops.indexing import _key
         key = _key(indices, dev)

@@ -88,7 +88,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if copy and not copied:
             if _hooks.prealloc_hook is not None:
                 _hooks.prealloc_hook(data.nbytes, dev)
-            return new(data.copy(), dev)
+            return new(data.copy(order="K"), dev)   # the layout kept, as NumPy's asarray(x, copy=True)
         return obj
     if isinstance(obj, Array):  # an instance of a subclass (x.view(Sub)): its data, as a plain Array
         return asarray(new(obj._data, obj._device), dtype=dtype, device=device, copy=copy)

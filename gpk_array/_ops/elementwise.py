@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtypes as _dt
 from .. import _gpu, _hooks, _promotion
-from .._array import _array_like
+from .._array import _array_like, check_writeable
 from .._errors import DeviceError
 from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, oom_guard, plain_scalar, raise_oom
 
@@ -19,6 +19,8 @@ def _out_data(out, dev):
         raise TypeError(f"out= must be a gpk_array Array, got {type(out).__name__}")
     if out._device is not dev:
         raise DeviceError(f"out= is on {out._device}, the operands on {dev}")
+    if dev is not CPU:
+        check_writeable(out)
     return out._data
 
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _config
 from .. import _dtypes as _dt
+from .._array import check_writeable
 from .._errors import DeviceError, OutOfMemoryError
 from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard, raise_oom
 from .creation import _negative_zero, _to_gpu
@@ -205,6 +206,7 @@ def _setitem(x, key, value):
     k = _key(key, dev)
     _check_ints(x, k)
     if dev is not CPU:
+        check_writeable(x)
         d = x._data
         if 0 in d.strides and any(st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
             # a broadcast view (NumPy's are read-only; CuPy would write one element through several indices)
@@ -214,6 +216,10 @@ def _setitem(x, key, value):
         if value._device is not dev:
             raise DeviceError(f"value is on {value._device}, the array on {dev}")
         value = value._data
+        if dev is not CPU and _overlaps(value, x._data):
+            # NumPy copies a source that overlaps the destination before writing (``Y = Z.view(int32); Y[:] = Z``,
+            # ``x[1:] = x[:-1]``): do the same, rather than rely on the order a CUDA kernel reads and writes in
+            value = value.copy()
     elif not isinstance(value, (bool, int, float, complex)):
         value = as_array(value, dev)._data
     elif isinstance(value, complex) and _dt.kind(x._data.dtype) != "c":
@@ -222,6 +228,32 @@ def _setitem(x, key, value):
         # CuPy's scalar fill would drop the sign of -0: assign from a device array holding the value
         value = _to_gpu(dev, np.asarray(value, dtype=x._data.dtype), None)
     x._data[k] = value
+
+
+def _extent(d):
+    """[lo, hi) byte addresses a device array's elements lie in (its pointer, shape and strides; no device access)."""
+    mem = getattr(d, "data", None)
+    ptr = getattr(mem, "ptr", None)
+    if ptr is None:  # an ndarray standing for a device array (the test suite's stand-in CUDA device)
+        ptr = d.__array_interface__["data"][0]
+    lo = hi = ptr
+    for n, st in zip(d.shape, d.strides):
+        if n == 0:
+            return ptr, ptr
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + d.itemsize
+
+
+def _overlaps(a, b):
+    """Whether device arrays a and b may share memory (their byte extents intersect)."""
+    if a.size == 0 or b.size == 0:
+        return False
+    alo, ahi = _extent(a)
+    blo, bhi = _extent(b)
+    return alo < bhi and blo < ahi
 
 
 @oom_guard
