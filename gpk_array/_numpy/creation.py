@@ -12,6 +12,7 @@ import numpy as _np
 from .. import _dtypes as _dt
 from .. import _hooks
 from .._array import Array
+from .. import _hostdata as _host
 from .._device import CPU, as_device, default_device
 from .._ops import creation as _std
 from .. import _version
@@ -100,17 +101,50 @@ def _from_object(obj, dt, dev, copy=None):
     return _std.asarray(obj, dtype=dt, device=dev, copy=copy)
 
 
+def _host_made(r, device):
+    """A NumPy result r made from host-only data or with a host-only dtype, by the rule of gpk_array/_hostdata.py:
+    host-only dtypes on the CPU device (TypeError for another device=), standard dtypes on device= or the
+    default device."""
+    if r.dtype.kind in _host.HOST_KINDS:
+        return _host.host_array(r, device)
+    return _std.asarray(r, device=as_device(device))
+
+
+def _host_convert(obj, dtype, device, copy, error):
+    """NumPy's conversion of obj for ``array``/``asarray`` when ours refused it (error): a host-only dtype, asked
+    for or inferred, gives an array on the CPU device; anything else re-raises the refusal. A bare str, bytes or
+    dict stays refused, in CuPy's words (peers' tests match them)."""
+    if isinstance(obj, (str, bytes, Mapping)) and dtype is None:
+        raise error
+    hd = _host.host_dtype(dtype) if dtype is not None else None
+    if dtype is not None and hd is None and not _host.any_host(obj):
+        raise error
+    try:
+        r = _np.array(_host.host_value(obj), dtype=hd if hd is not None else dtype,
+                      copy=True if copy else None)
+    except Exception:
+        raise error from None
+    if r.dtype.kind not in _host.HOST_KINDS and not _host.any_host(obj):
+        raise error
+    return _host_made(r, device)
+
+
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None, device=None):
-    """NumPy's ``array``: a new array from array-likes (copies unless copy=None/False allow otherwise)."""
-    dt = dtype_arg(dtype)
-    if device is not None:
-        dev = as_device(device)
-    elif object.__class__ is Array:
-        dev = object._device
-    else:
-        dev = _tree_device(object) or default_device()
-    cp = True if copy is True else (False if copy is False else None)
-    r = _from_object(object, dt, dev, cp)
+    """NumPy's ``array``: a new array from array-likes (copies unless copy=None/False allow otherwise). Data of
+    a host-only dtype (strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py)."""
+    try:
+        dt = dtype_arg(dtype)
+        if device is not None:
+            dev = as_device(device)
+        elif object.__class__ is Array:
+            dev = object._device
+        else:
+            dev = _tree_device(object) or default_device()
+        cp = True if copy is True else (False if copy is False else None)
+        r = _from_object(object, dt, dev, cp)
+    except TypeError as e:
+        r = _host_convert(object, dtype, device, copy, e)
+        dev = r._device
     if ndmin and r._data.ndim < ndmin:
         r = new(r._data.reshape((1,) * (ndmin - r._data.ndim) + r._data.shape), dev)
     if order == "F" and r._data.ndim > 1:
@@ -119,17 +153,24 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
 
 
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
-    """NumPy's ``asarray`` (and the standard's: ``asarray(obj, /, *, dtype, device, copy)``)."""
+    """NumPy's ``asarray`` (and the standard's: ``asarray(obj, /, *, dtype, device, copy)``). Data of a host-only
+    dtype (strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py); a bare str or
+    bytes is refused with a TypeError, as CuPy refuses it."""
     if a.__class__ is Array and dtype is None and device is None and copy is None:
         return a
-    dt = dtype_arg(dtype)
-    if device is not None:
-        dev = as_device(device)
-    elif a.__class__ is Array:
-        dev = a._device
-    else:
-        dev = _tree_device(a) or default_device()
-    return _from_object(a, dt, dev, copy)
+    try:
+        dt = dtype_arg(dtype)
+        if device is not None:
+            dev = as_device(device)
+        elif a.__class__ is Array:
+            dev = a._device
+        else:
+            dev = _tree_device(a) or default_device()
+        return _from_object(a, dt, dev, copy)
+    except TypeError as e:
+        if copy is False:
+            raise
+        return _host_convert(a, dtype, device, copy, e)
 
 
 def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
@@ -165,8 +206,17 @@ def _filled(fname):
     """NumPy's ``zeros`` / ``ones`` / ``empty``: ``(shape, dtype=float, order='C')`` (and the standard's)."""
     def fn(shape, dtype=None, order="C", *, device=None, like=None):
         if order == "C" or order is None:
-            return _std._make(fname, shape, dtype, device)
+            try:
+                return _std._make(fname, shape, dtype, device)
+            except TypeError:
+                hd = _host.host_dtype(dtype) if dtype is not None else None
+                if hd is None:
+                    raise
+                return _host.host_array(getattr(_np, fname)(shape_arg(shape), dtype=hd), device)
         dev = as_device(device)
+        hd = _host.host_dtype(dtype) if dtype is not None else None
+        if hd is not None:
+            return _host.host_array(getattr(_np, fname)(shape_arg(shape), dtype=hd, order=order), device)
         dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
         shape = shape_arg(shape)
         if _hooks.prealloc_hook is not None:
@@ -177,7 +227,8 @@ def _filled(fname):
         except MemoryError as e:
             raise_oom(e)
     fn.__name__ = fn.__qualname__ = fname
-    fn.__doc__ = f"NumPy's ``{fname}(shape, dtype=float, order='C')`` (and the standard's)."
+    fn.__doc__ = (f"NumPy's ``{fname}(shape, dtype=float, order='C')`` (and the standard's); a host-only dtype "
+                  "(strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py).")
     return fn
 
 
@@ -198,32 +249,50 @@ def _scalar_fill(v):
     return None
 
 
+def _host_full(shape, fill_value, dtype, device, error):
+    """``full`` for a host-only dtype or fill value (a string, a date): NumPy's, on the CPU device."""
+    hd = _host.host_dtype(dtype) if dtype is not None else None
+    if dtype is not None and hd is None:
+        raise error
+    try:
+        r = _np.full(shape_arg(shape), _host.host_value(fill_value), dtype=hd)
+    except Exception:
+        raise error from None
+    if r.dtype.kind not in _host.HOST_KINDS:
+        raise error
+    return _host.host_array(r, device)
+
+
 @oom_guard
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
-    """NumPy's ``full``: fill_value may also be an array broadcast to shape."""
-    s = _scalar_fill(fill_value)
-    if s is not None and (s.__class__ is not Array or device is None or s._device is as_device(device)):
-        if s.__class__ is Array:
-            dev = s._device if device is None else as_device(device)
-            dt = s._data.dtype if dtype is None else _dt.to_dtype(dtype)
-            if _hooks.prealloc_hook is not None:
-                _hooks.precheck(shape_arg(shape), dt, dev)
-            with on_device(dev):
-                r = dev.xp.empty(shape_arg(shape), dtype=dt)
-                r[...] = s._data
-            return new(r, dev)
-        if dtype is None and isinstance(s, _np.generic):
-            dtype = s.dtype
-        return _std.full(shape, s, dtype=dtype, device=device)
-    dev = dev_arg(device, fill_value)
-    f = data(fill_value, dev)
-    dt = f.dtype if dtype is None else _dt.to_dtype(dtype)
-    if _hooks.prealloc_hook is not None:
-        _hooks.precheck(shape_arg(shape), dt, dev)
-    with on_device(dev):
-        r = dev.xp.empty(shape_arg(shape), dtype=dt)
-        r[...] = f
-    return new(r, dev)
+    """NumPy's ``full``: fill_value may also be an array broadcast to shape; a host-only dtype or fill value (a
+    string, a date) gives an array on the CPU device (gpk_array/_hostdata.py)."""
+    try:
+        s = _scalar_fill(fill_value)
+        if s is not None and (s.__class__ is not Array or device is None or s._device is as_device(device)):
+            if s.__class__ is Array:
+                dev = s._device if device is None else as_device(device)
+                dt = s._data.dtype if dtype is None else _dt.to_dtype(dtype)
+                if _hooks.prealloc_hook is not None:
+                    _hooks.precheck(shape_arg(shape), dt, dev)
+                with on_device(dev):
+                    r = dev.xp.empty(shape_arg(shape), dtype=dt)
+                    r[...] = s._data
+                return new(r, dev)
+            if dtype is None and isinstance(s, _np.generic):
+                dtype = s.dtype
+            return _std.full(shape, s, dtype=dtype, device=device)
+        dev = dev_arg(device, fill_value)
+        f = data(fill_value, dev)
+        dt = f.dtype if dtype is None else _dt.to_dtype(dtype)
+        if _hooks.prealloc_hook is not None:
+            _hooks.precheck(shape_arg(shape), dt, dev)
+        with on_device(dev):
+            r = dev.xp.empty(shape_arg(shape), dtype=dt)
+            r[...] = f
+        return new(r, dev)
+    except TypeError as e:
+        return _host_full(shape, fill_value, dtype, device, e)
 
 
 def _like_parts(a, dtype, shape, device):
@@ -235,10 +304,27 @@ def _like_parts(a, dtype, shape, device):
 
 
 def _like(fname, a, dtype, shape, device):
-    if shape is None:
-        return getattr(_std, fname + "_like")(a if a.__class__ is Array else asarray(a), dtype=dtype, device=device)
-    shp, dt, dev = _like_parts(a, dtype, shape, device)
-    return getattr(_std, fname)(shp, dtype=dt, device=dev)
+    try:
+        if shape is None:
+            return getattr(_std, fname + "_like")(a if a.__class__ is Array else asarray(a), dtype=dtype,
+                                                  device=device)
+        shp, dt, dev = _like_parts(a, dtype, shape, device)
+        return getattr(_std, fname)(shp, dtype=dt, device=dev)
+    except TypeError:
+        if not _host.any_host(a) and (dtype is None or _host.host_dtype(dtype) is None):
+            raise
+        return _host_like(fname, a, dtype, shape, device)
+
+
+def _host_like(fname, a, dtype, shape, device, *fill):
+    """The ``*_like`` functions for a host-only array or dtype: NumPy's, placed by the rule of
+    gpk_array/_hostdata.py (host-only dtypes on the CPU device, standard dtypes on device= or the default one)."""
+    h = _host.host_value(a)
+    if not isinstance(h, _np.ndarray):
+        h = _np.asarray(h)
+    fill = tuple(_host.host_value(f) for f in fill)
+    return _host_made(getattr(_np, fname + "_like")(h.view(_np.ndarray), *fill, dtype=dtype, shape=shape),
+                      device)
 
 
 def zeros_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
@@ -260,6 +346,9 @@ def empty_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=No
 def full_like(a, /, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """NumPy's ``full_like`` (and the standard's): fill_value is cast to the result's dtype; it may be an array
     that broadcasts to the shape."""
+    if _host.any_host(a) or (dtype is not None and _host.host_dtype(dtype) is not None) or \
+            fill_value.__class__ is str or fill_value.__class__ is bytes:
+        return _host_like("full", a, dtype, shape, device, fill_value)
     s = _scalar_fill(fill_value)
     if s is not None and s.__class__ is not Array:
         if shape is None:
@@ -300,13 +389,32 @@ def _py(v):
 
 
 def arange(start, /, stop=None, step=None, dtype=None, *, device=None, like=None):
-    """NumPy's ``arange([start,] stop[, step], dtype=None)`` (and the standard's)."""
-    if start.__class__ is not int:
-        start = _py(start)
-    if stop is not None and stop.__class__ is not int:
-        stop = _py(stop)
-    step = 1 if step is None else (step if step.__class__ is int else _py(step))
-    return _std.arange(start, stop, step, dtype=dtype, device=device)  # it translates out-of-memory errors
+    """NumPy's ``arange([start,] stop[, step], dtype=None)`` (and the standard's); dates (``datetime64``
+    endpoints or dtype, ISO strings with a datetime64 dtype) give an array on the CPU device
+    (gpk_array/_hostdata.py)."""
+    try:
+        a = start if start.__class__ is int else _py(start)
+        b = stop if stop is None or stop.__class__ is int else _py(stop)
+        c = 1 if step is None else (step if step.__class__ is int else _py(step))
+        return _std.arange(a, b, c, dtype=dtype, device=device)  # it translates out-of-memory errors
+    except TypeError as e:
+        return _host_arange(e, start, stop, step, dtype, device)
+
+
+def _host_arange(error, *args):
+    """``arange`` of dates or timedeltas (datetime64 / timedelta64 endpoints, steps or dtype): NumPy's, on the
+    CPU device; anything else re-raises error."""
+    *parts, dtype, device = args
+    parts = [_host.host_value(p) for p in parts]
+    hd = _host.host_dtype(dtype) if dtype is not None else None
+    if hd is None and not any(isinstance(p, (_np.datetime64, _np.timedelta64, _np.ndarray)) and
+                              _np.asarray(p).dtype.kind in "Mm" for p in parts):
+        raise error
+    start, stop, step = parts
+    if stop is None:
+        start, stop = 0, start  # arange(stop): NumPy's timedelta64 ranges start at 0 too
+    r = _np.arange(start, stop, step, dtype=hd)
+    return _host_made(r, device)
 
 
 def _is_scalar_like(v):
@@ -527,7 +635,11 @@ def fromfunction(function, shape, *, dtype=float, like=None, device=None, **kwar
 
 
 def fromiter(iter, dtype, count=-1, *, like=None, device=None):
-    """An array from an iterable of Python values (read on the host, then moved to the device)."""
+    """An array from an iterable of Python values (read on the host, then moved to the device); a host-only dtype
+    (strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py)."""
+    hd = _host.host_dtype(dtype)
+    if hd is not None:
+        return _host.host_array(_np.fromiter(iter, dtype=hd, count=count), device)
     h = _np.fromiter(iter, dtype=_dt.to_dtype(dtype), count=count)
     return _std.asarray(h, device=as_device(device))
 

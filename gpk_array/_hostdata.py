@@ -1,0 +1,135 @@
+"""Host-only dtypes: arrays of strings, bytes, datetime64/timedelta64, void and structured (record) dtypes.
+
+CUDA has no such dtypes (neither has CuPy), so these arrays live on the CPU device, NumPy-backed, whatever the
+default device is. The rule, in two parts:
+
+1. An array whose dtype (asked for, or inferred from the data) is host-only is made on the CPU device by the
+   NumPy-facing creation functions (``array``, ``asarray``, ``zeros``, ``full``, ``arange`` of dates, ``fromiter``,
+   ``loadtxt``, ``genfromtxt``, ``astype``, ...); asking for another device raises TypeError. Operations on it
+   compute with NumPy, and their results of host-only dtypes stay there.
+2. A result of a standard dtype (bool, integers, floating, complex) computed from a host-only array goes to the
+   default device: a numeric field ``x['age']``, ``x.astype(float)``, comparisons ``labels == 'a'``, datetime
+   differences divided to floats, ``argsort`` indices, ``unique``'s counts. So NumPy code mixing records, labels
+   and dates with numeric work runs on CUDA unchanged: the numbers are where the numeric arrays are. Arrays of
+   another device used with a host-only array (as an operand, an index or a value to assign) are copied to the
+   host for that operation, since the host-only array cannot go to them.
+
+The mark is the backing array's class: the backing array of a host-only Array is a ``HostData`` (a
+``numpy.ndarray`` subclass, so every NumPy function keeps it, and its results, through ufuncs, views, ``astype``
+and fields). ``Array._new`` sees the class on the CPU device's slow branch (backing arrays that are not plain
+ndarrays), so the numeric hot paths pay nothing: the dtype is checked where the data is created.
+
+The standard's functions (``gpk_array._ops``) keep refusing these dtypes with a TypeError, as array_api_strict
+does; only the NumPy-facing names take them.
+"""
+import numpy as np
+
+from . import _hooks
+
+HOST_KINDS = frozenset("USMmV")
+_KIND_NAMES = {"U": "string", "S": "bytes", "M": "datetime64", "m": "timedelta64", "V": "void"}
+
+
+class HostData(np.ndarray):
+    """The backing array of an Array of a host-only dtype (a plain NumPy array otherwise): NumPy computes on it
+    as on an ndarray; its class marks results to be sorted out by ``Array._new`` (see the module's rule)."""
+
+    def __getitem__(self, key):
+        r = np.ndarray.__getitem__(self, key)
+        return r if isinstance(r, np.ndarray) else np.asarray(r).view(HostData)
+
+    def __array_wrap__(self, obj, context=None, return_scalar=False):
+        return np.asarray(obj).view(HostData)
+
+    def __reduce__(self):  # pickles as a plain ndarray (an Array's pickle rebuilds the mark)
+        return np.asarray(self).__reduce__()
+
+
+def is_host_dtype(dt):
+    """Whether a numpy dtype is host-only (string, bytes, datetime64, timedelta64, void or structured)."""
+    return dt.kind in HOST_KINDS
+
+
+def host_dtype(dtype):
+    """The numpy dtype for a dtype-like when it is host-only, else None (also for what NumPy cannot read)."""
+    try:
+        d = np.dtype(dtype)
+    except Exception:
+        return None
+    return d if d.kind in HOST_KINDS else None
+
+
+def kind_name(dt):
+    return "structured" if dt.names is not None else _KIND_NAMES.get(dt.kind, str(dt))
+
+
+def wrap(data):
+    """The Array for a HostData result (called by ``Array._new`` on the CPU device): host-only dtypes stay on the
+    CPU device; a standard dtype (a numeric field, a comparison, astype) is moved to the default device."""
+    from ._array import Array
+    from ._device import CPU, default_device
+    if data.dtype.kind in HOST_KINDS:
+        obj = object.__new__(Array)
+        obj._data = data
+        obj._device = CPU
+        if _hooks.alloc_hook is not None:
+            _hooks.alloc_hook(data, CPU)
+        return obj
+    plain = data.view(np.ndarray)
+    dev = default_device()
+    if dev is CPU:
+        return Array._new(plain, CPU)
+    if data.dtype.kind == "O":
+        raise TypeError("cannot make an array of Python objects from this host-only array's values")
+    from ._ops.creation import asarray
+    return asarray(plain, device=dev)
+
+
+def host_array(data, device=None):
+    """An Array on the CPU device for NumPy data of a host-only dtype; TypeError for another device."""
+    from ._array import Array
+    from ._device import CPU, as_device
+    if device is not None and as_device(device) is not CPU:
+        raise TypeError(f"arrays of {kind_name(data.dtype)} dtypes (dtype {data.dtype}) live on the CPU device "
+                        f"only: gpk_array has no such dtype on {as_device(device)}; leave device= out or use "
+                        "'cpu'")
+    return Array._new(np.asarray(data).view(HostData), CPU)
+
+
+def result(r):
+    """An Array for a NumPy result computed from host-only data, by the rule (host-only dtypes on the CPU device,
+    standard dtypes on the default device)."""
+    from ._array import Array
+    from ._device import CPU
+    return Array._new(np.asarray(r).view(HostData), CPU)
+
+
+def host_value(v):
+    """An operand for a NumPy computation with host-only data: Arrays of any device as NumPy arrays (a copy from a
+    CUDA device), nested lists of them too; everything else unchanged."""
+    from ._array import Array
+    from ._device import CPU
+    if isinstance(v, Array):
+        return v._data if v._device is CPU else v._data.get()
+    if v.__class__ is tuple:
+        return tuple(host_value(p) for p in v)
+    if v.__class__ is list:
+        return [host_value(p) for p in v]
+    return v
+
+
+def is_host(x):
+    """Whether x is an Array of a host-only dtype (its data marked, or a plain CPU array of such a dtype)."""
+    from ._array import Array
+    return isinstance(x, Array) and x._data.dtype.kind in HOST_KINDS
+
+
+def any_host(*xs):
+    """Whether any of xs (or of the Arrays in lists/tuples among them) is a host-only Array."""
+    for x in xs:
+        if x.__class__ is list or x.__class__ is tuple:
+            if any_host(*x):
+                return True
+        elif is_host(x):
+            return True
+    return False
