@@ -136,6 +136,9 @@ __all__ = [
     "true_divide", "typecodes", "typename", "ubyte", "ufunc", "uint", "uintc", "uintp", "ulong", "ulonglong",
     "union1d", "unique", "unpackbits", "unravel_index", "unsignedinteger", "unwrap", "ushort", "vander", "vdot",
     "vecmat", "vectorize", "void", "vsplit", "vstack",
+    # host-only dtypes (gpk_array/_hostdata.py): dates, business days, string and record namespaces
+    "busday_count", "busday_offset", "busdaycalendar", "char", "datetime_as_string", "datetime_data", "is_busday",
+    "isnat", "rec", "strings",
 ]
 
 

@@ -118,6 +118,13 @@ def host_value(v):
     return v
 
 
+def marked(x):
+    """The NumPy data of an Array (of any device: a CUDA one's is copied) as HostData, so that NumPy's result of
+    an operation with host-only data is placed by the module's rule."""
+    d = x._data if x._device.kind == "cpu" else x._data.get()
+    return d if d.__class__ is HostData else d.view(HostData)
+
+
 def is_host(x):
     """Whether x is an Array of a host-only dtype (its data marked, or a plain CPU array of such a dtype)."""
     from ._array import Array
@@ -133,3 +140,39 @@ def any_host(*xs):
         elif is_host(x):
             return True
     return False
+
+
+def results(r):
+    """``result`` through the tuples and lists NumPy functions return; NumPy scalars become 0-d Arrays (as
+    gpk_array's reductions give), Python objects are left as they are."""
+    if isinstance(r, np.ndarray):
+        return result(r)
+    if r.__class__ is tuple or r.__class__ is list or (isinstance(r, tuple) and hasattr(r, "_fields")):
+        vals = [results(v) for v in r]
+        return type(r)(*vals) if hasattr(r, "_fields") else type(r)(vals)
+    if isinstance(r, np.generic):
+        return result(r)
+    return r
+
+
+def call(fn, *args, **kwargs):
+    """NumPy's fn on the host values of the arguments (Arrays of any device), its results placed by the rule."""
+    args = [host_value(a) for a in args]
+    kwargs = {k: host_value(v) for k, v in kwargs.items()}
+    return results(fn(*args, **kwargs))
+
+
+def fallback(error, fn, *args, **kwargs):
+    """For a NumPy-facing function whose own path refused host-only data (error): NumPy's fn on the host values,
+    when an argument is an array of a host-only dtype (or a list of them) or a string; else error is raised."""
+    if not any_host(*args, *kwargs.values()) and not any(_has_text(a) for a in args):
+        raise error
+    return call(fn, *args, **kwargs)
+
+
+def _has_text(v):
+    if v.__class__ is str or v.__class__ is bytes:
+        return True
+    if v.__class__ is list or v.__class__ is tuple:
+        return any(_has_text(p) for p in v[:2]) or any(_has_text(p) for p in v[-1:])
+    return isinstance(v, (np.datetime64, np.timedelta64, np.str_, np.bytes_, np.void))

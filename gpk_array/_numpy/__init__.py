@@ -8,7 +8,7 @@ signatures and hand the standard's call forms to the standard's implementations,
 
 Modules: ufuncs (ufunc objects), creation, reductions, statistics, shaping, indexing, sorting, linalg_funcs,
 logic, poly, types (dtype names, ndarray, finfo, errstate), printing, io, iteration (nditer, frompyfunc), bits
-(packbits, unpackbits), info (info, show_config), methods (ndarray methods), linalg (extras for gpk_array.linalg),
+(packbits, unpackbits), info (info, show_config), hostfuncs (dates, business days, char/strings/rec), methods (ndarray methods), linalg (extras for gpk_array.linalg),
 emath (np.emath). gpk_array.testing is numpy.testing for Arrays (gpk_array.random and gpk_array.testing
 are imported on first access).
 """
@@ -16,6 +16,7 @@ from . import creation as _creation
 from . import indexing as _indexing
 from . import bits as _bits
 from . import info as _info
+from . import hostfuncs as _hostfuncs
 from . import io as _io
 from . import iteration as _iteration
 from . import linalg_funcs as _linalg_funcs
@@ -31,7 +32,7 @@ from . import ufuncs as _ufuncs
 from .methods import install  # noqa: F401
 
 _MODULES = (_types, _ufuncs, _creation, _reductions, _statistics, _shaping, _indexing, _sorting, _linalg_funcs,
-            _logic, _poly, _printing, _io, _iteration, _bits, _info)
+            _logic, _poly, _printing, _io, _iteration, _bits, _info, _hostfuncs)
 
 __all__ = []
 for _m in _MODULES:

@@ -8,6 +8,7 @@ keys arbitrarily, so argsort results can differ from NumPy's only in the order o
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .. import _hostdata
 from .._ops import searching as _se
 from .._ops import sets as _sets
 from .._ops import sorting as _so
@@ -41,11 +42,21 @@ def _stability(kind, stable):
     return kind in (None, "mergesort", "stable")
 
 
+def _host_sort(fn, a, axis, kind, order):
+    """NumPy's sort/argsort by field names, for structured arrays (host-only, gpk_array/_hostdata.py): the sorted
+    records on the CPU device, the indices on the default device."""
+    h = _hostdata.host_value(a)
+    if getattr(h, "dtype", None) is None or h.dtype.names is None:
+        raise ValueError("order= (sorting by field names) needs an array with fields (a structured dtype)")
+    return _hostdata.result(fn(h.view(_np.ndarray), axis=axis, kind=kind, order=order))
+
+
 @oom_guard
 def sort(a, /, axis=-1, kind=None, order=None, *, descending=False, stable=None):
-    """Sorted copy (NumPy's ``sort(a, axis=-1, kind=None)``; the standard's ``descending``/``stable``)."""
+    """Sorted copy (NumPy's ``sort(a, axis=-1, kind=None)``; the standard's ``descending``/``stable``);
+    ``order=`` (field names) sorts structured arrays (on the CPU device, gpk_array/_hostdata.py)."""
     if order is not None:
-        raise TypeError("sorting by field names (order=) needs structured dtypes, which exist only in NumPy")
+        return _host_sort(_np.sort, a, axis, kind, order)
     x, axis = _flat_axis(a, axis)
     return _sort(x, axis=axis, descending=descending, stable=_stability(kind, stable))
 
@@ -55,7 +66,7 @@ def argsort(a, /, axis=-1, kind=None, order=None, *, descending=False, stable=No
     """Indices that sort a (NumPy's ``argsort``; the standard's ``descending``/``stable``). An explicit
     quicksort/heapsort kind on the CPU gives NumPy's own order of ties."""
     if order is not None:
-        raise TypeError("sorting by field names (order=) needs structured dtypes, which exist only in NumPy")
+        return _host_sort(_np.argsort, a, axis, kind, order)
     x, axis = _flat_axis(a, axis)
     st = _stability(kind, stable)
     if not st and not descending and x._device.xp is _np and x.ndim:

@@ -6,6 +6,8 @@ import numpy as np
 
 from .. import _config
 from .. import _dtypes as _dt
+from .. import _hostdata
+from .._hostdata import HOST_KINDS as _HOST_KINDS
 from .._errors import DeviceError, OutOfMemoryError
 from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard, raise_oom
 from .creation import _negative_zero, _to_gpu
@@ -176,6 +178,21 @@ def getitem(x, key):
         if isinstance(e, OutOfMemoryError):
             raise
         raise OutOfMemoryError(str(e)) from e
+    except (IndexError, DeviceError, TypeError):
+        # field names (x['age'], x[['a', 'b']]) and index arrays of another device: for arrays of a host-only dtype
+        if x._data.dtype.kind not in _HOST_KINDS:
+            raise
+        return _host_getitem(x, key)
+
+
+def _host_getitem(x, key):
+    """``x[key]`` for an array of a host-only dtype (gpk_array/_hostdata.py): NumPy's indexing, field names
+    included, with index arrays of any device; a field or element of a standard dtype goes to the default device
+    (on the CPU device it is a view, as in NumPy)."""
+    r = _hostdata.result(x._data[_hostdata.host_value(key)])
+    if r._device is CPU:
+        r._base = x
+    return r
 
 
 def setitem(x, key, value):
@@ -198,6 +215,12 @@ def setitem(x, key, value):
         _setitem(x, key, value)
     except MemoryError as e:
         raise_oom(e)
+    except (IndexError, DeviceError, TypeError):
+        # field names, strings and dates as values, index arrays and values of another device: for arrays of a
+        # host-only dtype, NumPy's assignment (gpk_array/_hostdata.py)
+        if x._data.dtype.kind not in _HOST_KINDS:
+            raise
+        x._data[_hostdata.host_value(key)] = _hostdata.host_value(value)
 
 
 def _setitem(x, key, value):
