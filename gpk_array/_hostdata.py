@@ -44,6 +44,20 @@ class HostData(np.ndarray):
     def __reduce__(self):  # pickles as a plain ndarray (an Array's pickle rebuilds the mark)
         return np.asarray(self).__reduce__()
 
+    # the index-valued methods NumPy's functions call (np.argmax(a) is a.argmax()) give plain ndarrays or scalars:
+    # marked, so that their standard-dtype results go where the rule puts them
+    def argmax(self, *args, **kwargs):
+        return np.asarray(np.ndarray.argmax(self, *args, **kwargs)).view(HostData)
+
+    def argmin(self, *args, **kwargs):
+        return np.asarray(np.ndarray.argmin(self, *args, **kwargs)).view(HostData)
+
+    def searchsorted(self, *args, **kwargs):
+        return np.asarray(np.ndarray.searchsorted(self, *args, **kwargs)).view(HostData)
+
+    def nonzero(self):
+        return tuple(i.view(HostData) for i in np.ndarray.nonzero(self))
+
 
 def is_host_dtype(dt):
     """Whether a numpy dtype is host-only (string, bytes, datetime64, timedelta64, void or structured)."""

@@ -425,10 +425,14 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
 @oom_guard
 def append(arr, values, axis=None):
-    """Values appended to the end (flattened when axis is None)."""
-    x = to_array(arr)
-    dev = x._device
-    v = data(values, dev)
+    """Values appended to the end (flattened when axis is None); strings and dates on the host
+    (gpk_array/_hostdata.py)."""
+    try:
+        x = to_array(arr)
+        dev = x._device
+        v = data(values, dev)
+    except (TypeError, DeviceError) as e:
+        return _hostdata.fallback(e, _np.append, arr, values, axis=axis)
     if axis is None:
         return new(dev.xp.concatenate([x._data.reshape(-1), v.reshape(-1)]), dev)
     return new(dev.xp.concatenate([x._data, v], axis=normalize_axis(axis, x.ndim)), dev)

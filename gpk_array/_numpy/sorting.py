@@ -9,6 +9,9 @@ import numpy as _np
 
 from .. import _dtypes as _dt
 from .. import _hostdata
+from .._array import Array
+from .._device import CPU
+from .._errors import DeviceError
 from .._ops import searching as _se
 from .._ops import sets as _sets
 from .._ops import sorting as _so
@@ -139,7 +142,10 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
 
 
 def searchsorted(a, v, /, side="left", sorter=None):
-    """NumPy's ``searchsorted(a, v, side='left', sorter=None)`` (and the standard's)."""
+    """NumPy's ``searchsorted(a, v, side='left', sorter=None)`` (and the standard's); strings and dates on the host,
+    the indices on the default device (gpk_array/_hostdata.py)."""
+    if a.__class__ is Array and a._data.__class__ is _hostdata.HostData:
+        return _hostdata.call(_np.searchsorted, a, v, side=side, sorter=sorter)
     return _searchsorted(a, v, side=side, sorter=sorter)
 
 
@@ -153,6 +159,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if xp is _np:
         r = _np.unique(x._data, return_index=return_index, return_inverse=return_inverse,
                        return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+        if x._data.__class__ is _hostdata.HostData:  # the indices and counts of host-only data: by its rule
+            return _hostdata.results(r)
     else:
         r = xp.unique(x._data, return_index=return_index, return_inverse=return_inverse,
                       return_counts=return_counts, axis=axis, equal_nan=equal_nan)
@@ -169,13 +177,21 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 
 
 def isin(element, test_elements, /, assume_unique=False, invert=False, *, kind=None):
-    """NumPy's ``isin`` (and the standard's)."""
+    """NumPy's ``isin`` (and the standard's); strings and dates on the host (gpk_array/_hostdata.py)."""
+    if _hostdata.any_host(element, test_elements) or _hostdata._has_text(test_elements):
+        return _hostdata.call(_np.isin, element, test_elements, assume_unique=assume_unique, invert=invert)
     return _isin(element, test_elements, invert=invert)
 
 
 def _two(ar1, ar2):
     dev = dev_of(ar1, ar2)
-    return dev, data(ar1, dev), data(ar2, dev)
+    try:
+        return dev, data(ar1, dev), data(ar2, dev)
+    except (TypeError, DeviceError):  # strings, dates: NumPy's on the host (gpk_array/_hostdata.py)
+        if not _hostdata.any_host(ar1, ar2) and not _hostdata._has_text(ar1) and not _hostdata._has_text(ar2):
+            raise
+        return CPU, _np.asarray(_hostdata.host_value(ar1)).view(_hostdata.HostData), \
+            _np.asarray(_hostdata.host_value(ar2)).view(_hostdata.HostData)
 
 
 @oom_guard
