@@ -142,5 +142,8 @@ def _host_only_kind(dtype):
     kind = "structured" if d.names is not None else _HOST_ONLY_KINDS.get(d.kind)
     if kind is None:
         return ""
-    return f" ({kind} dtypes are host-only: such arrays live only in NumPy)"
+    if kind == "object":
+        return " (object dtypes are not supported: arrays of Python objects live only in NumPy)"
+    return (f" ({kind} dtypes are host-only: NumPy's functions (array, zeros, astype, ...) make such arrays on the "
+            "CPU device; this function takes the standard's dtypes)")
 
