@@ -178,9 +178,14 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 
 def isin(element, test_elements, /, assume_unique=False, invert=False, *, kind=None):
     """NumPy's ``isin`` (and the standard's); strings and dates on the host (gpk_array/_hostdata.py)."""
-    if _hostdata.any_host(element, test_elements) or _hostdata._has_text(test_elements):
+    if _is_host(element) or _is_host(test_elements) or (test_elements.__class__ is list and test_elements and
+                                                          test_elements[0].__class__ in (str, bytes)):
         return _hostdata.call(_np.isin, element, test_elements, assume_unique=assume_unique, invert=invert)
     return _isin(element, test_elements, invert=invert)
+
+
+def _is_host(x):
+    return x.__class__ is Array and x._data.__class__ is _hostdata.HostData
 
 
 def _two(ar1, ar2):
