@@ -304,6 +304,8 @@ def _like_parts(a, dtype, shape, device):
 
 
 def _like(fname, a, dtype, shape, device):
+    if a.__class__ is Array and a._data.__class__ is _host.HostData:
+        return _host_like(fname, a, dtype, shape, device)
     try:
         if shape is None:
             return getattr(_std, fname + "_like")(a if a.__class__ is Array else asarray(a), dtype=dtype,

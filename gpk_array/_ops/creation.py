@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _dtypes as _dt
 from .. import _hooks
+from .. import _hostdata
 from .. import _version
 from .. import _device as _devices
 from .._device import CPU, Device, as_device
@@ -575,4 +576,6 @@ def _dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=Non
 
 
 def _rebuild(host, device):
+    if host.dtype.kind in _hostdata.HOST_KINDS:  # a pickled array of a host-only dtype (gpk_array/_hostdata.py)
+        return _hostdata.host_array(host, device)
     return asarray(host, device=device)
