@@ -275,8 +275,9 @@ def _install_operators():
 def _array_like(x):
     """Whether an operator's operand that is neither an Array nor a built-in Python scalar is one the operators
     take: sequences, NumPy arrays and scalars, CUDA arrays, and instances of subclasses of int, float and complex
-    (``finfo(float32).eps``), which count as Python scalars."""
-    return isinstance(x, (list, tuple, np.ndarray, np.generic, int, float, complex)) or \
+    (``finfo(float32).eps``), which count as Python scalars, and instances of subclasses of Array (``x.view(Sub)``,
+    a structured array's field on a CUDA device)."""
+    return isinstance(x, (list, tuple, np.ndarray, np.generic, int, float, complex, Array)) or \
         hasattr(x, "__cuda_array_interface__")
 
 

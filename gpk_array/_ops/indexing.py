@@ -192,6 +192,9 @@ def _host_getitem(x, key):
     r = _hostdata.result(x._data[_hostdata.host_value(key)])
     if r._device is CPU:
         r._base = x
+    elif key.__class__ is str:  # a numeric field copied to the default device: writes through it reach x
+        from .._hostfield import field
+        r = field(r._data, r._device, x, key)
     return r
 
 
@@ -215,8 +218,8 @@ def setitem(x, key, value):
         _setitem(x, key, value)
     except MemoryError as e:
         raise_oom(e)
-    except (IndexError, DeviceError, TypeError):
-        # field names, strings and dates as values, index arrays and values of another device: for arrays of a
+    except (IndexError, TypeError, ValueError):  # DeviceError is a ValueError
+        # field names, strings, dates and records (tuples) as values, index arrays and values of another device: for arrays of a
         # host-only dtype, NumPy's assignment (gpk_array/_hostdata.py)
         if x._data.dtype.kind not in _HOST_KINDS:
             raise

@@ -212,3 +212,24 @@ def test_numeric_arrays_never_carry_the_mark(dev):
     x = gp.arange(6.0)
     for y in (x + 1, x == 2, gp.sort(x), x.astype(gp.float32), _records(gp)["age"], gp.array(["a"]) == "a"):
         assert y._data.__class__ is not HostData
+
+
+def _write_through_fields(ns):
+    r = ns.zeros(4, dtype=[("a", "f8"), ("b", "i4"), ("p", [("x", "f4"), ("y", "f4")])])
+    r["a"][r["b"] == 0] += 5
+    f = r["b"]
+    f[1] = 7
+    f += 1
+    f *= 2
+    r["p"]["x"][2] = 3.5
+    r["a"][::2] = -1.0
+    r["b"].fill(3)
+    g = r["a"]
+    g.sort()
+    r[3] = (9.0, 9, (1.0, 2.0))
+    return r
+
+
+def test_writes_through_numeric_fields_reach_the_records(dev):
+    # on a CUDA default device a numeric field is a device copy whose writes are written back (gpk_array/_hostfield.py)
+    assert_match(_write_through_fields(gp), _write_through_fields(numpy))
