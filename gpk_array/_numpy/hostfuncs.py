@@ -64,13 +64,18 @@ class HostModule(types.ModuleType):
     device and return Arrays by the rule of host-only dtypes; what is not a function (classes, constants) is
     NumPy's own object."""
 
-    def __init__(self, name, numpy_module):
+    def __init__(self, name):
         super().__init__(f"gpk_array.{name}", self.__class__.__doc__)
-        self._np_module = numpy_module
         self._np_name = name
 
+    @property
+    def _np_module(self):
+        # imported on first use: `import gpk_array` loads none of numpy.char / numpy.strings / numpy.rec
+        import importlib
+        return importlib.import_module(f"numpy.{self._np_name}")
+
     def __getattr__(self, name):
-        if name.startswith("__"):
+        if name.startswith("__") or name.startswith("_np"):
             raise AttributeError(name)
         obj = getattr(self._np_module, name)
         if callable(obj) and not isinstance(obj, type):
@@ -82,6 +87,6 @@ class HostModule(types.ModuleType):
         return sorted(set(super().__dir__()) | {n for n in dir(self._np_module) if not n.startswith("_")})
 
 
-char = HostModule("char", _np.char)
-strings = HostModule("strings", _np.strings)
-rec = HostModule("rec", _np.rec)
+char = HostModule("char")
+strings = HostModule("strings")
+rec = HostModule("rec")
