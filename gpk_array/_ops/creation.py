@@ -28,7 +28,8 @@ def _check_result(data):
         if k == "O":
             raise TypeError("cannot make an array of Python objects (ragged nested sequences, or integers "
                             "too large for int64/uint64, are not supported)")
-        raise TypeError(f"gpk_array has no arrays of {what} (dtype {data.dtype}); such data lives only in NumPy")
+        raise TypeError(f"the standard's functions take no arrays of {what} (dtype {data.dtype}): gpk_array's "
+                        "NumPy-facing functions (np.array, np.asarray, np.zeros, ...) make them on the CPU device")
     return data
 
 
@@ -43,6 +44,9 @@ def _transfer(x, dev, copy=None, stream=None):
         return new(x._data.copy(), dev)
     if copy is False:
         raise ValueError(f"moving an array from {src} to {dev} needs a copy, but copy=False")
+    if dev is not CPU and x._data.dtype.kind in _hostdata.HOST_KINDS:
+        raise TypeError(f"an array of dtype {x._data.dtype} cannot move to {dev}: strings, dates and records live "
+                        "on the CPU device only (CUDA has no such dtypes)")
     if dev is CPU:
         if _hooks.prealloc_hook is not None:
             _hooks.prealloc_hook(x._data.nbytes, dev)
