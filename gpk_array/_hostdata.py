@@ -36,7 +36,13 @@ class HostData(np.ndarray):
 
     def __getitem__(self, key):
         r = np.ndarray.__getitem__(self, key)
-        return r if isinstance(r, np.ndarray) else np.asarray(r).view(HostData)
+        if isinstance(r, np.ndarray):
+            return r
+        # an element: a 0-d view, so that x[0]['age'] = 5 writes into x as NumPy's record scalars do
+        try:
+            return np.ndarray.__getitem__(self, (*key, Ellipsis) if key.__class__ is tuple else (key, Ellipsis))
+        except (IndexError, TypeError, ValueError):
+            return np.asarray(r).view(HostData)
 
     def __array_wrap__(self, obj, context=None, return_scalar=False):
         return np.asarray(obj).view(HostData)

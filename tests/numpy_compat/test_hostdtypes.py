@@ -76,6 +76,11 @@ def test_other_devices_and_the_standard_refuse(dev):
                      lambda: gp.arange("2024-01", "2024-03", dtype="M8[M]", device=dev)):
             with pytest.raises(TypeError, match="live on the CPU device only"):
                 make()
+        for x in (gp.array(["a"]), gp.zeros(2, dtype=REC), gp.arange("2024-01", "2024-03", dtype="M8[M]")):
+            with pytest.raises(TypeError, match="CPU device only"):
+                x.to_device(dev)
+            with pytest.raises(TypeError, match="CPU device only"):
+                gp.asarray(x, device=dev)
     from gpk_array._ops import creation as std
     with pytest.raises(TypeError, match="string dtypes are host-only"):
         std.zeros(2, dtype="U1")
@@ -227,6 +232,12 @@ def _write_through_fields(ns):
     g = r["a"]
     g.sort()
     r[3] = (9.0, 9, (1.0, 2.0))
+    r[1]["a"] = 4.25  # an element of records is a view of them, as NumPy's record scalar is
+    row = r[2]
+    row["b"] = -7
+    row["p"]["y"] = 0.5
+    for rec in r[:1]:
+        rec["b"] = 11
     return r
 
 
