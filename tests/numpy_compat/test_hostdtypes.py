@@ -155,6 +155,10 @@ def test_dates_arithmetic_and_conversions(dev):
                       (gp.isnat(d), numpy.isnat(dn)), (gp.is_busday(d), numpy.is_busday(dn)),
                       (gp.busday_count(d[0], d[-1]), numpy.busday_count(dn[0], dn[-1]))]:
         assert_match(_on(got, dev), want, dev)
+    nat = gp.array(["2024-01-05", "NaT", "2024-01-02"], dtype="M8[D]")
+    natn = numpy.array(["2024-01-05", "NaT", "2024-01-02"], dtype="M8[D]")
+    for name in ("nanmin", "nanmax", "min", "max", "sort"):
+        assert_match(_on(getattr(gp, name)(nat), CPU), getattr(numpy, name)(natn), what=name)
     assert_match(gp.datetime_as_string(d), numpy.datetime_as_string(dn))
     assert_match(gp.busday_offset(d[:3], 2, roll="forward"), numpy.busday_offset(dn[:3], 2, roll="forward"))
     assert d.tolist() == dn.tolist()
