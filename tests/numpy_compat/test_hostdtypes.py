@@ -248,3 +248,30 @@ def _write_through_fields(ns):
 def test_writes_through_numeric_fields_reach_the_records(dev):
     # on a CUDA default device a numeric field is a device copy whose writes are written back (gpk_array/_hostfield.py)
     assert_match(_write_through_fields(gp), _write_through_fields(numpy))
+
+
+def _numpy100(np):
+    """numpy-100 exercises that need host-only dtypes (#34, #46, #51, #73, #87, #96), as their solutions read."""
+    out = {"34": np.arange("2016-07", "2016-08", dtype="datetime64[D]")}
+    Z = np.zeros((5, 5), [("x", float), ("y", float)])
+    Z["x"], Z["y"] = np.meshgrid(np.linspace(0, 1, 5), np.linspace(0, 1, 5))
+    out["46"] = Z
+    out["51"] = np.zeros(10, [("position", [("x", float), ("y", float)]),
+                              ("color", [("r", float), ("g", float), ("b", float)])])
+    faces = np.random.RandomState(0).randint(0, 100, (10, 3))
+    F = np.roll(faces.repeat(2, axis=1), -1, axis=1)
+    F = F.reshape(len(F) * 3, 2)
+    F = np.sort(F, axis=1)
+    G = F.view(dtype=[("p0", F.dtype), ("p1", F.dtype)])
+    out["73"] = np.unique(G)
+    Z = np.array([("Hello", 2.5, 3), ("World", 3.6, 2)])
+    out["87"] = np.rec.fromarrays(Z.T, names="col1, col2, col3", formats="S8, f8, i8")
+    Z = np.random.RandomState(1).randint(0, 2, (6, 3))
+    T = np.ascontiguousarray(Z).view(np.dtype((np.void, Z.dtype.itemsize * Z.shape[1])))
+    _, idx = np.unique(T, return_index=True)
+    out["96"] = Z[idx]
+    return out
+
+
+def test_numpy100_exercises_with_host_dtypes(dev):
+    assert_match(_numpy100(gp), _numpy100(numpy), dev)
