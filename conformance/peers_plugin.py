@@ -7,7 +7,10 @@ way. How each suite takes the new backend:
 - ``sklearn``: its tests parametrize over ``sklearn.utils._array_api.yield_namespace_device_dtype_combinations()``
   (and ``yield_namespaces()``), called when a test module is imported; both are replaced before collection (and
   rebound in the sklearn modules already imported) by versions that yield gpk_array on ``--peers-device`` in
-  float64 and float32, after the selected namespaces of the original.
+  float64 and float32, after the selected namespaces of the original. Its private ``_convert_to_numpy`` (the
+  fallback of ``move_to`` and its tests' way to read a result) knows torch's ``.cpu()`` and CuPy's ``.get()`` by
+  name and calls ``numpy.asarray`` for any other namespace, which a CUDA array refuses; the replacement copies a
+  gpk_array array to the CPU with ``to_device("cpu")`` first.
 - ``scipy``: its ``xp`` fixture (``scipy/conftest.py``) is parametrized over the backends found at import; its
   parameters get gpk_array (marked ``array_api_backends``, as the others are) and lose the namespaces not
   selected. gpk_array joins the conftest's set of known backends, so ``np_only`` and ``cpu_only`` markers treat it
@@ -125,11 +128,18 @@ def _patch_sklearn(selected, device):
     for new in news:
         new._peers = True
         new.__doc__ = "gpk_array added by conformance.peers_plugin, other namespaces filtered."
+    orig_convert = aa._convert_to_numpy
+
+    def _convert_to_numpy(array, xp):
+        if getattr(xp, "__name__", "") == GPK:   # as scikit-learn's own branches for torch (.cpu()) and CuPy (.get())
+            return orig_convert(_to_host(array), xp)
+        return orig_convert(array, xp)
+    swaps[id(orig_convert)] = _convert_to_numpy
     for name, mod in list(sys.modules.items()):
         if not (name == "sklearn" or name.startswith("sklearn.")) or mod is None:
             continue
         for attr in ("yield_namespace_device_dtype_combinations", "yield_namespaces",
-                     "yield_mixed_namespace_input_permutations"):
+                     "yield_mixed_namespace_input_permutations", "_convert_to_numpy"):
             current = getattr(mod, attr, None)
             if current is not None and id(current) in swaps:
                 setattr(mod, attr, swaps[id(current)])

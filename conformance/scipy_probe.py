@@ -276,6 +276,8 @@ def probe(device, dtypes, modules, timeout, json_out=None):
             for dtype in dtypes:
                 report["functions"].append(_probe_one(mod, name, claim, dtype, backends, timeout))
         report["summary"] = _summary(report["functions"], device)
+        print(f"probed {mod}: {sum(f['module'] == mod for f in report['functions'])} calls", file=sys.stderr,
+              flush=True)
         if json_out:
             with open(json_out, "w") as f:
                 json.dump(report, f, indent=1, default=str)

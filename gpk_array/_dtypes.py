@@ -139,6 +139,8 @@ def _host_only_kind(dtype):
         d = np.dtype(dtype)
     except Exception:
         return ""
+    if d.subdtype is not None and d.base.kind not in "USMmVO":
+        return f" (a subarray dtype: give the shape instead, e.g. zeros((n, *{d.shape}), {d.base}))"
     kind = "structured" if d.names is not None else _HOST_ONLY_KINDS.get(d.kind)
     if kind is None:
         return ""

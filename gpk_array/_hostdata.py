@@ -76,6 +76,8 @@ def host_dtype(dtype):
         d = np.dtype(dtype)
     except Exception:
         return None
+    if d.subdtype is not None:  # a subarray dtype, (float, 2): NumPy makes arrays of its base dtype
+        return d if d.base.kind in HOST_KINDS else None
     return d if d.kind in HOST_KINDS else None
 
 

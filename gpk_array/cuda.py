@@ -130,7 +130,8 @@ class Device:
 
 def priority_range() -> tuple:
     """(lowest, highest) stream priorities of the current device (numerically, highest is the smaller number)."""
-    return tuple(_cupy().cuda.runtime.deviceGetStreamPriorityRange())
+    from .sched._cuda import priority_range as device_range   # the one binding of the query (CuPy 14 lacks it)
+    return device_range(_cupy().cuda.runtime.getDevice())
 
 
 class Stream:

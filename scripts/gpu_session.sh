@@ -45,11 +45,11 @@ bench)
 peers)
     step peers_sklearn 150 python3 -m conformance.peers sklearn --device cuda:0 --subset full \
         --compare array_api_strict,torch,cupy -n 8 --json "$out/peers_sklearn_cuda.json"
-    step peers_extra 90 python3 -m conformance.peers extra --device cuda:0 --subset full \
+    step peers_extra 120 python3 -m conformance.peers extra --device cuda:0 --subset full \
         --compare array_api_strict,torch,cupy -n 8 --extra-tests .gpu/aae --json "$out/peers_extra_cuda.json"
-    step scipy_probe 150 python3 -m conformance.scipy_probe --device cuda:0 --dtype float64 float32 \
+    step scipy_probe 220 python3 -m conformance.scipy_probe --device cuda:0 --dtype float64 float32 \
         --json "$out/scipy_probe_cuda.json"
-    step sklearn_probe 150 python3 -m conformance.sklearn_probe --device cuda:0 --compare torch,cupy \
+    step sklearn_probe 100 python3 -m conformance.sklearn_probe --device cuda:0 --compare torch,cupy \
         --json "$out/sklearn_probe_cuda.json"
     ;;
 dask)

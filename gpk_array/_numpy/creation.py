@@ -24,7 +24,7 @@ _SUPPORTED = _dt.SUPPORTED
 __all__ = ["array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "copy", "zeros", "ones",
            "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like", "eye", "identity", "arange",
            "linspace", "logspace", "geomspace", "meshgrid", "indices", "tril", "triu", "tri", "diag", "diagflat",
-           "vander", "fromfunction", "fromiter"]
+           "vander", "fromfunction", "fromiter", "asarray_chkfinite", "require"]
 
 
 # --- conversion -----------------------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ def _is_scalar_like(v):
 
 
 @oom_guard
-def linspace(start, stop, /, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None):
     """NumPy's ``linspace`` (and the standard's): array endpoints, ``retstep=``, ``axis=``; integer dtypes take
     the floor of the samples, as NumPy 2 does."""
     c0 = start.__class__
@@ -642,6 +642,57 @@ def fromiter(iter, dtype, count=-1, *, like=None, device=None):
     hd = _host.host_dtype(dtype)
     if hd is not None:
         return _host.host_array(_np.fromiter(iter, dtype=hd, count=count), device)
-    h = _np.fromiter(iter, dtype=_dt.to_dtype(dtype), count=count)
+    dt = _np.dtype(dtype) if isinstance(dtype, tuple) else None
+    if dt is not None and dt.subdtype is not None:
+        # a subarray dtype such as (int64, 2): NumPy returns shape (n, 2) of the base dtype
+        _dt.to_dtype(dt.base)
+        h = _np.fromiter(iter, dtype=dt, count=count)
+    else:
+        h = _np.fromiter(iter, dtype=_dt.to_dtype(dtype), count=count)
     return _std.asarray(h, device=as_device(device))
+
+
+def asarray_chkfinite(a, dtype=None, order=None):
+    """``asarray(a, dtype)``, raising ValueError where a floating or complex result holds an inf or NaN (NumPy's
+    ``asarray_chkfinite``; on a CUDA device the check reads one bool back to the host)."""
+    x = asarray(a, dtype)
+    if order == "F":
+        x = asfortranarray(x)
+    d = x._data
+    if d.dtype.kind in "fc" or d.dtype == _dt.BF16:
+        if not bool(x._device.xp.isfinite(d).all()):
+            raise ValueError("array must not contain infs or NaNs")
+    return x
+
+
+_REQUIRE = {"C": "C", "C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F": "F", "F_CONTIGUOUS": "F", "FORTRAN": "F",
+            "A": "A", "ALIGNED": "A", "W": "W", "WRITEABLE": "W", "O": "O", "OWNDATA": "O", "E": "E",
+            "ENSUREARRAY": "E"}
+
+
+def require(a, dtype=None, requirements=None, *, like=None):
+    """An array of ``a`` (of ``dtype``) meeting ``requirements`` ("C"/"F" contiguous, "A" aligned, "W"
+    writeable, "O" owning its data, "E" a base-class array; long names too), copied only where it falls short,
+    as NumPy's ``require``."""
+    x = asarray(a, dtype)
+    if not requirements:
+        return x
+    try:  # a string is a sequence of one-letter flags ("CW"), as NumPy reads it
+        req = {_REQUIRE[r.upper()] for r in requirements}
+    except KeyError as e:
+        raise KeyError(f"require: unknown requirement {e.args[0]!r}") from None
+    if "C" in req and "F" in req:
+        raise ValueError("Cannot specify both 'C' and 'F' order")
+    d = x._data
+    f = d.flags
+    xp = x._device.xp
+    if "C" in req and not f.c_contiguous:
+        return new(xp.ascontiguousarray(d), x._device)
+    if "F" in req and not f.f_contiguous:
+        return new(xp.asfortranarray(d), x._device)
+    owns = f.owndata if hasattr(f, "owndata") else True
+    writeable = getattr(f, "writeable", True)
+    if ("O" in req and not owns) or ("W" in req and not writeable):
+        return new(d.copy(order="F" if "F" in req else "C" if "C" in req else "K"), x._device)
+    return x
 

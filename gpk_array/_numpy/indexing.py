@@ -17,7 +17,8 @@ __all__ = ["where", "argwhere", "flatnonzero", "take", "take_along_axis", "put",
            "place", "extract", "compress", "choose", "select", "copyto", "fill_diagonal", "diag_indices",
            "diag_indices_from", "tril_indices", "triu_indices", "tril_indices_from", "triu_indices_from",
            "unravel_index", "ravel_multi_index", "ix_", "mgrid", "ogrid", "r_", "c_", "s_", "index_exp", "ndindex",
-           "ndenumerate", "apply_along_axis", "vectorize", "piecewise", "clip", "apply_over_axes"]
+           "ndenumerate", "apply_along_axis", "vectorize", "piecewise", "clip", "apply_over_axes",
+           "mask_indices"]
 
 _where = std_fn("where", _se)
 _nonzero = std_fn("nonzero", _se)
@@ -257,6 +258,15 @@ def triu_indices(n, k=0, m=None, *, device=None):
     ``triu_indices``; ``device=`` as in the standard)."""
     dev = _dev(device)
     return tuple(new(i.astype(_dt.I64, copy=False), dev) for i in dev.xp.triu_indices(n, k, m))
+
+
+def mask_indices(n, mask_func, k=0, *, device=None):
+    """The indices of the nonzero entries of ``mask_func(ones((n, n), int), k)`` (``mask_func`` e.g. ``triu`` or
+    ``tril``), as NumPy's ``mask_indices``; on the default device (``device=`` picks another)."""
+    dev = _dev(device)
+    m = new(dev.xp.ones((n, n), dtype=_dt.I64), dev)
+    a = to_array(mask_func(m, k), dev)
+    return tuple(new(i.astype(_dt.I64, copy=False), dev) for i in dev.xp.nonzero(a._data != 0))
 
 
 def tril_indices_from(arr, k=0):

@@ -1,6 +1,7 @@
 """Element-by-element iteration as NumPy's: ``nditer`` (one or more broadcast operands, ``multi_index``/``c_index``/
 ``f_index``, ``external_loop``, ``readwrite``/``writeonly`` operands written through ``x[...] = v``, ``allocate``d
-outputs, ``iternext``/``finished``) and ``frompyfunc``.
+outputs, ``op_axes`` mapping iterator axes to each operand's axes (-1: broadcast), ``reduce_ok`` reductions into
+writable operands of length 1 along the reduced axes, ``iternext``/``finished``) and ``frompyfunc``.
 
 nditer yields 0-d views of the operands' own memory (on a CUDA device, device views: reading a value as a Python
 number copies it to the host, writing through a view stays on the device). frompyfunc calls a Python function on
@@ -43,13 +44,40 @@ def _iter_order(order, datas, shape):
     return tuple(range(nd))
 
 
+def _mapped(xp, d, axes, i):
+    """Operand i as the iterator sees it under ``op_axes[i]``: iterator axis j is d's axis ``axes[j]``, or a new
+    length-1 (broadcast) axis where ``axes[j]`` is -1 (or None); d's axes not named must have length 1."""
+    axes = [-1 if a is None else int(a) for a in axes]
+    named = [a for a in axes if a != -1]
+    for a in named:
+        if not 0 <= a < d.ndim:
+            raise ValueError(f"Iterator input op_axes[{i}][{axes.index(a)}] (=={a}) is not a valid axis of "
+                             f"op[{i}], which has {d.ndim} dimensions")
+    if len(set(named)) != len(named):
+        dup = next(a for a in named if named.count(a) > 1)
+        raise ValueError(f"The 'op_axes' provided to the iterator constructor for operand {i} contained duplicate "
+                         f"value {dup}")
+    rest = [a for a in range(d.ndim) if a not in named]
+    if any(d.shape[a] != 1 for a in rest):
+        raise ValueError(f"operand {i} has axes that op_axes[{i}] does not name: {rest}")
+    v = xp.transpose(d, named + rest) if d.ndim else d
+    return v.reshape(tuple(1 if a == -1 else d.shape[a] for a in axes))
+
+
+def _writable_broadcast(xp, d, shape):
+    """d broadcast to shape as a writable view (zero strides on the broadcast axes): every iterator position along
+    them writes the same element, as NumPy's unbuffered reduction operands do."""
+    st = tuple(0 if n == 1 and m != 1 else s for n, m, s in zip(d.shape, shape, d.strides))
+    if xp is _np:
+        return _np.lib.stride_tricks.as_strided(d, shape=shape, strides=st, writeable=True)
+    return xp.lib.stride_tricks.as_strided(d, shape=shape, strides=st)
+
+
 class nditer:
     """NumPy's multi-dimensional iterator over one or more broadcast operands."""
 
     def __init__(self, op, flags=None, op_flags=None, op_dtypes=None, order="K", casting="safe", op_axes=None,
                  itershape=None, buffersize=0):
-        if op_axes is not None:
-            raise NotImplementedError("nditer: op_axes is not supported")
         single = not isinstance(op, (list, tuple))
         ops = [op] if single else list(op)
         self._single = single
@@ -74,10 +102,17 @@ class nditer:
         xp = dev.xp
         self._dev = dev
         inputs = [data(o, dev) if o is not None else None for o in ops]
+        if op_axes is not None:
+            if len(op_axes) != nop:
+                raise ValueError("op_axes must be a tuple/list matching the number of ops")
+            inputs = [d if d is None or ax is None else _mapped(xp, d, ax, i) for i, (d, ax) in
+                      enumerate(zip(inputs, op_axes))]
         present = [d for d in inputs if d is not None]
         shape = tuple(itershape) if itershape is not None else _np.broadcast_shapes(*[d.shape for d in present])
         self.shape = shape
         arrays = []
+        reduced = set()     # operands written through a broadcast view (reductions)
+        mapped_views = {}   # operand index -> its view under op_axes (the operand itself stays in operands)
         for i, (o, d) in enumerate(zip(ops, inputs)):
             f = set(op_flags[i])
             dt = _dt.to_dtype(op_dtypes[i]) if op_dtypes is not None and op_dtypes[i] is not None else None
@@ -87,10 +122,33 @@ class nditer:
                                      "requested")
                 if dt is None:
                     dt = _np.result_type(*[p.dtype for p in present]) if present else _dt.F64
-                a = new(xp.empty(shape, dtype=dt), dev)
+                ax = None if op_axes is None else op_axes[i]
+                if ax is None:
+                    a = new(xp.empty(shape, dtype=dt), dev)
+                else:
+                    # allocated with op_axes: its axis k is the iterator axis j with ax[j] == k (-1: not there)
+                    ax = [-1 if v is None else int(v) for v in ax]
+                    if len(ax) != len(shape):
+                        raise ValueError(f"op_axes[{i}] has {len(ax)} entries, the iterator {len(shape)} axes")
+                    named = sorted(v for v in ax if v != -1)
+                    if named != list(range(len(named))):
+                        raise ValueError(f"op_axes[{i}] must name the axes 0..n-1 of the allocated operand once")
+                    oshape = [0] * len(named)
+                    for j, v in enumerate(ax):
+                        if v != -1:
+                            oshape[v] = shape[j]
+                    a = new(xp.empty(tuple(oshape), dtype=dt), dev)
+                    mapped_views[i] = _mapped(xp, a._data, ax, i)
+                    if -1 in ax:
+                        reduced.add(i)
+                    arrays.append(a)
+                    continue
             else:
                 writes = "readwrite" in f or "writeonly" in f
-                if writes and d.shape != shape:
+                if writes and d.shape != shape and "reduce_ok" in flags and len(d.shape) == len(shape) and \
+                        all(n == m or n == 1 for n, m in zip(d.shape, shape)):
+                    reduced.add(i)  # a reduction operand: written through its broadcast (zero-stride) view
+                elif writes and d.shape != shape:
                     raise ValueError(f"non-broadcastable output operand with shape {d.shape} doesn't match the "
                                      f"broadcast shape {shape}")
                 if dt is not None and dt != d.dtype:
@@ -104,12 +162,22 @@ class nditer:
                         raise TypeError(f"Iterator operand {i} dtype could not be cast from dtype('{d.dtype}') to "
                                         f"dtype('{dt}') according to the rule '{casting}'")
                     d = d.astype(dt)
-                a = o if (o.__class__ is Array and d is o._data) else new(d, dev)
+                if op_axes is not None and op_axes[i] is not None:
+                    mapped_views[i] = d  # the iterator's view; operands keeps the operand itself
+                a = o if (o.__class__ is Array and d is o._data) or i in mapped_views else new(d, dev)
             arrays.append(a)
         self.operands = tuple(arrays)
         self._views = []
         for i, a in enumerate(arrays):
-            d = a._data if a._data.shape == shape else xp.broadcast_to(a._data, shape)
+            d = mapped_views.get(i, a._data)
+            if i in reduced:
+                if "reduce_ok" not in flags:
+                    raise ValueError("output operand requires a reduction along dimension -1, but the reduction "
+                                     "is not enabled. The dimension size of 1 does not match the expected output "
+                                     "shape.")
+                d = _writable_broadcast(xp, d, shape)
+            elif d.shape != shape:
+                d = xp.broadcast_to(d, shape)
             if dev is CPU and not ({"readwrite", "writeonly", "allocate"} & set(op_flags[i])):
                 d = d.view()
                 d.flags.writeable = False

@@ -5,6 +5,7 @@ matrix_rank (``tol``), qr (positional ``mode``), which hand the standard's call 
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .._array import Array
 from .._ops import linalg_ext as _le
 from ._util import data, dev_of, finish, new, oom_guard, std_fn, to_array
 
@@ -168,7 +169,11 @@ def pinv(a, /, rcond=None, hermitian=False, *, rtol=None):
 
 @oom_guard
 def matrix_rank(A, /, tol=None, hermitian=False, *, rtol=None):
-    """NumPy's ``matrix_rank(A, tol)`` with an absolute tolerance (and the standard's, with ``rtol=``)."""
+    """NumPy's ``matrix_rank(A, tol)`` with an absolute tolerance (and the standard's, with ``rtol=``); a 0-d or
+    1-D ``A`` has rank 1 unless all its entries are zero (a Python int, as NumPy's: read back from the device)."""
+    if (A.ndim if A.__class__ is Array else _np.ndim(A)) < 2:
+        x = to_array(A)
+        return int(bool(x._device.xp.any(x._data != 0)))
     if tol is None:
         return _matrix_rank(A, rtol=rtol)
     x = to_array(A)

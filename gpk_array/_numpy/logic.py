@@ -6,7 +6,7 @@ from .._array import Array
 from .._ops import elementwise as _ew
 from ._util import PY_SCALARS, data, data_or_scalar, dev_of, finish, new, oom_guard, std_fn, to_array
 
-__all__ = ["isclose", "allclose", "array_equal", "array_equiv", "isscalar", "shape", "ndim", "size",
+__all__ = ["isfortran", "isclose", "allclose", "array_equal", "array_equiv", "isscalar", "shape", "ndim", "size",
            "iscomplexobj", "isrealobj", "iscomplex", "isreal", "isneginf", "isposinf", "nan_to_num",
            "real_if_close", "sinc", "i0", "angle", "unwrap", "round", "around", "fix", "may_share_memory",
            "shares_memory"]
@@ -83,10 +83,27 @@ def ndim(a):
 
 
 def size(a, axis=None):
-    """The number of elements of ``a``, or its length along ``axis`` (NumPy's ``size``)."""
+    """The number of elements of ``a``, or its length along ``axis``, or the product of its lengths along a tuple
+    of axes (NumPy's ``size``)."""
     if isinstance(a, Array):
-        return a._data.size if axis is None else a._data.shape[axis]
+        if axis is None:
+            return a._data.size
+        sh = a._data.shape
+        if axis.__class__ is int:
+            return sh[axis]
+        n = 1
+        for ax in _np.lib.array_utils.normalize_axis_tuple(axis, len(sh)):
+            n *= sh[ax]
+        return n
     return _np.size(a, axis)
+
+
+def isfortran(a):
+    """Whether ``a`` is Fortran-contiguous and not also C-contiguous (NumPy's ``isfortran``)."""
+    if isinstance(a, Array):
+        f = a._data.flags
+        return bool(f.f_contiguous and not f.c_contiguous)
+    return _np.isfortran(a)
 
 
 def iscomplexobj(x):

@@ -19,6 +19,7 @@ from . import logic as _lg
 from . import printing as _pr
 from . import reductions as _rd
 from . import shaping as _sh
+from . import memory as _mem
 from . import sorting as _so
 from ._util import data_or_scalar, host, new, std_fn
 
@@ -54,6 +55,8 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     d = self._data
     if not copy and d.dtype == dt:
         return self
+    if casting == "same_value":
+        return _mem.astype_same_value(self, d, dt, order)
     if casting != "unsafe" and not _np.can_cast(d.dtype, dt, casting=casting):
         raise TypeError(f"Cannot cast array data from {d.dtype} to {dt} according to the rule {casting!r}")
     if d.dtype.kind == "c" and dt.kind != "c":
@@ -504,7 +507,8 @@ def install(array_cls):
         "diagonal": _diagonal, "choose": _choose, "put": _put, "take": _take, "searchsorted": _searchsorted,
         "clip": _clip, "round": _round, "repeat": _repeat, "squeeze": _squeeze, "swapaxes": _swapaxes,
         "__round__": _round_builtin, "__contains__": _contains, "__divmod__": _divmod, "__rdivmod__": _rdivmod,
-        "__repr__": _pr._repr, "__str__": _pr._str, "resize": _resize,
+        "__repr__": _pr._repr, "__str__": _pr._str, "resize": _resize, "getfield": _mem.getfield,
+        "setfield": _mem.setfield, "byteswap": _mem.byteswap, "setflags": _mem.setflags,
     }
     for name, fn in methods.items():
         setattr(array_cls, name, fn)

@@ -1,12 +1,12 @@
 """NumPy's classic polynomial helpers (coefficients highest power first): polyfit, polyval, roots, poly,
-polyder, polyint, polyadd, polysub, polymul, and the ``poly1d`` class."""
+polyder, polyint, polyadd, polysub, polymul, polydiv, and the ``poly1d`` class."""
 import numpy as _np
 
 from .._array import Array
 from .._device import CPU
 from ._util import data, data_or_scalar, dev_of, new, oom_guard, to_array
 
-__all__ = ["polyfit", "polyval", "roots", "poly", "polyder", "polyint", "polyadd", "polysub", "polymul",
+__all__ = ["polyfit", "polyval", "roots", "poly", "polyder", "polyint", "polyadd", "polysub", "polymul", "polydiv",
            "poly1d"]
 
 
@@ -171,6 +171,39 @@ def polymul(a1, a2):
     return poly1d(r) if isinstance(a1, poly1d) or isinstance(a2, poly1d) else r
 
 
+@oom_guard
+def polydiv(u, v):
+    """Quotient and remainder of the polynomial division ``u / v`` (coefficient arrays, highest power first, or
+    ``poly1d``; ``poly1d`` results if either is one), by NumPy's long division; leading remainder terms within
+    1e-8 of zero are dropped, as NumPy's (the count is read back from the device)."""
+    truepoly = isinstance(u, poly1d) or isinstance(v, poly1d)
+    dev = dev_of(u.coeffs if isinstance(u, poly1d) else u, v.coeffs if isinstance(v, poly1d) else v)
+    xp = dev.xp
+    a = _coeffs(u, dev)._data
+    b = _coeffs(v, dev)._data
+    a = a.reshape(-1) + 0.0
+    b = b.reshape(-1) + 0.0
+    dt = (a[:1] + b[:1]).dtype
+    m = a.shape[0] - 1
+    n = b.shape[0] - 1
+    scale = 1.0 / b[0]
+    q = xp.zeros((max(m - n + 1, 1),), dtype=dt)
+    r = a.astype(dt, copy=True)
+    for k in range(m - n + 1):
+        d = scale * r[k]
+        q[k] = d
+        r[k:k + n + 1] -= d * b
+    lead = xp.abs(r[:-1]) <= 1e-8
+    if lead.shape[0]:
+        keep = ~lead
+        first = int(xp.where(xp.any(keep), xp.argmax(keep), lead.shape[0]))
+        r = r[first:]
+    q, r = new(q, dev), new(r, dev)
+    if truepoly:
+        return poly1d(q), poly1d(r)
+    return q, r
+
+
 class poly1d:
     """A one-dimensional polynomial: ``poly1d([1, 2, 3])(x) == x**2 + 2*x + 3``; ``r=True`` takes roots."""
 
@@ -266,6 +299,16 @@ class poly1d:
         return polymul(self, other if isinstance(other, poly1d) else _as_poly(other, self))
 
     __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        if _np.isscalar(other):
+            return poly1d(self.coeffs / other)
+        return polydiv(self, poly1d(other))
+
+    def __rtruediv__(self, other):
+        if _np.isscalar(other):
+            return poly1d(other / self.coeffs)
+        return polydiv(poly1d(other), self)
 
     def __pow__(self, n):
         if not isinstance(n, int) or n < 0:

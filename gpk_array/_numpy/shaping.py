@@ -10,9 +10,9 @@ from .. import _hostdata
 from .._array import Array
 from .._errors import DeviceError
 from .._ops import manipulation as _mp
-from .._device import CPU
+from .._device import CPU, default_device
 from .._ops._common import raise_oom
-from ._util import data, dev_of, finish, new, normalize_axis, oom_guard, std_fn, to_array
+from ._util import data, dev_of, finish, host, new, normalize_axis, oom_guard, std_fn, to_array
 
 __all__ = ["concatenate", "concat", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack", "block",
            "split", "array_split", "hsplit", "vsplit", "dsplit", "reshape", "ravel", "transpose", "swapaxes",
@@ -172,7 +172,7 @@ def block(arrays):
     if depth == 0:
         return to_array(arrays).__copy__()
     nd = builtins.max(_leaf_ndim(arrays), depth)
-    dev = _first_device(arrays)
+    dev = _first_device(arrays) or default_device()  # no Array among the blocks (np.block([1, 2, 3]))
 
     def build(x, level):
         if x.__class__ is list:
@@ -527,7 +527,29 @@ def resize(a, new_shape):
 
 
 @oom_guard
-def trim_zeros(filt, trim="fb"):
-    """A one-dimensional array without its leading and/or trailing zeros."""
+def trim_zeros(filt, trim="fb", axis=None):
+    """``filt`` without its leading ("f") and/or trailing ("b") zeros along ``axis`` (an int, a tuple, or None for
+    every axis: the bounding box of the nonzero entries), as NumPy's ``trim_zeros``; lists and tuples give a list
+    or tuple, as NumPy's. On a CUDA device the box's 2 * ndim bounds are read back to the host (they give the
+    result's shape)."""
+    if filt.__class__ is list or filt.__class__ is tuple:
+        return _np.trim_zeros(filt, trim, axis)
     x = to_array(filt)
-    return new(x._device.xp.trim_zeros(x._data, trim), x._device)
+    t = trim.lower()
+    if t not in ("fb", "bf", "f", "b"):
+        raise ValueError(f"unexpected character(s) in `trim`: {trim!r}")
+    d = x._data
+    axes = tuple(range(d.ndim)) if axis is None else \
+        _np.lib.array_utils.normalize_axis_tuple(axis, d.ndim, argname="axis")
+    if not axes:
+        return x
+    xp = x._device.xp
+    nz = xp.argwhere(d)
+    if nz.shape[0] == 0:
+        start = stop = [0] * d.ndim
+    else:
+        bounds = host(new(xp.stack([nz.min(axis=0), nz.max(axis=0) + 1]), x._device))
+        start = [int(v) for v in bounds[0]] if "f" in t else [None] * d.ndim
+        stop = [int(v) for v in bounds[1]] if "b" in t else [None] * d.ndim
+    key = tuple(slice(start[a], stop[a]) if a in axes else slice(None) for a in range(d.ndim))
+    return new(d[key], x._device)

@@ -180,15 +180,47 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 
 @oom_guard
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
-    """Weighted average along axis; with returned=True also the sum of weights."""
+    """Weighted average along ``axis`` (an int, a tuple or None); with ``returned=True`` also the sum of weights.
+
+    NumPy 2's rules on both devices (computed with the device's operations, not the backend's ``average``, whose
+    CuPy version takes neither axis tuples nor ``keepdims``): ``weights`` of ``a``'s shape, or of the shape of
+    ``a`` along ``axis`` (1-D for one axis); integer and bool inputs average in float64; weights summing to zero
+    raise ZeroDivisionError (on CUDA that check reads one bool back to the host)."""
     x = to_array(a)
     dev = x._device
     xp = dev.xp
-    r = xp.average(x._data, axis=_axis(axis), weights=opt_data(weights, dev), returned=returned,
-                   keepdims=keepdims)
+    d = x._data
+    if axis is not None:
+        axis = _np.lib.array_utils.normalize_axis_tuple(_axis(axis), d.ndim, argname="axis")
+    if weights is None:
+        avg = xp.mean(d, axis=axis, keepdims=keepdims) if d.dtype.kind not in "biu" else \
+            xp.mean(d.astype(_np.float64), axis=axis, keepdims=keepdims)
+        if returned:
+            n = d.size / avg.size if avg.size else _np.nan
+            return new(xp.asarray(avg), dev), new(xp.full(avg.shape, n, dtype=avg.dtype), dev)
+        return new(xp.asarray(avg), dev)
+    w = data(weights, dev)
+    if d.dtype.kind in "biu" or d.dtype == _np.bool_:
+        rdt = _np.result_type(d.dtype, w.dtype, _np.float64)
+    else:
+        rdt = _np.result_type(d.dtype, w.dtype)
+    if d.shape != w.shape:
+        if axis is None:
+            raise TypeError("Axis must be specified when shapes of a and weights differ.")
+        if w.shape != tuple(d.shape[ax] for ax in axis):
+            raise ValueError("Shape of weights must be consistent with shape of a along specified axis.")
+        w = xp.transpose(w, tuple(int(i) for i in _np.argsort(axis))) if w.ndim > 1 else w
+        w = w.reshape(tuple(s if ax in axis else 1 for ax, s in enumerate(d.shape)))
+    w = w.astype(rdt, copy=False)
+    scl = xp.sum(w, axis=axis, dtype=rdt, keepdims=keepdims)
+    if bool(xp.any(scl == 0.0)):
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    avg = xp.sum(xp.multiply(d.astype(rdt, copy=False), w), axis=axis, keepdims=keepdims) / scl
     if returned:
-        return new(xp.asarray(r[0]), dev), new(xp.asarray(r[1]), dev)
-    return new(xp.asarray(r), dev)
+        if scl.shape != avg.shape:
+            scl = xp.broadcast_to(scl, avg.shape).copy()
+        return new(xp.asarray(avg), dev), new(xp.asarray(scl), dev)
+    return new(xp.asarray(avg), dev)
 
 
 @oom_guard

@@ -10,11 +10,15 @@ import numpy as _np
 
 from .. import _dtypes as _dt
 from .._array import Array
+from .._ops.data_type import result_type as _std_result_type
+
+_PY_SCALARS = (bool, int, float, complex)
 
 __all__ = ["dtype", "float_", "int_", "intp", "uintp", "double", "single", "half", "longlong", "ulonglong", "intc",
            "uintc", "short", "ushort", "byte", "ubyte", "cdouble", "csingle", "complex_", "bool_", "number",
            "integer", "signedinteger", "unsignedinteger", "floating", "complexfloating", "inexact", "generic",
-           "issubdtype", "promote_types", "min_scalar_type", "typename", "ndarray", "errstate", "seterr", "geterr",
+           "issubdtype", "promote_types", "min_scalar_type", "result_type", "getbufsize", "setbufsize", "geterrcall",
+           "seterrcall", "typename", "ndarray", "errstate", "seterr", "geterr",
            "euler_gamma", "PINF", "NINF", "NAN", "NZERO", "PZERO", "little_endian", "mintypecode", "common_type",
            "sctypeDict", "typecodes", "finfo", "iinfo", "True_", "False_", "ScalarType", "long", "ulong", "uint",
            "longdouble", "clongdouble", "character", "flexible", "bytes_", "str_", "object_", "void", "datetime64",
@@ -49,9 +53,7 @@ complexfloating = _np.complexfloating
 inexact = _np.inexact
 generic = _np.generic
 promote_types = _np.promote_types
-min_scalar_type = _np.min_scalar_type
 typename = _np.typename
-mintypecode = _np.mintypecode
 sctypeDict = _np.sctypeDict
 typecodes = _np.typecodes
 little_endian = _np.little_endian
@@ -128,6 +130,45 @@ class ndarray(Array, metaclass=_NdarrayMeta):
 errstate = _np.errstate
 seterr = _np.seterr
 geterr = _np.geterr
+seterrcall = _np.seterrcall
+geterrcall = _np.geterrcall
+# the buffer size of NumPy's ufunc loops (host computations); CuPy has no such buffers
+getbufsize = _np.getbufsize
+setbufsize = _np.setbufsize
+
+
+def min_scalar_type(a, /):
+    """NumPy's ``min_scalar_type``: the smallest dtype holding the value of a scalar or 0-d array (a 0-d Array on
+    a CUDA device is read back to the host, as NumPy needs its value); an array of more dimensions gives its dtype.
+    """
+    if a.__class__ is Array or isinstance(a, Array):
+        d = a._data
+        if d.ndim:
+            return d.dtype
+        return _np.min_scalar_type(d if a._device.kind == "cpu" else d.get())
+    return _np.min_scalar_type(a)
+
+
+def mintypecode(typechars, typeset="GDFgdf", default="d"):
+    """NumPy's ``mintypecode``: the typecode of the smallest type in ``typeset`` that the types of ``typechars``
+    (typecode strings, dtypes, arrays: an Array's dtype, never its values) can be safely cast to."""
+    if typechars.__class__ is Array or isinstance(typechars, Array):
+        chars = [typechars.dtype.char] if typechars.size else []
+    else:
+        chars = [t if isinstance(t, str) else (t.dtype.char if isinstance(t, Array) else _np.asarray(t).dtype.char)
+                 for t in typechars]
+    return _np.mintypecode(chars, typeset, default)
+
+
+def result_type(*arrays_and_dtypes):
+    """The dtype of combining the arguments (the standard's ``result_type``); Python scalars alone give NumPy's
+    answer, their default dtypes promoted (``result_type(1, 2.0)`` is float64)."""
+    for a in arrays_and_dtypes:
+        if a.__class__ not in _PY_SCALARS:
+            return _std_result_type(*arrays_and_dtypes)
+    if not arrays_and_dtypes:
+        return _std_result_type()
+    return _dt.to_dtype(_np.result_type(*arrays_and_dtypes))
 
 
 def issubdtype(arg1, arg2):

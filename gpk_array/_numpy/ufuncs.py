@@ -17,6 +17,7 @@ from .. import _dtypes as _dt
 from .._array import Array
 from .._ops import elementwise as _ew
 from .._ops._common import as_array
+from . import ufunc_types as _ut
 from ._util import (NoValue, PY_SCALARS, data, data_or_scalar, dev_of, finish, new, oom_guard, out_data, std_fn,
                     to_array)
 
@@ -40,6 +41,27 @@ class ufunc:
     def nargs(self):
         """The number of arguments: ``nin + nout``."""
         return self.nin + self.nout
+
+    @property
+    def types(self):
+        """The loops, as NumPy's ``types`` of the ufunc of the same name over gpk_array's dtypes ("ff->f", ...;
+        no object, long double, datetime or string loops)."""
+        return _ut.types(self._bname)
+
+    @property
+    def ntypes(self):
+        """The number of loops: ``len(types)``."""
+        return len(_ut.types(self._bname))
+
+    @property
+    def signature(self):
+        """None: every ufunc here is elementwise (NumPy's gufunc signature string for generalized ufuncs)."""
+        return None
+
+    def resolve_dtypes(self, dtypes, *, signature=None, casting=None, reduction=False):
+        """The operand and result dtypes of a call with ``dtypes`` (a tuple, None for results to find), as
+        NumPy's ``ufunc.resolve_dtypes`` for the ufunc of the same name resolves them."""
+        return _ut.resolve_dtypes(self._bname, dtypes, signature, casting, reduction)
 
     def __repr__(self):
         return f"<ufunc '{self.__name__}'>"

@@ -106,7 +106,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         from ._common import plain_scalar
         obj = plain_scalar(obj)
         c = obj.__class__
-    if c in PY_SCALARS or c is list or c is tuple:
+    if c in PY_SCALARS or c is list or c is tuple or c is range:  # range: a Sequence, as NumPy takes it
         if copy is False:
             raise ValueError("converting a Python scalar or sequence always copies, but copy=False")
         if c is int and dt is None and not -2**63 <= obj < 2**63:

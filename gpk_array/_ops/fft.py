@@ -12,6 +12,8 @@ _NORMS = ("backward", "ortho", "forward")
 
 
 def _norm(norm):
+    if norm is None:  # NumPy's spelling of the default
+        return "backward"
     if norm not in _NORMS:
         raise ValueError(f"norm must be one of {_NORMS}, got {norm!r}")
     return norm

@@ -199,8 +199,9 @@ def _torch_graph_times(fn, calls, repeats, warmup):
 
 
 def gemm_bench(meta, warmup=3, repeats=10, calls=20):
-    """Per shape: the candidate, the incumbent (dispatch today), cuBLASLt's heuristic kernel and torch, GPU time
-    (graphs) and host time per call, and ratio = incumbent / candidate median GPU time."""
+    """Per shape: the candidate, the incumbent (``row["incumbent"]``: the kernel dispatch picks today, timed as
+    ``row["dispatch"]``), cuBLASLt's heuristic kernel and torch, GPU time (graphs) and host time per call, and
+    ratio = incumbent / candidate median GPU time."""
     cp = _cp()
     from .. import _gpu
     from .._kernels import blas, gemm
@@ -221,7 +222,7 @@ def gemm_bench(meta, warmup=3, repeats=10, calls=20):
         from .._precision import float32_matmul_precision
         if meta.get("epilogue"):
             inc_key = gemm.select_sm90_fused(x.dtype, m, n, k, act)
-            fns["incumbent"] = lambda: _gpu.linear(x, w, bias, act)
+            fns["dispatch"] = lambda: _gpu.linear(x, w, bias, act)
 
             def lt():
                 y = blas.linear(x, w, bias, act if act in (None, "relu", "gelu_tanh") else None)
@@ -229,7 +230,7 @@ def gemm_bench(meta, warmup=3, repeats=10, calls=20):
             fns["cublaslt"] = lt
         else:
             inc_key = gemm.select_sm90(x.dtype, meta["layout"], m, n, k, tf32=use_tf32)
-            fns["incumbent"] = lambda: _gpu.matmul(x, b)
+            fns["dispatch"] = lambda: _gpu.matmul(x, b)
             fns["cublaslt"] = lambda: blas.matmul(x, b, tf32=use_tf32)
         row = {"shape": shape, "incumbent": inc_key or "cublaslt"}
         keep = blas.AUTOTUNE_ALGOS
@@ -262,7 +263,7 @@ def gemm_bench(meta, warmup=3, repeats=10, calls=20):
             row["torch"] = {"gpu": stats(_torch_graph_times(tfn, calls, repeats, warmup))}
         except Exception as e:  # noqa: BLE001 - torch missing or refusing: the record says so
             row["torch"] = {"unavailable": f"{type(e).__name__}: {e}"[:200]}
-        c, i = row["candidate"]["gpu"], row["incumbent"]["gpu"]
+        c, i = row["candidate"]["gpu"], row["dispatch"]["gpu"]
         row["ratio_vs_incumbent"] = None if not (c and i) else i["median_us"] / c["median_us"]
         lt = row["cublaslt"]["gpu"]
         row["ratio_vs_cublaslt"] = None if not (c and lt) else lt["median_us"] / c["median_us"]

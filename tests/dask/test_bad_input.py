@@ -51,14 +51,15 @@ def test_numpy_chunks_beside_cuda_chunks(cuda_device):
 
 
 def test_a_function_gpk_array_lacks(cuda_device):
-    """numpy.polydiv has no gpk_array implementation: on a CUDA chunk it raises HostOnlyError naming it (Dask's
-    dtype inference reports it at graph construction; with dtype= given, at compute time)."""
+    """numpy.nanmean(where=) has no gpk_array implementation: on a CUDA chunk it raises HostOnlyError naming it
+    (Dask's dtype inference reports it at graph construction; with dtype= given, at compute time)."""
     _, g = _pair(cuda_device)
-    fn = lambda b: numpy.polydiv(b[0], b[0])[0]   # noqa: E731
-    with pytest.raises(ValueError, match="numpy.polydiv is not implemented by gpk_array for arrays on cuda:0"):
+    fn = lambda b: numpy.nanmean(b[0], where=b[0] > 0)[None]   # noqa: E731
+    msg = r"numpy.nanmean is implemented by gpk_array without the argument\(s\) where for arrays on cuda:0"
+    with pytest.raises(ValueError, match=msg):
         g.map_blocks(fn, drop_axis=1)
     r = g.map_blocks(fn, drop_axis=1, dtype=numpy.float64, meta=gp.empty((0,), device=cuda_device))
-    with pytest.raises(gp.HostOnlyError, match="numpy.polydiv is not implemented by gpk_array for arrays on cuda:0"):
+    with pytest.raises(gp.HostOnlyError, match=msg):
         r.compute()
 
 
@@ -66,8 +67,8 @@ def test_the_same_function_works_on_cpu_chunks():
     """The CPU counterpart of the test above: NumPy computes what gpk_array lacks on CPU chunks (zero-copy)."""
     a = numpy.arange(1.0, 17.0).reshape(4, 4)
     g = da.from_array(gp.asarray(a, device="cpu"), chunks=(2, 4))
-    r = g.map_blocks(lambda b: numpy.polydiv(b[0], b[0])[0][None], chunks=(1, 1), dtype=numpy.float64)
-    numpy.testing.assert_allclose(numpy.asarray(r.compute()), [[1.0], [1.0]])
+    r = g.map_blocks(lambda b: numpy.nanmean(b[0], where=b[0] > 0)[None][None], chunks=(1, 1), dtype=numpy.float64)
+    numpy.testing.assert_allclose(numpy.asarray(r.compute()), [[2.5], [10.5]])
 
 
 @pytest.mark.skipif(any(d.kind == "cuda" for d in gp.__array_namespace_info__().devices()),

@@ -48,7 +48,9 @@ def test_case_matches_numpy_chunks(device, fn):
     got = r.compute()
     assert type(got) is gp.Array and got.device == device
     assert got.shape == want.shape and host(got).dtype == want.dtype
-    numpy.testing.assert_allclose(host(got), want, rtol=1e-12, atol=1e-12)
+    # float32 reductions on the GPU sum in another order than NumPy's pairwise sum: float32 rounding, not 1e-12
+    tol = 1e-12 if want.dtype != numpy.float32 or str(device) == "cpu" else 2e-6
+    numpy.testing.assert_allclose(host(got), want, rtol=tol, atol=tol)
 
 
 def test_from_array_meta(device):

@@ -239,19 +239,40 @@ SETTINGS = [dict(temperature=1.0), dict(temperature=0.8, top_k=50, top_p=0.95),
             dict(temperature=0.7, top_p=0.5, logit_bias={11: 2.0})]
 
 
+def near_tie(x, params, step, seed, prompt, generated, token):
+    """Whether sample() picks ``token`` from logits x rescaled by 1 -+ eps for some eps up to 1e-4: the draw lies
+    within float32-rounding reach of the boundary between two tokens' shares."""
+    return any(sample(x * np.float32(1 + sign * eps), params, step, seed=seed, prompt=prompt,
+                      generated=generated) == token for eps in (1e-6, 3e-6, 1e-5, 3e-5, 1e-4) for sign in (-1, 1))
+
+
 @pytest.mark.gpu
 @requires_gpu
 @pytest.mark.parametrize("kw", SETTINGS)
 def test_cpu_and_gpu_generate_the_same_256_tokens(kw):
     """A float32 random GPT-2 with GPT-2's vocabulary on both devices, four prompts in a batch, 256 sampled tokens
-    each: the same tokens, with and without CUDA graphs. (The two devices' logits agree to float32 rounding, not
-    bit for bit: a draw that falls within that rounding of a boundary between two tokens would differ, about once
-    in 10^6 tokens; these inputs are fixed, so the outcome is the same on every run.)"""
+    each, with and without CUDA graphs (which give the same tokens). Every GPU token is the one the CPU's sampler
+    chooses from the CPU model's logits of the GPU's own prefix, except where the draw falls within float32
+    rounding of a boundary between two tokens (the two devices' logits agree to rounding, not bit for bit; with
+    50,257 tokens in the running sum a few such draws in 1,024 are expected): those must be near ties (the CPU picks
+    the GPU's token from its logits rescaled by 1 -+ eps, eps <= 1e-4) and at most 1% of the tokens."""
     prompts = [[1, 2, 3], [40, 41], [7] * 9, [300, 5000, 20000, 11]]
-    want = generate(wide("cpu"), prompts, max_new_tokens=256, seed=21, **kw)
-    assert generate(wide("cuda:0"), prompts, max_new_tokens=256, seed=21, **kw) == want
-    assert generate(wide("cuda:0"), prompts, max_new_tokens=256, seed=21, cuda_graphs=False, **kw) == want
-    assert all(len(set(t)) > 20 for t in want)
+    got = generate(wide("cuda:0"), prompts, max_new_tokens=256, seed=21, **kw)
+    assert generate(wide("cuda:0"), prompts, max_new_tokens=256, seed=21, cuda_graphs=False, **kw) == got
+    cpu = wide("cpu")
+    params = SamplingParams(**kw)
+    flips = 0
+    for i, (prompt, toks) in enumerate(zip(prompts, got)):
+        assert len(toks) == 256 and len(set(toks)) > 20
+        seed = 21 + i                      # generate's rule: prompt i of a batch draws with seed + i
+        logits = np.asarray(cpu(gp.asarray([prompt + toks[:-1]], dtype=gp.int64)).to_device("cpu"))[0]
+        for j, t in enumerate(toks):
+            x = logits[len(prompt) - 1 + j]
+            c = sample(x, params, j, seed=seed, prompt=prompt, generated=toks[:j])
+            if c != t:
+                assert near_tie(x, params, j, seed, prompt, toks[:j], t), (i, j, c, t)
+                flips += 1
+    assert flips <= 10, flips
 
 
 @pytest.mark.gpu
