@@ -8,8 +8,8 @@ import numpy as np
 from . import _dtypes as _dt
 from . import _hooks
 from ._device import CPU, Device, as_device
-from ._hostdata import HostData
-from ._hostdata import wrap as _host_wrap
+from . import _hostdata  # a lazy submodule (gpk_array/_lazy.py): run on the first host-only array
+from ._dtypes import HostData as _HostData
 
 _ndarray = np.ndarray
 _py_scalars = (bool, int, float, complex)
@@ -32,8 +32,8 @@ class Array:
         """Wrap a backing array (``numpy.ndarray`` for the CPU device, ``cupy.ndarray`` for a CUDA one) as an Array
         on ``device``, without a copy; reports the allocation to the scheduler's hook when one is installed."""
         if device is CPU and data.__class__ is not _ndarray:
-            if data.__class__ is HostData:  # a host-only dtype's data, or a result computed from it
-                return _host_wrap(data)
+            if data.__class__ is _HostData:  # a host-only dtype's data, or a result computed from it
+                return _hostdata.wrap(data)
             data = np.asarray(data)
         obj = object.__new__(Array)
         obj._data = data

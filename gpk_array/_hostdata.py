@@ -25,44 +25,9 @@ does; only the NumPy-facing names take them.
 import numpy as np
 
 from . import _hooks
+from ._dtypes import HOST_KINDS, HostData  # noqa: F401  (the mark lives with the dtypes; re-exported)
 
-HOST_KINDS = frozenset("USMmV")
 _KIND_NAMES = {"U": "string", "S": "bytes", "M": "datetime64", "m": "timedelta64", "V": "void"}
-
-
-class HostData(np.ndarray):
-    """The backing array of an Array of a host-only dtype (a plain NumPy array otherwise): NumPy computes on it
-    as on an ndarray; its class marks results to be sorted out by ``Array._new`` (see the module's rule)."""
-
-    def __getitem__(self, key):
-        r = np.ndarray.__getitem__(self, key)
-        if isinstance(r, np.ndarray):
-            return r
-        # an element: a 0-d view, so that x[0]['age'] = 5 writes into x as NumPy's record scalars do
-        try:
-            return np.ndarray.__getitem__(self, (*key, Ellipsis) if key.__class__ is tuple else (key, Ellipsis))
-        except (IndexError, TypeError, ValueError):
-            return np.asarray(r).view(HostData)
-
-    def __array_wrap__(self, obj, context=None, return_scalar=False):
-        return np.asarray(obj).view(HostData)
-
-    def __reduce__(self):  # pickles as a plain ndarray (an Array's pickle rebuilds the mark)
-        return np.asarray(self).__reduce__()
-
-    # the index-valued methods NumPy's functions call (np.argmax(a) is a.argmax()) give plain ndarrays or scalars:
-    # marked, so that their standard-dtype results go where the rule puts them
-    def argmax(self, *args, **kwargs):
-        return np.asarray(np.ndarray.argmax(self, *args, **kwargs)).view(HostData)
-
-    def argmin(self, *args, **kwargs):
-        return np.asarray(np.ndarray.argmin(self, *args, **kwargs)).view(HostData)
-
-    def searchsorted(self, *args, **kwargs):
-        return np.asarray(np.ndarray.searchsorted(self, *args, **kwargs)).view(HostData)
-
-    def nonzero(self):
-        return tuple(i.view(HostData) for i in np.ndarray.nonzero(self))
 
 
 def is_host_dtype(dt):
@@ -180,10 +145,30 @@ def results(r):
 
 
 def call(fn, *args, **kwargs):
-    """NumPy's fn on the host values of the arguments (Arrays of any device), its results placed by the rule."""
+    """NumPy's fn on the host values of the arguments, its results placed by the rule. Arrays of another device are
+    copied to the host only beside host-only data (rule 3); alone (``np.is_busday(x)`` of a CUDA array) they raise
+    ``HostOnlyError``, as any NumPy function computed on the host does for them."""
+    if not any_host(*args, *kwargs.values()):
+        dev = _other_device(args, kwargs.values())
+        if dev is not None:
+            from ._errors import HostOnlyError
+            name = f"{getattr(fn, '__module__', None) or 'numpy'}.{getattr(fn, '__name__', 'function')}"
+            raise HostOnlyError(f"{name} is computed on the host, and gpk_array does not copy an array on {dev} "
+                                f"there implicitly: move it with x.to_device(\"cpu\") first")
     args = [host_value(a) for a in args]
     kwargs = {k: host_value(v) for k, v in kwargs.items()}
     return results(fn(*args, **kwargs))
+
+
+def _other_device(*groups):
+    """The device of the first Array of a CUDA device among the groups of arguments (one level of lists), or None."""
+    from ._array import Array
+    for group in groups:
+        for v in group:
+            for x in (v if v.__class__ is list or v.__class__ is tuple else (v,)):
+                if isinstance(x, Array) and x._device.kind != "cpu":
+                    return x._device
+    return None
 
 
 def fallback(error, fn, *args, **kwargs):
@@ -200,3 +185,35 @@ def _has_text(v):
     if v.__class__ is list or v.__class__ is tuple:
         return any(_has_text(p) for p in v[:2]) or any(_has_text(p) for p in v[-1:])
     return isinstance(v, (np.datetime64, np.timedelta64, np.str_, np.bytes_, np.void))
+
+
+def numpy_namespace(np_name, namespace):
+    """PEP 562 ``__getattr__``/``__dir__`` for gpk_array.char, .strings and .rec: NumPy's namesake module's functions
+    (``numpy.<np_name>``), taking Arrays of any device and returning Arrays placed by the rule (wrappers made on
+    first read and kept in ``namespace``); classes and constants are NumPy's own objects."""
+    import importlib
+    module = importlib.import_module(f"numpy.{np_name}")
+
+    def __getattr__(name):
+        if name.startswith("_"):
+            raise AttributeError(f"module 'gpk_array.{np_name}' has no attribute {name!r}")
+        obj = getattr(module, name)  # AttributeError: NumPy's module has no such name either
+        if callable(obj) and not isinstance(obj, type):
+            obj = _wrap(np_name, name, obj)
+        namespace[name] = obj
+        return obj
+
+    def __dir__():
+        return sorted(set(namespace) | {n for n in dir(module) if not n.startswith("_")})
+
+    return __getattr__, __dir__
+
+
+def _wrap(np_name, name, fn):
+    def wrapper(*args, **kwargs):
+        return call(fn, *args, **kwargs)
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__module__ = f"gpk_array.{np_name}"
+    wrapper.__doc__ = (f"NumPy's ``{np_name}.{name}`` on the host values of its arguments (results of host-only "
+                       "dtypes on the CPU device, of standard dtypes on the default device).")
+    return wrapper

@@ -7,18 +7,17 @@ signatures and hand the standard's call forms to the standard's implementations,
 ``install(Array)`` adds numpy.ndarray's methods and attributes.
 
 Modules: ufuncs (ufunc objects; ufunc_types: their types, ntypes, resolve_dtypes), creation, reductions,
-statistics, shaping, indexing, sorting, linalg_funcs, logic, poly, types (dtype names, ndarray, finfo, errstate),
-printing, io, iteration (nditer, frompyfunc), multiiter (the broadcast object, nested_iters), windows (bartlett,
-hanning, kaiser, ...), bits (packbits, unpackbits), info (info, show_config), hostfuncs (dates, business days,
-char/strings/rec), methods (ndarray methods; memory: getfield, setfield, byteswap, setflags), linalg (extras for
-gpk_array.linalg), emath (np.emath). gpk_array.testing is numpy.testing for Arrays (gpk_array.random and
-gpk_array.testing are imported on first access).
+statistics, shaping, indexing, sorting, linalg_funcs, logic, poly, types (dtype names, ndarray, finfo, errstate,
+the datetime64 functions), printing, io, iteration (nditer, frompyfunc), multiiter (the broadcast object,
+nested_iters), windows (bartlett, hanning, kaiser, ...), bits (packbits, unpackbits), info (info, show_config),
+methods (ndarray methods; memory: getfield, setfield, byteswap, setflags), linalg (extras for gpk_array.linalg),
+emath (np.emath). gpk_array.testing is numpy.testing for Arrays (gpk_array.random and gpk_array.testing are
+imported on first access).
 """
 from . import creation as _creation
 from . import indexing as _indexing
 from . import bits as _bits
 from . import info as _info
-from . import hostfuncs as _hostfuncs
 from . import io as _io
 from . import iteration as _iteration
 from . import linalg_funcs as _linalg_funcs
@@ -36,7 +35,7 @@ from . import multiiter as _multiiter
 from .methods import install  # noqa: F401
 
 _MODULES = (_types, _ufuncs, _creation, _reductions, _statistics, _shaping, _indexing, _sorting, _linalg_funcs,
-            _logic, _poly, _printing, _io, _iteration, _bits, _info, _windows, _multiiter, _hostfuncs)
+            _logic, _poly, _printing, _io, _iteration, _bits, _info, _windows, _multiiter)
 
 __all__ = []
 for _m in _MODULES:

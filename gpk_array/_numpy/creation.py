@@ -105,7 +105,7 @@ def _host_made(r, device):
     """A NumPy result r made from host-only data or with a host-only dtype, by the rule of gpk_array/_hostdata.py:
     host-only dtypes on the CPU device (TypeError for another device=), standard dtypes on device= or the
     default device."""
-    if r.dtype.kind in _host.HOST_KINDS:
+    if r.dtype.kind in _dt.HOST_KINDS:
         return _host.host_array(r, device)
     return _std.asarray(r, device=as_device(device))
 
@@ -124,7 +124,7 @@ def _host_convert(obj, dtype, device, copy, error):
                       copy=True if copy else None)
     except Exception:
         raise error from None
-    if r.dtype.kind not in _host.HOST_KINDS and not _host.any_host(obj):
+    if r.dtype.kind not in _dt.HOST_KINDS and not _host.any_host(obj):
         raise error
     return _host_made(r, device)
 
@@ -258,7 +258,7 @@ def _host_full(shape, fill_value, dtype, device, error):
         r = _np.full(shape_arg(shape), _host.host_value(fill_value), dtype=hd)
     except Exception:
         raise error from None
-    if r.dtype.kind not in _host.HOST_KINDS:
+    if r.dtype.kind not in _dt.HOST_KINDS:
         raise error
     return _host.host_array(r, device)
 
@@ -304,7 +304,7 @@ def _like_parts(a, dtype, shape, device):
 
 
 def _like(fname, a, dtype, shape, device):
-    if a.__class__ is Array and a._data.__class__ is _host.HostData:
+    if a.__class__ is Array and a._data.__class__ is _dt.HostData:
         return _host_like(fname, a, dtype, shape, device)
     try:
         if shape is None:

@@ -8,8 +8,8 @@ gpk_array/_hostdata.py) is put on the CPU device, whatever the default device; o
 import numpy as _np
 
 from .._array import Array
-from .._hostdata import HOST_KINDS as _HOST_KINDS
-from .._hostdata import host_array as _host_array
+from .. import _hostdata
+from .._dtypes import HOST_KINDS as _HOST_KINDS
 from .._device import as_device
 from .._ops.creation import asarray as _std_asarray
 from ._util import host
@@ -20,7 +20,7 @@ __all__ = ["save", "savez", "savez_compressed", "load", "savetxt", "loadtxt", "g
 
 def _to_device(h, device):
     if h.dtype.kind in _HOST_KINDS:  # strings, records, dates: on the CPU device (gpk_array/_hostdata.py)
-        return _host_array(h, device)
+        return _hostdata.host_array(h, device)
     return _std_asarray(h, device=as_device(device))
 
 

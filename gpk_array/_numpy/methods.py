@@ -108,7 +108,7 @@ def _view(self, dtype=None, type=None):
         r = new(self._data.view(), self._device)
     else:
         dt = _np.dtype(dtype)
-        if dt.kind in _hostdata.HOST_KINDS:
+        if dt.kind in _dt.HOST_KINDS:
             # a host-only dtype (x.view([('a', 'f8'), ('b', 'f8')]), void rows): on the CPU device, a view there
             # and a copy of an array of a CUDA device (gpk_array/_hostdata.py)
             return _hostdata.result(_hostdata.host_value(self).view(dt))

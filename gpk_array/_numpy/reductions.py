@@ -305,7 +305,7 @@ def _nan(fname, a, axis, out, keepdims, **kw):
     x = to_array(a)
     dev = x._device
     kw = {k: v for k, v in kw.items() if v is not None}
-    if x._data.__class__ is _hostdata.HostData and out is None:
+    if x._data.__class__ is _dt.HostData and out is None:
         # dates: NumPy's NaT-skipping path is the one for plain ndarrays (gpk_array/_hostdata.py)
         return _hostdata.results(getattr(_np, fname)(x._data.view(_np.ndarray), axis=_axis(axis),
                                                      keepdims=keepdims, **kw))

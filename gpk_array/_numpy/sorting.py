@@ -144,7 +144,7 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
 def searchsorted(a, v, /, side="left", sorter=None):
     """NumPy's ``searchsorted(a, v, side='left', sorter=None)`` (and the standard's); strings and dates on the host,
     the indices on the default device (gpk_array/_hostdata.py)."""
-    if a.__class__ is Array and a._data.__class__ is _hostdata.HostData:
+    if a.__class__ is Array and a._data.__class__ is _dt.HostData:
         return _hostdata.call(_np.searchsorted, a, v, side=side, sorter=sorter)
     return _searchsorted(a, v, side=side, sorter=sorter)
 
@@ -159,7 +159,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if xp is _np:
         r = _np.unique(x._data, return_index=return_index, return_inverse=return_inverse,
                        return_counts=return_counts, axis=axis, equal_nan=equal_nan)
-        if x._data.__class__ is _hostdata.HostData:  # the indices and counts of host-only data: by its rule
+        if x._data.__class__ is _dt.HostData:  # the indices and counts of host-only data: by its rule
             return _hostdata.results(r)
     else:
         r = xp.unique(x._data, return_index=return_index, return_inverse=return_inverse,
@@ -185,7 +185,7 @@ def isin(element, test_elements, /, assume_unique=False, invert=False, *, kind=N
 
 
 def _is_host(x):
-    return x.__class__ is Array and x._data.__class__ is _hostdata.HostData
+    return x.__class__ is Array and x._data.__class__ is _dt.HostData
 
 
 def _two(ar1, ar2):
@@ -195,8 +195,8 @@ def _two(ar1, ar2):
     except (TypeError, DeviceError):  # strings, dates: NumPy's on the host (gpk_array/_hostdata.py)
         if not _hostdata.any_host(ar1, ar2) and not _hostdata._has_text(ar1) and not _hostdata._has_text(ar2):
             raise
-        return CPU, _np.asarray(_hostdata.host_value(ar1)).view(_hostdata.HostData), \
-            _np.asarray(_hostdata.host_value(ar2)).view(_hostdata.HostData)
+        return CPU, _np.asarray(_hostdata.host_value(ar1)).view(_dt.HostData), \
+            _np.asarray(_hostdata.host_value(ar2)).view(_dt.HostData)
 
 
 @oom_guard

@@ -44,7 +44,7 @@ def _transfer(x, dev, copy=None, stream=None):
         return new(x._data.copy(), dev)
     if copy is False:
         raise ValueError(f"moving an array from {src} to {dev} needs a copy, but copy=False")
-    if dev is not CPU and x._data.dtype.kind in _hostdata.HOST_KINDS:
+    if dev is not CPU and x._data.dtype.kind in _dt.HOST_KINDS:
         raise TypeError(f"an array of dtype {x._data.dtype} cannot move to {dev}: strings, dates and records live "
                         "on the CPU device only (CUDA has no such dtypes)")
     if dev is CPU:
@@ -580,6 +580,6 @@ def _dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=Non
 
 
 def _rebuild(host, device):
-    if host.dtype.kind in _hostdata.HOST_KINDS:  # a pickled array of a host-only dtype (gpk_array/_hostdata.py)
+    if host.dtype.kind in _dt.HOST_KINDS:  # a pickled array of a host-only dtype (gpk_array/_hostdata.py)
         return _hostdata.host_array(host, device)
     return asarray(host, device=device)

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _dtypes as _dt
 from .. import _gpu, _hooks, _hostdata, _promotion
-from .._hostdata import HOST_KINDS as _HOST_KINDS
+from .._dtypes import HOST_KINDS as _HOST_KINDS
 from .._array import _array_like
 from .._errors import DeviceError
 from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, oom_guard, plain_scalar, raise_oom

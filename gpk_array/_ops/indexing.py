@@ -7,7 +7,7 @@ import numpy as np
 from .. import _config
 from .. import _dtypes as _dt
 from .. import _hostdata
-from .._hostdata import HOST_KINDS as _HOST_KINDS
+from .._dtypes import HOST_KINDS as _HOST_KINDS
 from .._errors import DeviceError, OutOfMemoryError
 from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard, raise_oom
 from .creation import _negative_zero, _to_gpu
