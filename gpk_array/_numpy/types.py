@@ -103,7 +103,7 @@ class _NdarrayMeta(type):
 
 class ndarray(Array, metaclass=_NdarrayMeta):
     """NumPy's ``ndarray``: ``ndarray(shape, dtype=float)`` makes an uninitialized array on the default device
-    (``buffer=`` reads host memory, as NumPy's); ``isinstance(x, ndarray)`` holds for every Array; subclasses (with
+    (``buffer=`` reads host memory, as NumPy's; a host-only dtype makes it on the CPU device); ``isinstance(x, ndarray)`` holds for every Array; subclasses (with
     ``__array_finalize__``) are made by ``x.view(Subclass)``."""
 
     __slots__ = ()
@@ -111,6 +111,10 @@ class ndarray(Array, metaclass=_NdarrayMeta):
     def __new__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
         from .._device import default_device
         from ._util import new
+        hd = _hostdata.host_dtype(dtype)
+        if hd is not None:  # strings, dates, records: on the CPU device (gpk_array/_hostdata.py)
+            r = _hostdata.host_array(_np.ndarray(shape, hd, buffer, offset, strides, order))
+            return r if cls is ndarray else r.view(cls)
         dev = default_device()
         dt = _dt.to_dtype(dtype)
         if buffer is None:

@@ -275,3 +275,30 @@ def _numpy100(np):
 
 def test_numpy100_exercises_with_host_dtypes(dev):
     assert_match(_numpy100(gp), _numpy100(numpy), dev)
+
+
+def _methods_and_reductions(np):
+    out = {}
+    r = np.array([("b", 2, 0.5), ("a", 1, 1.5), ("c", 1, 2.5)], dtype=[("n", "U1"), ("k", "i8"), ("v", "f8")])
+    t = r.copy()
+    t.sort(order="k")
+    out["sort"] = t
+    out["argsort"] = r.argsort(order=["k", "n"])
+    td = np.array([1, 2, 6], dtype="m8[h]")
+    out.update(tdmean=td.mean(), tdsum=td.sum(), cumsum=np.cumsum(td), tdmax=td.max(), absdiff=abs(td - td[-1]))
+    out["ndarray"] = np.ndarray((2,), dtype="U2").shape
+    out["full"] = np.full((2, 2), "x", dtype="U3")
+    out["center"] = np.char.center(np.array(["a", "bb"]), 5, "*")
+    out["rows"] = [str(x["n"]) for x in r]
+    out["by_name"] = {str(k): float(v) for k, v in zip(r["n"], r["v"])}
+    out["field_dtype"] = str(r.dtype.fields["k"][0])
+    out["astype_records"] = r[["k", "v"]].astype([("k", "f4"), ("v", "f4")])
+    return out
+
+
+def test_methods_and_timedelta_reductions(dev):
+    assert_match(_methods_and_reductions(gp), _methods_and_reductions(numpy), dev)
+    if dev.kind != "cpu":  # a CUDA array alone given to a function computed on the host: no implicit copy
+        with pytest.raises(gp.HostOnlyError, match=r"mod is computed on the host"):
+            gp.char.mod("%d", gp.arange(3))
+    assert_match(gp.char.mod("%d", gp.arange(3, device="cpu")), numpy.char.mod("%d", numpy.arange(3)))
