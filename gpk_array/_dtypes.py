@@ -138,7 +138,8 @@ HOST_KINDS = frozenset("USMmV")
 
 class HostData(np.ndarray):
     """The backing array of an Array of a host-only dtype (a plain NumPy array otherwise): NumPy computes on it
-    as on an ndarray; its class marks results to be sorted out by ``Array._new`` (by the rule of gpk_array/_hostdata.py)."""
+    as on an ndarray; its class marks results to be sorted out by ``Array._new`` (by the rule of
+    gpk_array/_hostdata.py)."""
 
     def __getitem__(self, key):
         r = np.ndarray.__getitem__(self, key)

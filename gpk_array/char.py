@@ -1,4 +1,5 @@
-"""``np.char``: NumPy's ``numpy.char``, string operations on arrays of str or bytes (``np.char.upper``, ``np.char.add``, ...).
+"""``np.char``: NumPy's ``numpy.char``, string operations on arrays of str or bytes (``np.char.upper``,
+``np.char.add``, ...).
 
 Its functions compute with NumPy on the host values of their arguments (Arrays of any device), and their results
 are placed by the rule of host-only dtypes (gpk_array/_hostdata.py): strings, bytes, dates and records on the CPU

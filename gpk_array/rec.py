@@ -1,4 +1,5 @@
-"""``np.rec``: NumPy's ``numpy.rec``, record arrays (``np.rec.fromarrays``, ``np.rec.fromrecords``): structured Arrays on the CPU device, fields read as ``r['x']`` (no ``recarray`` attribute access).
+"""``np.rec``: NumPy's ``numpy.rec``, record arrays (``np.rec.fromarrays``, ``np.rec.fromrecords``): structured
+Arrays on the CPU device, fields read as ``r['x']`` (no ``recarray`` attribute access).
 
 Its functions compute with NumPy on the host values of their arguments (Arrays of any device), and their results
 are placed by the rule of host-only dtypes (gpk_array/_hostdata.py): strings, bytes, dates and records on the CPU

@@ -1,4 +1,5 @@
-"""``np.strings``: NumPy's ``numpy.strings``, NumPy 2's string functions (``np.strings.replace``, ``np.strings.str_len``, ...).
+"""``np.strings``: NumPy's ``numpy.strings``, NumPy 2's string functions (``np.strings.replace``,
+``np.strings.str_len``, ...).
 
 Its functions compute with NumPy on the host values of their arguments (Arrays of any device), and their results
 are placed by the rule of host-only dtypes (gpk_array/_hostdata.py): strings, bytes, dates and records on the CPU

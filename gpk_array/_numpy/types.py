@@ -103,8 +103,9 @@ class _NdarrayMeta(type):
 
 class ndarray(Array, metaclass=_NdarrayMeta):
     """NumPy's ``ndarray``: ``ndarray(shape, dtype=float)`` makes an uninitialized array on the default device
-    (``buffer=`` reads host memory, as NumPy's; a host-only dtype makes it on the CPU device); ``isinstance(x, ndarray)`` holds for every Array; subclasses (with
-    ``__array_finalize__``) are made by ``x.view(Subclass)``."""
+    (``buffer=`` reads host memory, as NumPy's; a host-only dtype makes it on the CPU device);
+    ``isinstance(x, ndarray)`` holds for every Array; subclasses (with ``__array_finalize__``) are made by
+    ``x.view(Subclass)``."""
 
     __slots__ = ()
 

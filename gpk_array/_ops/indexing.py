@@ -219,8 +219,8 @@ def setitem(x, key, value):
     except MemoryError as e:
         raise_oom(e)
     except (IndexError, TypeError, ValueError):  # DeviceError is a ValueError
-        # field names, strings, dates and records (tuples) as values, index arrays and values of another device: for arrays of a
-        # host-only dtype, NumPy's assignment (gpk_array/_hostdata.py)
+        # field names, strings, dates and records (tuples) as values, index arrays and values of another device:
+        # for arrays of a host-only dtype, NumPy's assignment (gpk_array/_hostdata.py)
         if x._data.dtype.kind not in _HOST_KINDS:
             raise
         x._data[_hostdata.host_value(key)] = _hostdata.host_value(value)

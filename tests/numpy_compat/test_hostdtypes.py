@@ -142,7 +142,8 @@ def test_comparisons_and_masks_mix_with_numeric_work(dev):
 def test_dates_arithmetic_and_conversions(dev):
     d = gp.arange("2024-02-26", "2024-03-04", dtype="datetime64[D]")
     dn = numpy.arange("2024-02-26", "2024-03-04", dtype="datetime64[D]")
-    for got, want in [(d + 1, dn + 1), (d - d[0], dn - dn[0]), (d + gp.timedelta64(2, "W"), dn + numpy.timedelta64(2, "W")),
+    for got, want in [(d + 1, dn + 1), (d - d[0], dn - dn[0]),
+                      (d + gp.timedelta64(2, "W"), dn + numpy.timedelta64(2, "W")),
                       (d.astype("datetime64[M]"), dn.astype("datetime64[M]")), (gp.diff(d), numpy.diff(dn)),
                       (d.max(), dn.max()), (d[::-1][gp.argsort(d[::-1])], dn), (-(d - d[-1]), -(dn - dn[-1])),
                       (d + gp.arange(7), dn + numpy.arange(7)), (gp.arange(7) + d, numpy.arange(7) + dn)]:
