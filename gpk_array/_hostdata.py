@@ -15,13 +15,19 @@ default device is. The rule, in two parts:
    host for that operation, since the host-only array cannot go to them.
 
 The mark is the backing array's class: the backing array of a host-only Array is a ``HostData`` (a
-``numpy.ndarray`` subclass, so every NumPy function keeps it, and its results, through ufuncs, views, ``astype``
-and fields). ``Array._new`` sees the class on the CPU device's slow branch (backing arrays that are not plain
-ndarrays), so the numeric hot paths pay nothing: the dtype is checked where the data is created.
+``numpy.ndarray`` subclass defined in gpk_array/_dtypes.py, so every NumPy function keeps it, and its results,
+through ufuncs, views, ``astype`` and fields). ``Array._new`` sees the class on the CPU device's slow branch
+(backing arrays that are not plain ndarrays), so the numeric hot paths pay nothing: the dtype is checked where the
+data is created. The other call sites are the error paths of the NumPy-facing functions (a refused dtype, a
+DeviceError, a string operand), which end here. This module is a lazy submodule (gpk_array/_lazy.py): ``import
+gpk_array`` does not run it; the first host-only array does. Numeric fields moved to a CUDA device write back
+through gpk_array/_hostfield.py.
 
 The standard's functions (``gpk_array._ops``) keep refusing these dtypes with a TypeError, as array_api_strict
 does; only the NumPy-facing names take them.
 """
+from collections.abc import Mapping
+
 import numpy as np
 
 from . import _hooks
@@ -217,3 +223,87 @@ def _wrap(np_name, name, fn):
     wrapper.__doc__ = (f"NumPy's ``{np_name}.{name}`` on the host values of its arguments (results of host-only "
                        "dtypes on the CPU device, of standard dtypes on the default device).")
     return wrapper
+
+
+# --- the NumPy-facing creation functions' host-only paths (gpk_array/_numpy/creation.py calls them where its own
+# path refused the data or the dtype) ------------------------------------------------------------------------------
+def _std_asarray(obj, device):
+    from ._ops.creation import asarray
+    return asarray(obj, device=device)
+
+
+def _as_device(device):
+    from ._device import as_device
+    return as_device(device)
+
+
+def _shape_arg(shape):
+    from ._numpy._util import shape_arg
+    return shape_arg(shape)
+
+
+def made(r, device):
+    """A NumPy result r made from host-only data or with a host-only dtype, by the rule of gpk_array/_hostdata.py:
+    host-only dtypes on the CPU device (TypeError for another device=), standard dtypes on device= or the
+    default device."""
+    if r.dtype.kind in HOST_KINDS:
+        return host_array(r, device)
+    return _std_asarray(r, _as_device(device))
+
+
+def convert(obj, dtype, device, copy, error):
+    """NumPy's conversion of obj for ``array``/``asarray`` when ours refused it (error): a host-only dtype, asked
+    for or inferred, gives an array on the CPU device; anything else re-raises the refusal. A bare str, bytes or
+    dict stays refused, in CuPy's words (peers' tests match them)."""
+    if isinstance(obj, (str, bytes, Mapping)) and dtype is None:
+        raise error
+    hd = host_dtype(dtype) if dtype is not None else None
+    if dtype is not None and hd is None and not any_host(obj):
+        raise error
+    try:
+        r = np.array(host_value(obj), dtype=hd if hd is not None else dtype, copy=True if copy else None)
+    except Exception:
+        raise error from None
+    if r.dtype.kind not in HOST_KINDS and not any_host(obj):
+        raise error
+    return made(r, device)
+
+
+def full(shape, fill_value, dtype, device, error):
+    """``full`` for a host-only dtype or fill value (a string, a date): NumPy's, on the CPU device."""
+    hd = host_dtype(dtype) if dtype is not None else None
+    if dtype is not None and hd is None:
+        raise error
+    try:
+        r = np.full(_shape_arg(shape), host_value(fill_value), dtype=hd)
+    except Exception:
+        raise error from None
+    if r.dtype.kind not in HOST_KINDS:
+        raise error
+    return host_array(r, device)
+
+
+def like(fname, a, dtype, shape, device, *fill):
+    """The ``*_like`` functions for a host-only array or dtype: NumPy's, placed by the rule of
+    gpk_array/_hostdata.py (host-only dtypes on the CPU device, standard dtypes on device= or the default one)."""
+    h = host_value(a)
+    if not isinstance(h, np.ndarray):
+        h = np.asarray(h)
+    fill = tuple(host_value(f) for f in fill)
+    return made(getattr(np, fname + "_like")(h.view(np.ndarray), *fill, dtype=dtype, shape=shape), device)
+
+
+def arange(error, *args):
+    """``arange`` of dates or timedeltas (datetime64 / timedelta64 endpoints, steps or dtype): NumPy's, on the
+    CPU device; anything else re-raises error."""
+    *parts, dtype, device = args
+    parts = [host_value(p) for p in parts]
+    hd = host_dtype(dtype) if dtype is not None else None
+    if hd is None and not any(isinstance(p, (np.datetime64, np.timedelta64, np.ndarray)) and
+                              np.asarray(p).dtype.kind in "Mm" for p in parts):
+        raise error
+    start, stop, step = parts
+    if stop is None:
+        start, stop = 0, start  # arange(stop): NumPy's timedelta64 ranges start at 0 too
+    r = np.arange(start, stop, step, dtype=hd)
+    return made(r, device)

@@ -101,34 +101,6 @@ def _from_object(obj, dt, dev, copy=None):
     return _std.asarray(obj, dtype=dt, device=dev, copy=copy)
 
 
-def _host_made(r, device):
-    """A NumPy result r made from host-only data or with a host-only dtype, by the rule of gpk_array/_hostdata.py:
-    host-only dtypes on the CPU device (TypeError for another device=), standard dtypes on device= or the
-    default device."""
-    if r.dtype.kind in _dt.HOST_KINDS:
-        return _host.host_array(r, device)
-    return _std.asarray(r, device=as_device(device))
-
-
-def _host_convert(obj, dtype, device, copy, error):
-    """NumPy's conversion of obj for ``array``/``asarray`` when ours refused it (error): a host-only dtype, asked
-    for or inferred, gives an array on the CPU device; anything else re-raises the refusal. A bare str, bytes or
-    dict stays refused, in CuPy's words (peers' tests match them)."""
-    if isinstance(obj, (str, bytes, Mapping)) and dtype is None:
-        raise error
-    hd = _host.host_dtype(dtype) if dtype is not None else None
-    if dtype is not None and hd is None and not _host.any_host(obj):
-        raise error
-    try:
-        r = _np.array(_host.host_value(obj), dtype=hd if hd is not None else dtype,
-                      copy=True if copy else None)
-    except Exception:
-        raise error from None
-    if r.dtype.kind not in _dt.HOST_KINDS and not _host.any_host(obj):
-        raise error
-    return _host_made(r, device)
-
-
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None, device=None):
     """NumPy's ``array``: a new array from array-likes (copies unless copy=None/False allow otherwise). Data of
     a host-only dtype (strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py)."""
@@ -143,7 +115,7 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
         cp = True if copy is True else (False if copy is False else None)
         r = _from_object(object, dt, dev, cp)
     except TypeError as e:
-        r = _host_convert(object, dtype, device, copy, e)
+        r = _host.convert(object, dtype, device, copy, e)
         dev = r._device
     if ndmin and r._data.ndim < ndmin:
         r = new(r._data.reshape((1,) * (ndmin - r._data.ndim) + r._data.shape), dev)
@@ -170,7 +142,7 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     except TypeError as e:
         if copy is False:
             raise
-        return _host_convert(a, dtype, device, copy, e)
+        return _host.convert(a, dtype, device, copy, e)
 
 
 def asanyarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
@@ -249,20 +221,6 @@ def _scalar_fill(v):
     return None
 
 
-def _host_full(shape, fill_value, dtype, device, error):
-    """``full`` for a host-only dtype or fill value (a string, a date): NumPy's, on the CPU device."""
-    hd = _host.host_dtype(dtype) if dtype is not None else None
-    if dtype is not None and hd is None:
-        raise error
-    try:
-        r = _np.full(shape_arg(shape), _host.host_value(fill_value), dtype=hd)
-    except Exception:
-        raise error from None
-    if r.dtype.kind not in _dt.HOST_KINDS:
-        raise error
-    return _host.host_array(r, device)
-
-
 @oom_guard
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
     """NumPy's ``full``: fill_value may also be an array broadcast to shape; a host-only dtype or fill value (a
@@ -292,7 +250,7 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
             r[...] = f
         return new(r, dev)
     except TypeError as e:
-        return _host_full(shape, fill_value, dtype, device, e)
+        return _host.full(shape, fill_value, dtype, device, e)
 
 
 def _like_parts(a, dtype, shape, device):
@@ -305,7 +263,7 @@ def _like_parts(a, dtype, shape, device):
 
 def _like(fname, a, dtype, shape, device):
     if a.__class__ is Array and a._data.__class__ is _dt.HostData:
-        return _host_like(fname, a, dtype, shape, device)
+        return _host.like(fname, a, dtype, shape, device)
     try:
         if shape is None:
             return getattr(_std, fname + "_like")(a if a.__class__ is Array else asarray(a), dtype=dtype,
@@ -315,18 +273,7 @@ def _like(fname, a, dtype, shape, device):
     except TypeError:
         if not _host.any_host(a) and (dtype is None or _host.host_dtype(dtype) is None):
             raise
-        return _host_like(fname, a, dtype, shape, device)
-
-
-def _host_like(fname, a, dtype, shape, device, *fill):
-    """The ``*_like`` functions for a host-only array or dtype: NumPy's, placed by the rule of
-    gpk_array/_hostdata.py (host-only dtypes on the CPU device, standard dtypes on device= or the default one)."""
-    h = _host.host_value(a)
-    if not isinstance(h, _np.ndarray):
-        h = _np.asarray(h)
-    fill = tuple(_host.host_value(f) for f in fill)
-    return _host_made(getattr(_np, fname + "_like")(h.view(_np.ndarray), *fill, dtype=dtype, shape=shape),
-                      device)
+        return _host.like(fname, a, dtype, shape, device)
 
 
 def zeros_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
@@ -350,7 +297,7 @@ def full_like(a, /, fill_value, dtype=None, order="K", subok=True, shape=None, *
     that broadcasts to the shape."""
     if _host.any_host(a) or (dtype is not None and _host.host_dtype(dtype) is not None) or \
             fill_value.__class__ is str or fill_value.__class__ is bytes:
-        return _host_like("full", a, dtype, shape, device, fill_value)
+        return _host.like("full", a, dtype, shape, device, fill_value)
     s = _scalar_fill(fill_value)
     if s is not None and s.__class__ is not Array:
         if shape is None:
@@ -400,23 +347,7 @@ def arange(start, /, stop=None, step=None, dtype=None, *, device=None, like=None
         c = 1 if step is None else (step if step.__class__ is int else _py(step))
         return _std.arange(a, b, c, dtype=dtype, device=device)  # it translates out-of-memory errors
     except TypeError as e:
-        return _host_arange(e, start, stop, step, dtype, device)
-
-
-def _host_arange(error, *args):
-    """``arange`` of dates or timedeltas (datetime64 / timedelta64 endpoints, steps or dtype): NumPy's, on the
-    CPU device; anything else re-raises error."""
-    *parts, dtype, device = args
-    parts = [_host.host_value(p) for p in parts]
-    hd = _host.host_dtype(dtype) if dtype is not None else None
-    if hd is None and not any(isinstance(p, (_np.datetime64, _np.timedelta64, _np.ndarray)) and
-                              _np.asarray(p).dtype.kind in "Mm" for p in parts):
-        raise error
-    start, stop, step = parts
-    if stop is None:
-        start, stop = 0, start  # arange(stop): NumPy's timedelta64 ranges start at 0 too
-    r = _np.arange(start, stop, step, dtype=hd)
-    return _host_made(r, device)
+        return _host.arange(e, start, stop, step, dtype, device)
 
 
 def _is_scalar_like(v):
