@@ -8,6 +8,8 @@ import numpy as np
 from . import _dtypes as _dt
 from . import _hooks
 from ._device import CPU, Device, as_device
+from . import _hostdata  # a lazy submodule (gpk_array/_lazy.py): run on the first host-only array
+from ._dtypes import HostData as _HostData
 
 _ndarray = np.ndarray
 _py_scalars = (bool, int, float, complex)
@@ -32,6 +34,8 @@ class Array:
         """Wrap a backing array (``numpy.ndarray`` for the CPU device, ``cupy.ndarray`` for a CUDA one) as an Array
         on ``device``, without a copy; reports the allocation to the scheduler's hook when one is installed."""
         if device is CPU and data.__class__ is not _ndarray:
+            if data.__class__ is _HostData:  # a host-only dtype's data, or a result computed from it
+                return _hostdata.wrap(data)
             data = np.asarray(data)
         obj = object.__new__(Array)
         obj._data = data
@@ -333,8 +337,9 @@ def _hash(self):
 def _array_like(x):
     """Whether an operator's operand that is neither an Array nor a built-in Python scalar is one the operators
     take: sequences, NumPy arrays and scalars, CUDA arrays, and instances of subclasses of int, float and complex
-    (``finfo(float32).eps``), which count as Python scalars."""
-    return isinstance(x, (list, tuple, np.ndarray, np.generic, int, float, complex)) or \
+    (``finfo(float32).eps``), which count as Python scalars, and instances of subclasses of Array (``x.view(Sub)``,
+    a structured array's field on a CUDA device)."""
+    return isinstance(x, (list, tuple, np.ndarray, np.generic, int, float, complex, Array)) or \
         hasattr(x, "__cuda_array_interface__")
 
 

@@ -130,6 +130,48 @@ for _k in (*ALL, *(d.type for d in ALL), float, int, complex, builtins.bool, *_N
 del _k
 
 
+# host-only dtypes (gpk_array/_hostdata.py): strings, bytes, datetime64, timedelta64, void and structured; their
+# arrays live on the CPU device with a HostData backing array (defined here, where Array._new can see it without
+# running gpk_array/_hostdata.py at import)
+HOST_KINDS = frozenset("USMmV")
+
+
+class HostData(np.ndarray):
+    """The backing array of an Array of a host-only dtype (a plain NumPy array otherwise): NumPy computes on it
+    as on an ndarray; its class marks results to be sorted out by ``Array._new`` (by the rule of
+    gpk_array/_hostdata.py)."""
+
+    def __getitem__(self, key):
+        r = np.ndarray.__getitem__(self, key)
+        if isinstance(r, np.ndarray):
+            return r
+        # an element: a 0-d view, so that x[0]['age'] = 5 writes into x as NumPy's record scalars do
+        try:
+            return np.ndarray.__getitem__(self, (*key, Ellipsis) if key.__class__ is tuple else (key, Ellipsis))
+        except (IndexError, TypeError, ValueError):
+            return np.asarray(r).view(HostData)
+
+    def __array_wrap__(self, obj, context=None, return_scalar=False):
+        return np.asarray(obj).view(HostData)
+
+    def __reduce__(self):  # pickles as a plain ndarray (an Array's pickle rebuilds the mark)
+        return np.asarray(self).__reduce__()
+
+    # the index-valued methods NumPy's functions call (np.argmax(a) is a.argmax()) give plain ndarrays or scalars:
+    # marked, so that their standard-dtype results go where the rule puts them
+    def argmax(self, *args, **kwargs):
+        return np.asarray(np.ndarray.argmax(self, *args, **kwargs)).view(HostData)
+
+    def argmin(self, *args, **kwargs):
+        return np.asarray(np.ndarray.argmin(self, *args, **kwargs)).view(HostData)
+
+    def searchsorted(self, *args, **kwargs):
+        return np.asarray(np.ndarray.searchsorted(self, *args, **kwargs)).view(HostData)
+
+    def nonzero(self):
+        return tuple(i.view(HostData) for i in np.ndarray.nonzero(self))
+
+
 _HOST_ONLY_KINDS = {"V": "void", "M": "datetime64", "m": "timedelta64", "U": "string", "S": "bytes", "O": "object"}
 
 
@@ -139,8 +181,13 @@ def _host_only_kind(dtype):
         d = np.dtype(dtype)
     except Exception:
         return ""
+    if d.subdtype is not None and d.base.kind not in "USMmVO":
+        return f" (a subarray dtype: give the shape instead, e.g. zeros((n, *{d.shape}), {d.base}))"
     kind = "structured" if d.names is not None else _HOST_ONLY_KINDS.get(d.kind)
     if kind is None:
         return ""
-    return f" ({kind} dtypes are host-only: such arrays live only in NumPy)"
+    if kind == "object":
+        return " (object dtypes are not supported: arrays of Python objects live only in NumPy)"
+    return (f" ({kind} dtypes are host-only: NumPy's functions (array, zeros, astype, ...) make such arrays on the "
+            "CPU device; this function takes the standard's dtypes)")
 

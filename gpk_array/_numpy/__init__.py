@@ -7,12 +7,12 @@ signatures and hand the standard's call forms to the standard's implementations,
 ``install(Array)`` adds numpy.ndarray's methods and attributes.
 
 Modules: ufuncs (ufunc objects; ufunc_types: their types, ntypes, resolve_dtypes), creation, reductions,
-statistics, shaping, indexing, sorting, linalg_funcs, logic, poly, types (dtype names, ndarray, finfo, errstate),
-printing, io, iteration (nditer, frompyfunc), multiiter (the broadcast object, nested_iters), windows (bartlett,
-hanning, kaiser, ...), bits (packbits, unpackbits), info (info, show_config), methods (ndarray methods; memory:
-getfield, setfield, byteswap, setflags), linalg (extras for gpk_array.linalg), emath (np.emath).
-gpk_array.testing is numpy.testing for Arrays (gpk_array.random and gpk_array.testing are imported on first
-access).
+statistics, shaping, indexing, sorting, linalg_funcs, logic, poly, types (dtype names, ndarray, finfo, errstate,
+the datetime64 functions), printing, io, iteration (nditer, frompyfunc), multiiter (the broadcast object,
+nested_iters), windows (bartlett, hanning, kaiser, ...), bits (packbits, unpackbits), info (info, show_config),
+methods (ndarray methods; memory: getfield, setfield, byteswap, setflags), linalg (extras for gpk_array.linalg),
+emath (np.emath). gpk_array.testing is numpy.testing for Arrays (gpk_array.random and gpk_array.testing are
+imported on first access).
 """
 from . import creation as _creation
 from . import indexing as _indexing

@@ -126,7 +126,10 @@ def dtype_arg(dtype):
 def host(x):
     """A NumPy array holding x's values: only for host-only operations (file I/O, printing)."""
     if isinstance(x, Array):  # subclasses of ndarray too (their __array__ refuses device arrays)
-        return x._data if x._device is CPU else x._data.get()
+        if x._device is CPU:
+            d = x._data
+            return d if d.__class__ is _np.ndarray else d.view(_np.ndarray)  # host-only dtypes' HostData too
+        return x._data.get()
     return _np.asarray(x)
 
 

@@ -12,6 +12,7 @@ import numpy as _np
 from .. import _dtypes as _dt
 from .. import _hooks
 from .._array import Array
+from .. import _hostdata as _host
 from .._device import CPU, as_device, default_device
 from .._ops import creation as _std
 from .. import _version
@@ -101,16 +102,21 @@ def _from_object(obj, dt, dev, copy=None):
 
 
 def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, like=None, device=None):
-    """NumPy's ``array``: a new array from array-likes (copies unless copy=None/False allow otherwise)."""
-    dt = dtype_arg(dtype)
-    if device is not None:
-        dev = as_device(device)
-    elif object.__class__ is Array:
-        dev = object._device
-    else:
-        dev = _tree_device(object) or default_device()
-    cp = True if copy is True else (False if copy is False else None)
-    r = _from_object(object, dt, dev, cp)
+    """NumPy's ``array``: a new array from array-likes (copies unless copy=None/False allow otherwise). Data of
+    a host-only dtype (strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py)."""
+    try:
+        dt = dtype_arg(dtype)
+        if device is not None:
+            dev = as_device(device)
+        elif object.__class__ is Array:
+            dev = object._device
+        else:
+            dev = _tree_device(object) or default_device()
+        cp = True if copy is True else (False if copy is False else None)
+        r = _from_object(object, dt, dev, cp)
+    except TypeError as e:
+        r = _host.convert(object, dtype, device, copy, e)
+        dev = r._device
     if ndmin and r._data.ndim < ndmin:
         r = new(r._data.reshape((1,) * (ndmin - r._data.ndim) + r._data.shape), dev)
     if order == "F" and r._data.ndim > 1:
@@ -121,21 +127,28 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
 def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
     """NumPy's ``asarray`` (and the standard's: ``asarray(obj, /, *, dtype, device, copy)``). An Array that needs no
     change (its dtype, its device, the layout ``order`` asks for, no ``copy=True``) is returned itself, as NumPy
-    returns its input (``np.asarray(x) is x``); ``order="C"``/``"F"`` copy to that layout where the input lacks it."""
+    returns its input (``np.asarray(x) is x``); ``order="C"``/``"F"`` copy to that layout where the input lacks it.
+    Data of a host-only dtype (strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py);
+    a bare str or bytes is refused with a TypeError, as CuPy refuses it."""
     if a.__class__ is Array:
         if dtype is None and device is None and copy is None and order is None:
             return a
         if copy is not True and (dtype is None or dtype_arg(dtype) == a._data.dtype) and \
                 (device is None or as_device(device) is a._device) and _has_order(a._data, order):
             return a
-    dt = dtype_arg(dtype)
-    if device is not None:
-        dev = as_device(device)
-    elif a.__class__ is Array:
-        dev = a._device
-    else:
-        dev = _tree_device(a) or default_device()
-    r = _from_object(a, dt, dev, copy)
+    try:
+        dt = dtype_arg(dtype)
+        if device is not None:
+            dev = as_device(device)
+        elif a.__class__ is Array:
+            dev = a._device
+        else:
+            dev = _tree_device(a) or default_device()
+        r = _from_object(a, dt, dev, copy)
+    except TypeError as e:
+        if copy is False:
+            raise
+        return _host.convert(a, dtype, device, copy, e)
     if order in ("C", "F") and not _has_order(r._data, order):
         if copy is False:
             raise ValueError(f"order={order!r} needs a copy, but copy=False")
@@ -195,8 +208,17 @@ def _filled(fname):
     """NumPy's ``zeros`` / ``ones`` / ``empty``: ``(shape, dtype=float, order='C')`` (and the standard's)."""
     def fn(shape, dtype=None, order="C", *, device=None, like=None):
         if order == "C" or order is None:
-            return _std._make(fname, shape, dtype, device)
+            try:
+                return _std._make(fname, shape, dtype, device)
+            except TypeError:
+                hd = _host.host_dtype(dtype) if dtype is not None else None
+                if hd is None:
+                    raise
+                return _host.host_array(getattr(_np, fname)(shape_arg(shape), dtype=hd), device)
         dev = as_device(device)
+        hd = _host.host_dtype(dtype) if dtype is not None else None
+        if hd is not None:
+            return _host.host_array(getattr(_np, fname)(shape_arg(shape), dtype=hd, order=order), device)
         dt = _dt.F64 if dtype is None else _dt.to_dtype(dtype)
         shape = shape_arg(shape)
         if _hooks.prealloc_hook is not None:
@@ -207,7 +229,8 @@ def _filled(fname):
         except MemoryError as e:
             raise_oom(e)
     fn.__name__ = fn.__qualname__ = fname
-    fn.__doc__ = f"NumPy's ``{fname}(shape, dtype=float, order='C')`` (and the standard's)."
+    fn.__doc__ = (f"NumPy's ``{fname}(shape, dtype=float, order='C')`` (and the standard's); a host-only dtype "
+                  "(strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py).")
     return fn
 
 
@@ -230,30 +253,34 @@ def _scalar_fill(v):
 
 @oom_guard
 def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None):
-    """NumPy's ``full``: fill_value may also be an array broadcast to shape."""
-    s = _scalar_fill(fill_value)
-    if s is not None and (s.__class__ is not Array or device is None or s._device is as_device(device)):
-        if s.__class__ is Array:
-            dev = s._device if device is None else as_device(device)
-            dt = s._data.dtype if dtype is None else _dt.to_dtype(dtype)
-            if _hooks.prealloc_hook is not None:
-                _hooks.precheck(shape_arg(shape), dt, dev)
-            with on_device(dev):
-                r = dev.xp.empty(shape_arg(shape), dtype=dt)
-                r[...] = s._data
-            return new(r, dev)
-        if dtype is None and isinstance(s, _np.generic):
-            dtype = s.dtype
-        return _std.full(shape, s, dtype=dtype, device=device)
-    dev = dev_arg(device, fill_value)
-    f = data(fill_value, dev)
-    dt = f.dtype if dtype is None else _dt.to_dtype(dtype)
-    if _hooks.prealloc_hook is not None:
-        _hooks.precheck(shape_arg(shape), dt, dev)
-    with on_device(dev):
-        r = dev.xp.empty(shape_arg(shape), dtype=dt)
-        r[...] = f
-    return new(r, dev)
+    """NumPy's ``full``: fill_value may also be an array broadcast to shape; a host-only dtype or fill value (a
+    string, a date) gives an array on the CPU device (gpk_array/_hostdata.py)."""
+    try:
+        s = _scalar_fill(fill_value)
+        if s is not None and (s.__class__ is not Array or device is None or s._device is as_device(device)):
+            if s.__class__ is Array:
+                dev = s._device if device is None else as_device(device)
+                dt = s._data.dtype if dtype is None else _dt.to_dtype(dtype)
+                if _hooks.prealloc_hook is not None:
+                    _hooks.precheck(shape_arg(shape), dt, dev)
+                with on_device(dev):
+                    r = dev.xp.empty(shape_arg(shape), dtype=dt)
+                    r[...] = s._data
+                return new(r, dev)
+            if dtype is None and isinstance(s, _np.generic):
+                dtype = s.dtype
+            return _std.full(shape, s, dtype=dtype, device=device)
+        dev = dev_arg(device, fill_value)
+        f = data(fill_value, dev)
+        dt = f.dtype if dtype is None else _dt.to_dtype(dtype)
+        if _hooks.prealloc_hook is not None:
+            _hooks.precheck(shape_arg(shape), dt, dev)
+        with on_device(dev):
+            r = dev.xp.empty(shape_arg(shape), dtype=dt)
+            r[...] = f
+        return new(r, dev)
+    except TypeError as e:
+        return _host.full(shape, fill_value, dtype, device, e)
 
 
 def _like_parts(a, dtype, shape, device):
@@ -265,10 +292,18 @@ def _like_parts(a, dtype, shape, device):
 
 
 def _like(fname, a, dtype, shape, device):
-    if shape is None:
-        return getattr(_std, fname + "_like")(a if a.__class__ is Array else asarray(a), dtype=dtype, device=device)
-    shp, dt, dev = _like_parts(a, dtype, shape, device)
-    return getattr(_std, fname)(shp, dtype=dt, device=dev)
+    if a.__class__ is Array and a._data.__class__ is _dt.HostData:
+        return _host.like(fname, a, dtype, shape, device)
+    try:
+        if shape is None:
+            return getattr(_std, fname + "_like")(a if a.__class__ is Array else asarray(a), dtype=dtype,
+                                                  device=device)
+        shp, dt, dev = _like_parts(a, dtype, shape, device)
+        return getattr(_std, fname)(shp, dtype=dt, device=dev)
+    except TypeError:
+        if not _host.any_host(a) and (dtype is None or _host.host_dtype(dtype) is None):
+            raise
+        return _host.like(fname, a, dtype, shape, device)
 
 
 def zeros_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=None):
@@ -290,6 +325,9 @@ def empty_like(a, /, dtype=None, order="K", subok=True, shape=None, *, device=No
 def full_like(a, /, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
     """NumPy's ``full_like`` (and the standard's): fill_value is cast to the result's dtype; it may be an array
     that broadcasts to the shape."""
+    if _host.any_host(a) or (dtype is not None and _host.host_dtype(dtype) is not None) or \
+            fill_value.__class__ is str or fill_value.__class__ is bytes:
+        return _host.like("full", a, dtype, shape, device, fill_value)
     s = _scalar_fill(fill_value)
     if s is not None and s.__class__ is not Array:
         if shape is None:
@@ -330,13 +368,16 @@ def _py(v):
 
 
 def arange(start, /, stop=None, step=None, dtype=None, *, device=None, like=None):
-    """NumPy's ``arange([start,] stop[, step], dtype=None)`` (and the standard's)."""
-    if start.__class__ is not int:
-        start = _py(start)
-    if stop is not None and stop.__class__ is not int:
-        stop = _py(stop)
-    step = 1 if step is None else (step if step.__class__ is int else _py(step))
-    return _std.arange(start, stop, step, dtype=dtype, device=device)  # it translates out-of-memory errors
+    """NumPy's ``arange([start,] stop[, step], dtype=None)`` (and the standard's); dates (``datetime64``
+    endpoints or dtype, ISO strings with a datetime64 dtype) give an array on the CPU device
+    (gpk_array/_hostdata.py)."""
+    try:
+        a = start if start.__class__ is int else _py(start)
+        b = stop if stop is None or stop.__class__ is int else _py(stop)
+        c = 1 if step is None else (step if step.__class__ is int else _py(step))
+        return _std.arange(a, b, c, dtype=dtype, device=device)  # it translates out-of-memory errors
+    except TypeError as e:
+        return _host.arange(e, start, stop, step, dtype, device)
 
 
 def _is_scalar_like(v):
@@ -557,7 +598,11 @@ def fromfunction(function, shape, *, dtype=float, like=None, device=None, **kwar
 
 
 def fromiter(iter, dtype, count=-1, *, like=None, device=None):
-    """An array from an iterable of Python values (read on the host, then moved to the device)."""
+    """An array from an iterable of Python values (read on the host, then moved to the device); a host-only dtype
+    (strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py)."""
+    hd = _host.host_dtype(dtype)
+    if hd is not None:
+        return _host.host_array(_np.fromiter(iter, dtype=hd, count=count), device)
     dt = _np.dtype(dtype) if isinstance(dtype, tuple) else None
     if dt is not None and dt.subdtype is not None:
         # a subarray dtype such as (int64, 2): NumPy returns shape (n, 2) of the base dtype

@@ -4,6 +4,7 @@ vectorize, piecewise, clip with ``a_min``/``a_max``."""
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .. import _hostdata
 from .._array import Array, check_writeable
 from .._device import CPU, as_device, default_device
 from .._ops import elementwise as _ew
@@ -37,7 +38,10 @@ def where(condition, x=None, y=None, /):
         return _nonzero(condition)
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
-    return _where(condition, x, y)
+    try:
+        return _where(condition, x, y)
+    except (TypeError, ValueError) as e:  # strings, dates (gpk_array/_hostdata.py); DeviceError is a ValueError
+        return _hostdata.fallback(e, _np.where, condition, x, y)
 
 
 @oom_guard

@@ -2,12 +2,14 @@
 raw binary (fromfile, frombuffer; ``Array.tofile``/``tobytes``).
 
 Files live on the host, so data goes through a host copy in both directions; loading puts the result on the
-default device (or ``device=``). Data NumPy reads with dtypes gpk_array has no arrays of (strings, structured
-records, objects) raises a TypeError naming them.
+default device (or ``device=``). Data NumPy reads with a host-only dtype (strings, structured records, dates;
+gpk_array/_hostdata.py) is put on the CPU device, whatever the default device; object arrays raise a TypeError.
 """
 import numpy as _np
 
 from .._array import Array
+from .. import _hostdata
+from .._dtypes import HOST_KINDS as _HOST_KINDS
 from .._device import as_device
 from .._ops.creation import asarray as _std_asarray
 from ._util import host
@@ -17,6 +19,8 @@ __all__ = ["save", "savez", "savez_compressed", "load", "savetxt", "loadtxt", "g
 
 
 def _to_device(h, device):
+    if h.dtype.kind in _HOST_KINDS:  # strings, records, dates: on the CPU device (gpk_array/_hostdata.py)
+        return _hostdata.host_array(h, device)
     return _std_asarray(h, device=as_device(device))
 
 

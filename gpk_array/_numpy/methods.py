@@ -9,6 +9,7 @@ import builtins
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .. import _hostdata
 from .. import _hooks
 from .._array import Array, check_writeable, check_writeable_any
 from .._device import CPU
@@ -38,8 +39,20 @@ def _reshape(self, *shape, order="C", copy=None):
 
 
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-    """A copy cast to dtype (NumPy's casting: complex to real drops the imaginary part with a warning)."""
-    dt = _dt.to_dtype(dtype)
+    """A copy cast to dtype (NumPy's casting: complex to real drops the imaginary part with a warning). A host-only
+    dtype (strings, dates, records) gives an array on the CPU device; a host-only array cast to a standard dtype
+    goes to the default device (gpk_array/_hostdata.py)."""
+    try:
+        dt = _dt.to_dtype(dtype)
+    except TypeError:
+        hd = _hostdata.host_dtype(dtype)
+        if hd is None:
+            raise
+        d = _hostdata.host_value(self)
+        if casting != "unsafe" and not _np.can_cast(d.dtype, hd, casting=casting):
+            raise TypeError(f"Cannot cast array data from {d.dtype} to {hd} according to the rule {casting!r}") \
+                from None
+        return _hostdata.host_array(d.astype(hd, order=order, copy=True))
     d = self._data
     if not copy and d.dtype == dt:
         return self
@@ -97,9 +110,15 @@ def _view(self, dtype=None, type=None):
         r = new(self._data.view(), self._device)
     else:
         dt = _np.dtype(dtype)
+        if dt.kind in _dt.HOST_KINDS:
+            # a host-only dtype (x.view([('a', 'f8'), ('b', 'f8')]), void rows): on the CPU device, a view there
+            # and a copy of an array of a CUDA device (gpk_array/_hostdata.py)
+            return _hostdata.result(_hostdata.host_value(self).view(dt))
         if dt not in _dt.SUPPORTED:
             _dt.to_dtype(dt)
         r = new(self._data.view(dt), self._device)
+        if r._device is not self._device:  # a host-only array viewed as a standard dtype: moved (a copy)
+            return r
     r._base = self
     if type is not None and type is not Array and type.__name__ != "ndarray":
         sub = object.__new__(type)

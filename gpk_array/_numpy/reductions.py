@@ -6,6 +6,7 @@ The standard's call forms (keyword axis/keepdims/dtype/correction) go to the sta
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .. import _hostdata
 from .._array import Array
 from .._ops import searching as _se
 from .._ops import statistical as _st
@@ -304,6 +305,10 @@ def _nan(fname, a, axis, out, keepdims, **kw):
     x = to_array(a)
     dev = x._device
     kw = {k: v for k, v in kw.items() if v is not None}
+    if x._data.__class__ is _dt.HostData and out is None:
+        # dates: NumPy's NaT-skipping path is the one for plain ndarrays (gpk_array/_hostdata.py)
+        return _hostdata.results(getattr(_np, fname)(x._data.view(_np.ndarray), axis=_axis(axis),
+                                                     keepdims=keepdims, **kw))
     r = getattr(dev.xp, fname)(x._data, axis=_axis(axis), keepdims=keepdims, **kw)
     return finish(dev.xp.asarray(r), dev, out)
 

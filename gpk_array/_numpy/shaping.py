@@ -6,7 +6,9 @@ import operator
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .. import _hostdata
 from .._array import Array
+from .._errors import DeviceError
 from .._ops import manipulation as _mp
 from .._device import CPU, default_device
 from .._ops._common import raise_oom
@@ -58,7 +60,12 @@ def concat(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind"):
                         return new(dev.xp.concatenate([a._data for a in arrays], axis=axis), dev)
                     except MemoryError as e:
                         raise_oom(e)
-    r = _cast(_concat(_seq(arrays), axis=axis), dtype)
+    try:
+        r = _cast(_concat(_seq(arrays), axis=axis), dtype)
+    except (TypeError, DeviceError) as e:  # strings, dates, records: NumPy's (gpk_array/_hostdata.py)
+        if out is not None:
+            raise
+        return _hostdata.fallback(e, _np.concatenate, list(_seq(arrays)), axis=axis, dtype=dtype, casting=casting)
     return r if out is None else finish(r._data, r._device, out)
 
 
@@ -418,10 +425,14 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
 @oom_guard
 def append(arr, values, axis=None):
-    """Values appended to the end (flattened when axis is None)."""
-    x = to_array(arr)
-    dev = x._device
-    v = data(values, dev)
+    """Values appended to the end (flattened when axis is None); strings and dates on the host
+    (gpk_array/_hostdata.py)."""
+    try:
+        x = to_array(arr)
+        dev = x._device
+        v = data(values, dev)
+    except (TypeError, DeviceError) as e:
+        return _hostdata.fallback(e, _np.append, arr, values, axis=axis)
     if axis is None:
         return new(dev.xp.concatenate([x._data.reshape(-1), v.reshape(-1)]), dev)
     return new(dev.xp.concatenate([x._data, v], axis=normalize_axis(axis, x.ndim)), dev)

@@ -8,6 +8,10 @@ keys arbitrarily, so argsort results can differ from NumPy's only in the order o
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .. import _hostdata
+from .._array import Array
+from .._device import CPU
+from .._errors import DeviceError
 from .._ops import searching as _se
 from .._ops import sets as _sets
 from .._ops import sorting as _so
@@ -41,11 +45,21 @@ def _stability(kind, stable):
     return kind in (None, "mergesort", "stable")
 
 
+def _host_sort(fn, a, axis, kind, order):
+    """NumPy's sort/argsort by field names, for structured arrays (host-only, gpk_array/_hostdata.py): the sorted
+    records on the CPU device, the indices on the default device."""
+    h = _hostdata.host_value(a)
+    if getattr(h, "dtype", None) is None or h.dtype.names is None:
+        raise ValueError("order= (sorting by field names) needs an array with fields (a structured dtype)")
+    return _hostdata.result(fn(h.view(_np.ndarray), axis=axis, kind=kind, order=order))
+
+
 @oom_guard
 def sort(a, /, axis=-1, kind=None, order=None, *, descending=False, stable=None):
-    """Sorted copy (NumPy's ``sort(a, axis=-1, kind=None)``; the standard's ``descending``/``stable``)."""
+    """Sorted copy (NumPy's ``sort(a, axis=-1, kind=None)``; the standard's ``descending``/``stable``);
+    ``order=`` (field names) sorts structured arrays (on the CPU device, gpk_array/_hostdata.py)."""
     if order is not None:
-        raise TypeError("sorting by field names (order=) needs structured dtypes, which exist only in NumPy")
+        return _host_sort(_np.sort, a, axis, kind, order)
     x, axis = _flat_axis(a, axis)
     return _sort(x, axis=axis, descending=descending, stable=_stability(kind, stable))
 
@@ -55,7 +69,7 @@ def argsort(a, /, axis=-1, kind=None, order=None, *, descending=False, stable=No
     """Indices that sort a (NumPy's ``argsort``; the standard's ``descending``/``stable``). An explicit
     quicksort/heapsort kind on the CPU gives NumPy's own order of ties."""
     if order is not None:
-        raise TypeError("sorting by field names (order=) needs structured dtypes, which exist only in NumPy")
+        return _host_sort(_np.argsort, a, axis, kind, order)
     x, axis = _flat_axis(a, axis)
     st = _stability(kind, stable)
     if not st and not descending and x._device.xp is _np and x.ndim:
@@ -128,7 +142,10 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
 
 
 def searchsorted(a, v, /, side="left", sorter=None):
-    """NumPy's ``searchsorted(a, v, side='left', sorter=None)`` (and the standard's)."""
+    """NumPy's ``searchsorted(a, v, side='left', sorter=None)`` (and the standard's); strings and dates on the host,
+    the indices on the default device (gpk_array/_hostdata.py)."""
+    if a.__class__ is Array and a._data.__class__ is _dt.HostData:
+        return _hostdata.call(_np.searchsorted, a, v, side=side, sorter=sorter)
     return _searchsorted(a, v, side=side, sorter=sorter)
 
 
@@ -142,6 +159,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if xp is _np:
         r = _np.unique(x._data, return_index=return_index, return_inverse=return_inverse,
                        return_counts=return_counts, axis=axis, equal_nan=equal_nan)
+        if x._data.__class__ is _dt.HostData:  # the indices and counts of host-only data: by its rule
+            return _hostdata.results(r)
     else:
         r = None if axis is None else _unique_rows(x._data, axis, xp, return_index, return_inverse, return_counts)
         if r is not None:
@@ -228,13 +247,26 @@ def _unique_rows(d, axis, xp, return_index, return_inverse, return_counts):
 
 
 def isin(element, test_elements, /, assume_unique=False, invert=False, *, kind=None):
-    """NumPy's ``isin`` (and the standard's)."""
+    """NumPy's ``isin`` (and the standard's); strings and dates on the host (gpk_array/_hostdata.py)."""
+    if _is_host(element) or _is_host(test_elements) or (test_elements.__class__ is list and test_elements and
+                                                          test_elements[0].__class__ in (str, bytes)):
+        return _hostdata.call(_np.isin, element, test_elements, assume_unique=assume_unique, invert=invert)
     return _isin(element, test_elements, invert=invert)
+
+
+def _is_host(x):
+    return x.__class__ is Array and x._data.__class__ is _dt.HostData
 
 
 def _two(ar1, ar2):
     dev = dev_of(ar1, ar2)
-    return dev, data(ar1, dev), data(ar2, dev)
+    try:
+        return dev, data(ar1, dev), data(ar2, dev)
+    except (TypeError, DeviceError):  # strings, dates: NumPy's on the host (gpk_array/_hostdata.py)
+        if not _hostdata.any_host(ar1, ar2) and not _hostdata._has_text(ar1) and not _hostdata._has_text(ar2):
+            raise
+        return CPU, _np.asarray(_hostdata.host_value(ar1)).view(_dt.HostData), \
+            _np.asarray(_hostdata.host_value(ar2)).view(_dt.HostData)
 
 
 @oom_guard

@@ -9,6 +9,7 @@ import operator
 import numpy as _np
 
 from .. import _dtypes as _dt
+from .. import _hostdata  # a lazy submodule: run on first use
 from .._array import Array
 from .._ops.data_type import result_type as _std_result_type
 
@@ -22,7 +23,8 @@ __all__ = ["dtype", "float_", "int_", "intp", "uintp", "double", "single", "half
            "euler_gamma", "PINF", "NINF", "NAN", "NZERO", "PZERO", "little_endian", "mintypecode", "common_type",
            "sctypeDict", "typecodes", "finfo", "iinfo", "True_", "False_", "ScalarType", "long", "ulong", "uint",
            "longdouble", "clongdouble", "character", "flexible", "bytes_", "str_", "object_", "void", "datetime64",
-           "timedelta64", "exceptions", "iterable"]
+           "timedelta64", "exceptions", "iterable", "datetime_as_string", "datetime_data", "isnat", "busday_count",
+           "busday_offset", "is_busday", "busdaycalendar"]
 
 dtype = _np.dtype
 float_ = _np.float64
@@ -101,14 +103,19 @@ class _NdarrayMeta(type):
 
 class ndarray(Array, metaclass=_NdarrayMeta):
     """NumPy's ``ndarray``: ``ndarray(shape, dtype=float)`` makes an uninitialized array on the default device
-    (``buffer=`` reads host memory, as NumPy's); ``isinstance(x, ndarray)`` holds for every Array; subclasses (with
-    ``__array_finalize__``) are made by ``x.view(Subclass)``."""
+    (``buffer=`` reads host memory, as NumPy's; a host-only dtype makes it on the CPU device);
+    ``isinstance(x, ndarray)`` holds for every Array; subclasses (with ``__array_finalize__``) are made by
+    ``x.view(Subclass)``."""
 
     __slots__ = ()
 
     def __new__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
         from .._device import default_device
         from ._util import new
+        hd = _hostdata.host_dtype(dtype)
+        if hd is not None:  # strings, dates, records: on the CPU device (gpk_array/_hostdata.py)
+            r = _hostdata.host_array(_np.ndarray(shape, hd, buffer, offset, strides, order))
+            return r if cls is ndarray else r.view(cls)
         dev = default_device()
         dt = _dt.to_dtype(dtype)
         if buffer is None:
@@ -274,3 +281,41 @@ def iinfo(int_type):
     if int_type.__class__ is Array:
         int_type = int_type._data.dtype
     return _np.iinfo(int_type)
+
+
+# --- functions of the datetime64 type: NumPy's on the host, results placed by the rule of host-only dtypes
+# (gpk_array/_hostdata.py: dates on the CPU device, counts and masks on the default device) ---------------------
+busdaycalendar = _np.busdaycalendar
+datetime_data = _np.datetime_data
+
+
+def datetime_as_string(arr, unit=None, timezone="naive", casting="same_kind"):
+    """NumPy's ``datetime_as_string``: dates as ISO 8601 strings (an array on the CPU device)."""
+    return _hostdata.call(_np.datetime_as_string, arr, unit=unit, timezone=timezone, casting=casting)
+
+
+def isnat(x, /):
+    """NumPy's ``isnat``: which datetime64/timedelta64 values are NaT (a boolean array on the default device)."""
+    return _hostdata.call(_np.isnat, x)
+
+
+def _cal(weekmask, holidays, busdaycal):
+    """The calendar keywords NumPy takes: a calendar, or a weekmask and holidays (NumPy refuses both)."""
+    if busdaycal is not None:
+        return {"busdaycal": busdaycal}
+    return {"weekmask": weekmask, "holidays": [] if holidays is None else holidays}
+
+
+def busday_count(begindates, enddates, weekmask="1111100", holidays=None, busdaycal=None):
+    """NumPy's ``busday_count``: the valid days between two dates (end excluded), on the default device."""
+    return _hostdata.call(_np.busday_count, begindates, enddates, **_cal(weekmask, holidays, busdaycal))
+
+
+def busday_offset(dates, offsets, roll="raise", weekmask="1111100", holidays=None, busdaycal=None):
+    """NumPy's ``busday_offset``: dates moved by a number of valid days (an array on the CPU device)."""
+    return _hostdata.call(_np.busday_offset, dates, offsets, roll=roll, **_cal(weekmask, holidays, busdaycal))
+
+
+def is_busday(dates, weekmask="1111100", holidays=None, busdaycal=None):
+    """NumPy's ``is_busday``: which dates are valid days (a boolean array on the default device)."""
+    return _hostdata.call(_np.is_busday, dates, **_cal(weekmask, holidays, busdaycal))

@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import _dtypes as _dt
 from .. import _hooks
+from .. import _hostdata
 from .. import _version
 from .. import _device as _devices
 from .._device import CPU, Device, as_device
@@ -27,7 +28,8 @@ def _check_result(data):
         if k == "O":
             raise TypeError("cannot make an array of Python objects (ragged nested sequences, or integers "
                             "too large for int64/uint64, are not supported)")
-        raise TypeError(f"gpk_array has no arrays of {what} (dtype {data.dtype}); such data lives only in NumPy")
+        raise TypeError(f"the standard's functions take no arrays of {what} (dtype {data.dtype}): gpk_array's "
+                        "NumPy-facing functions (np.array, np.asarray, np.zeros, ...) make them on the CPU device")
     return data
 
 
@@ -42,6 +44,9 @@ def _transfer(x, dev, copy=None, stream=None):
         return new(x._data.copy(), dev)
     if copy is False:
         raise ValueError(f"moving an array from {src} to {dev} needs a copy, but copy=False")
+    if dev is not CPU and x._data.dtype.kind in _dt.HOST_KINDS:
+        raise TypeError(f"an array of dtype {x._data.dtype} cannot move to {dev}: strings, dates and records live "
+                        "on the CPU device only (CUDA has no such dtypes)")
     if dev is CPU:
         if _hooks.prealloc_hook is not None:
             _hooks.prealloc_hook(x._data.nbytes, dev)
@@ -575,4 +580,6 @@ def _dlpack_export(x, *, stream=None, max_version=None, dl_device=None, copy=Non
 
 
 def _rebuild(host, device):
+    if host.dtype.kind in _dt.HOST_KINDS:  # a pickled array of a host-only dtype (gpk_array/_hostdata.py)
+        return _hostdata.host_array(host, device)
     return asarray(host, device=device)

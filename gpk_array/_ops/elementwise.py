@@ -6,8 +6,9 @@ applies the shared promotion (bfloat16 included), and lets the backend compute. 
 import numpy as np
 
 from .. import _dtypes as _dt
-from .. import _gpu, _hooks, _promotion
+from .. import _gpu, _hooks, _hostdata, _promotion
 from .._array import _array_like, check_writeable
+from .._dtypes import HOST_KINDS as _HOST_KINDS
 from .._errors import DeviceError
 from ._common import CPU, PY_SCALARS, Array, as_array, as_arrays, new, oom_guard, plain_scalar, raise_oom
 
@@ -50,6 +51,8 @@ def binary_operands(x1, x2):
         a = x1._data
         if c2 is Array:
             if x2._device is not dev:
+                if a.dtype.kind in _HOST_KINDS or x2._data.dtype.kind in _HOST_KINDS:
+                    return _hostdata.marked(x1), _hostdata.marked(x2), CPU
                 raise DeviceError(f"arrays are on different devices: {dev} and {x2._device}; "
                                   "move one with x.to_device()")
             b = x2._data
@@ -61,7 +64,12 @@ def binary_operands(x1, x2):
             p = plain_scalar(x2)  # a subclass of a Python scalar (finfo's limits): a Python scalar
             if p is not None:
                 return binary_operands(x1, p)
-            b = as_array(x2, dev)._data
+            try:
+                b = as_array(x2, dev)._data
+            except (TypeError, DeviceError):  # a string or a date with a host-only array (gpk_array/_hostdata.py)
+                if a.dtype.kind not in _HOST_KINDS:
+                    raise
+                return _hostdata.marked(x1), _hostdata.host_value(x2), CPU
     elif c2 is Array:
         dev = x2._device
         b = x2._data
@@ -72,7 +80,12 @@ def binary_operands(x1, x2):
         p = plain_scalar(x1)
         if p is not None:
             return binary_operands(p, x2)
-        a = as_array(x1, dev)._data
+        try:
+            a = as_array(x1, dev)._data
+        except (TypeError, DeviceError):  # a string or a date with a host-only array (gpk_array/_hostdata.py)
+            if b.dtype.kind not in _HOST_KINDS:
+                raise
+            return _hostdata.host_value(x1), _hostdata.marked(x2), CPU
     else:
         p1, p2 = plain_scalar(x1), plain_scalar(x2)
         if p1 is not None or p2 is not None:
@@ -205,7 +218,7 @@ def _binary(name, bname=None, doc=""):
             if a.dtype == _BF16:
                 return fn(self, other)
             b = other  # NumPy and CuPy promote Python scalars weakly themselves (NEP 50)
-        elif _array_like(other):
+        elif _array_like(other) or a.dtype.kind in _HOST_KINDS:  # strings, dates: gpk_array/_hostdata.py
             return fn(self, other)
         else:
             return NotImplemented

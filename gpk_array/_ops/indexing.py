@@ -6,7 +6,9 @@ import numpy as np
 
 from .. import _config
 from .. import _dtypes as _dt
+from .. import _hostdata
 from .._array import check_writeable
+from .._dtypes import HOST_KINDS as _HOST_KINDS
 from .._errors import DeviceError, OutOfMemoryError
 from ._common import CPU, Array, as_array, new, normalize_axis, oom_guard, raise_oom
 from .creation import _negative_zero, _to_gpu
@@ -177,6 +179,24 @@ def getitem(x, key):
         if isinstance(e, OutOfMemoryError):
             raise
         raise OutOfMemoryError(str(e)) from e
+    except (IndexError, DeviceError, TypeError):
+        # field names (x['age'], x[['a', 'b']]) and index arrays of another device: for arrays of a host-only dtype
+        if x._data.dtype.kind not in _HOST_KINDS:
+            raise
+        return _host_getitem(x, key)
+
+
+def _host_getitem(x, key):
+    """``x[key]`` for an array of a host-only dtype (gpk_array/_hostdata.py): NumPy's indexing, field names
+    included, with index arrays of any device; a field or element of a standard dtype goes to the default device
+    (on the CPU device it is a view, as in NumPy)."""
+    r = _hostdata.result(x._data[_hostdata.host_value(key)])
+    if r._device is CPU:
+        r._base = x
+    elif key.__class__ is str:  # a numeric field copied to the default device: writes through it reach x
+        from .._hostfield import field
+        r = field(r._data, r._device, x, key)
+    return r
 
 
 def setitem(x, key, value):
@@ -199,6 +219,12 @@ def setitem(x, key, value):
         _setitem(x, key, value)
     except MemoryError as e:
         raise_oom(e)
+    except (IndexError, TypeError, ValueError):  # DeviceError is a ValueError
+        # field names, strings, dates and records (tuples) as values, index arrays and values of another device:
+        # for arrays of a host-only dtype, NumPy's assignment (gpk_array/_hostdata.py)
+        if x._data.dtype.kind not in _HOST_KINDS:
+            raise
+        x._data[_hostdata.host_value(key)] = _hostdata.host_value(value)
 
 
 def _setitem(x, key, value):

@@ -21,7 +21,7 @@ def _sum_dtype(dt, dtype):
     """The standard's accumulator dtype: integers narrower than the default integer widen to it."""
     if dtype is not None:
         return _dt.to_dtype(dtype)
-    k = _dt.kind(dt)
+    k = _dt._KIND.get(dt, "")  # "": timedelta64 of the NumPy-facing names (gpk_array/_hostdata.py), its own sum
     if k == "b" or (k == "i" and dt.itemsize < 8):
         return _dt.I64
     if k == "u" and dt.itemsize < 8:

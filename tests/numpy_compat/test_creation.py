@@ -66,8 +66,12 @@ def test_array(dev):
     assert_match(gp.array(parts), numpy.array([[1.0, 2.0], [3.0, 4.0]]))
     assert gp.array(parts).device == dev
     assert_match(gp.array([gp.sum(parts[0]), 5.0]), numpy.array([3.0, 5.0]))
+    # strings: a host-only dtype, on the CPU device (gpk_array/_hostdata.py; tests/numpy_compat/test_hostdtypes.py)
+    s = gp.array(["a", "b"])
+    assert s.device == gp.Device("cpu")
+    assert_match(s, numpy.array(["a", "b"]))
     with pytest.raises(TypeError):
-        gp.array(["a", "b"])
+        gp.array([1, None])
 
 
 def test_asarray(dev):

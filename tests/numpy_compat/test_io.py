@@ -77,12 +77,23 @@ def test_binary(tmp_path, dev):
     assert gp.asarray(x).tobytes() == x.tobytes()
 
 
-def test_host_only_dtypes_raise(tmp_path):
-    numpy.save(tmp_path / "s.npy", numpy.array(["a", "bc"]))
-    with pytest.raises(TypeError, match="strings"):
-        gp.load(tmp_path / "s.npy")
-    numpy.save(tmp_path / "r.npy", numpy.zeros(2, dtype=[("a", "i4"), ("b", "f8")]))
-    with pytest.raises(TypeError, match="structured"):
-        gp.load(tmp_path / "r.npy")
-    with pytest.raises(TypeError):
-        gp.frombuffer(b"abcd", dtype="S2")
+def test_host_only_dtypes_load_on_the_cpu_device(tmp_path, dev):
+    # strings, records and bytes read from files are arrays on the CPU device whatever the default device
+    # (gpk_array/_hostdata.py); object arrays stay refused
+    cpu = gp.Device("cpu")
+    s = numpy.array(["a", "bc"])
+    numpy.save(tmp_path / "s.npy", s)
+    got = gp.load(tmp_path / "s.npy")
+    assert got.device == cpu
+    assert_match(got, s)
+    r = numpy.array([(1, 2.5), (3, 4.5)], dtype=[("a", "i4"), ("b", "f8")])
+    numpy.save(tmp_path / "r.npy", r)
+    got = gp.load(tmp_path / "r.npy")
+    assert got.device == cpu
+    assert_match(got, r)
+    assert got["b"].device == dev  # a numeric field: on the default device
+    assert_match(got["b"], r["b"], dev)
+    assert_match(gp.frombuffer(b"abcd", dtype="S2"), numpy.frombuffer(b"abcd", dtype="S2"))
+    numpy.save(tmp_path / "o.npy", numpy.array([1, None], dtype=object))
+    with pytest.raises(TypeError, match="Python objects"):
+        gp.load(tmp_path / "o.npy", allow_pickle=True)
