@@ -19,14 +19,19 @@ def _message(fn, *args, exc=Exception):
     return str(info.value)
 
 
-@pytest.mark.parametrize("args", [(), (1, 1.0), (1 + 1j,)], ids=["none", "int-float", "complex"])
-def test_result_type_without_arrays_raises_numpys_error_in_plain_words(args):
+def test_result_type_without_arrays_raises_numpys_error_in_plain_words():
     """scipy._lib.tests.test_array_api::test_xp_result_type_force_floating matches the namespace's own message
     as a pattern: it must match itself (no parentheses), and the type and words follow NumPy."""
     want = _message(np.result_type, exc=ValueError)  # NumPy's: "at least one array or dtype is required"
-    got = _message(xp.result_type, *args, exc=ValueError)
+    got = _message(xp.result_type, exc=ValueError)
     assert got.startswith(want)
     assert re.search(got, got)
+
+
+@pytest.mark.parametrize("args", [(1, 1.0), (1 + 1j,), (1, 1.0, 1.0)], ids=["int-float", "complex", "force-floating"])
+def test_result_type_of_python_scalars_alone_is_numpys(args):
+    """Python scalars alone: NumPy's result (the same test of SciPy then compares xp_result_type with it)."""
+    assert xp.result_type(*args) == np.result_type(*args)
 
 
 @pytest.mark.parametrize("obj", ["a duck", b"ab", {1: 2}], ids=["str", "bytes", "dict"])
