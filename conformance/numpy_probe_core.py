@@ -122,6 +122,24 @@ def host(v):
     return v
 
 
+def snapshot(v):
+    """A copy of the arrays in v (through lists, tuples and dicts), so that later in-place changes leave it."""
+    if _is_gpk(v) and hasattr(v, "to_device"):
+        try:
+            return numpy.array(host(v), copy=True)
+        except Exception:  # noqa: BLE001  (compared as it is)
+            return v
+    if isinstance(v, numpy.ndarray):
+        return v.copy()
+    if type(v) in (list, tuple):
+        return type(v)(snapshot(i) for i in v)
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        return tuple(snapshot(i) for i in v)
+    if type(v) is dict:
+        return {k: snapshot(i) for k, i in v.items()}
+    return v
+
+
 def _tolerance(dtype, device):
     dt = numpy.dtype(dtype)
     gpu = device != "cpu"
@@ -180,6 +198,8 @@ def diff(got, want, device="cpu", structure_only=False):
                                                                                                     numpy.generic)):
         raise Uncomparable(type(want).__name__)
     got = host(got)
+    if isinstance(want, bytes) and structure_only:
+        return None if isinstance(got, bytes) and len(got) == len(want) else f"{got!r} != {want!r}"
     if want is None or isinstance(want, (bool, bytes)):
         if isinstance(want, bool) and isinstance(got, (numpy.ndarray, numpy.generic)) and numpy.ndim(got) == 0 \
                 and numpy.asarray(got).dtype == bool:
@@ -368,7 +388,7 @@ def _run_examples(examples, module):
                 continue
             start = out.tell()
             try:
-                with numpy.errstate(all="ignore") if module is not numpy else contextlib.nullcontext():
+                if True:
                     try:
                         code = compile(ex.source, "<doctest>", "eval")
                     except SyntaxError:
@@ -376,7 +396,7 @@ def _run_examples(examples, module):
                         res.append(("none", None, out.getvalue()[start:]))
                         continue
                     v = eval(code, ns)
-                res.append(("value" if v is not None else "none", v, out.getvalue()[start:]))
+                res.append(("value" if v is not None else "none", snapshot(v), out.getvalue()[start:]))
             except ProbeTimeout as e:
                 res.append(("raise", e, ""))
                 break
@@ -422,8 +442,8 @@ def probe_examples(examples, module, device="cpu", reference=numpy):
             return {"outcome": "failed", "reason": _reason(vg), "compared": compared, "examples": per}
         checked = False
         if k1 == "value":
-            try:
-                d = diff(vg, v1, device, structure_only=not _same_run(v1, v2))
+            try:  # "# may vary" in NumPy's expected output: the values are not specified
+                d = diff(vg, v1, device, structure_only="may vary" in ex.want or not _same_run(v1, v2))
                 checked = True
             except Uncomparable:
                 d = None
