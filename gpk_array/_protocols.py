@@ -284,8 +284,31 @@ def array_function(self, func, types, args, kwargs):
     _ACTIVE.add(key)
     try:
         return impl(*args, **kwargs)
+    except TypeError:
+        # an argument our function refuses that NumPy's takes (None or strings as object arrays, as in
+        # matplotlib's broadcast_arrays(x, height, width, None)): on the CPU device NumPy's own implementation
+        r = _host_retry(func, args, kwargs)
+        if r is _NO_RETRY:
+            raise
+        return r
     finally:
         _ACTIVE.discard(key)
+
+
+_NO_RETRY = object()
+
+
+def _host_retry(func, args, kwargs):
+    """NumPy's implementation of func on the arguments' NumPy memory where every Array among them is on the CPU
+    device and NumPy's computes a result; _NO_RETRY otherwise (the caller re-raises its own error)."""
+    if _device_in((args, kwargs)) is not None:   # an Array on a CUDA device: no implicit copy to the host
+        return _NO_RETRY
+    memo = {}
+    try:
+        r = getattr(func, "_implementation", func)(*_to_numpy(args, memo), **_to_numpy(kwargs, memo))
+    except Exception:  # noqa: BLE001  (NumPy refuses too: our error is the one to show)
+        return _NO_RETRY
+    return _from_numpy(r, memo)
 
 
 def _function_slow(self, func, entry, args, kwargs, host):
@@ -302,6 +325,11 @@ def _function_slow(self, func, entry, args, kwargs, host):
         _ACTIVE.add(key)
         try:
             return impl(*args, **kwargs)
+        except TypeError:   # as in array_function
+            r = _host_retry(func, args, kwargs)
+            if r is _NO_RETRY:
+                raise
+            return r
         finally:
             _ACTIVE.discard(key)
     if fits:

@@ -365,24 +365,33 @@ ogrid = _Grid(True)
 
 
 class _Concat:
-    """``r_[...]`` (along the first axis) and ``c_[...]`` (along the last axis, 1-D items as columns)."""
+    """``r_[...]`` (along the first axis) and ``c_[...]`` (along the last axis, 1-D items as columns); a leading
+    string "axis[,ndmin[,trans1d]]" sets where items of fewer than ndmin dimensions put their own axes, as NumPy's
+    AxisConcatenator does (trans1d -1: last, the default of r_; 0: first, that of c_)."""
 
-    __slots__ = ("_axis", "_ndmin")
+    __slots__ = ("_axis", "_ndmin", "_trans1d")
 
-    def __init__(self, axis, ndmin):
+    def __init__(self, axis, ndmin, trans1d):
         self._axis = axis
         self._ndmin = ndmin
+        self._trans1d = trans1d
 
     def __getitem__(self, key):
         if not isinstance(key, tuple):
             key = (key,)
-        axis = self._axis
-        ndmin = self._ndmin
+        axis, ndmin, trans1d = self._axis, self._ndmin, self._trans1d
         if key and isinstance(key[0], str):
             spec = key[0].split(",")
-            axis = int(spec[0])
-            if len(spec) > 1:
-                ndmin = int(spec[1])
+            if spec[0] in ("r", "c"):
+                raise NotImplementedError(f"r_[{key[0]!r}, ...] makes an np.matrix, which gpk_array does not have")
+            try:
+                axis = int(spec[0])
+                if len(spec) > 1:
+                    ndmin = int(spec[1])
+                if len(spec) > 2:
+                    trans1d = int(spec[2])
+            except ValueError:
+                raise ValueError(f"unknown special directive {key[0]!r}") from None
             key = key[1:]
         dev = dev_of(*key)
         xp = dev.xp
@@ -397,8 +406,7 @@ class _Concat:
                 if p.ndim == 0:
                     p = p.reshape(1)
             if p.ndim < ndmin:
-                p = p.reshape(p.shape + (1,) * (ndmin - p.ndim)) if self._axis == -1 and ndmin == 2 and \
-                    p.ndim == 1 else p.reshape((1,) * (ndmin - p.ndim) + p.shape)
+                p = _promote(p, ndmin, trans1d)
             parts.append(p)
         if not parts:
             return new(xp.empty((0,)), dev)
@@ -406,8 +414,19 @@ class _Concat:
         return new(xp.concatenate([p.astype(dt, copy=False) for p in parts], axis=axis), dev)
 
 
-r_ = _Concat(0, 1)
-c_ = _Concat(-1, 2)
+def _promote(p, ndmin, trans1d):
+    """p with ones prepended to ndmin dimensions, its own axes then moved to start at trans1d (-1: stay last)."""
+    k2 = ndmin - p.ndim
+    p = p.reshape((1,) * k2 + p.shape)
+    if trans1d == -1:
+        return p
+    k1 = trans1d + k2 + 1 if trans1d < 0 else trans1d
+    axes = list(range(ndmin))
+    return p.transpose(axes[:k1] + axes[k2:] + axes[k1:k2])
+
+
+r_ = _Concat(0, 1, -1)
+c_ = _Concat(-1, 2, 0)
 
 
 def ndenumerate(arr):

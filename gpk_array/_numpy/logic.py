@@ -164,6 +164,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """NaN to ``nan``, infinities to ``posinf``/``neginf`` (the dtype's extremes by default)."""
     a = to_array(x)
     xp = a._device.xp
+    # replacements may be arrays (broadcast against x, as NumPy's copyto does): their backing data
+    nan, posinf, neginf = (v if v is None or v.__class__ in PY_SCALARS or isinstance(v, _np.generic)
+                           else data(v, a._device) for v in (nan, posinf, neginf))
     r = xp.nan_to_num(a._data, copy=copy, nan=nan, posinf=posinf, neginf=neginf)
     if not copy:
         if r is not a._data:

@@ -303,7 +303,7 @@ def _set_imag(self, value):
 
 def _get_shape(self):
     """The shape, a tuple of ints. Settable as NumPy's (``x.shape = (3, 2)`` reshapes in place where a view can;
-    ``AttributeError`` otherwise)."""
+    ``AttributeError`` otherwise, ``ValueError`` for a shape of another size)."""
     return self._data.shape
 
 
@@ -311,8 +311,8 @@ def _set_shape(self, shape):
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     v = self._data.view()
     try:
-        v.shape = shape
-    except (AttributeError, ValueError):
+        v.shape = shape   # a shape of another size: the backend's ValueError, as NumPy's
+    except AttributeError:
         raise AttributeError("Incompatible shape for in-place modification. Use `.reshape()` to make a copy with "
                              "the desired shape.") from None
     self._data = v

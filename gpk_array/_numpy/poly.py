@@ -35,7 +35,12 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
 
 @oom_guard
 def polyval(p, x):
-    """Value of the polynomial p at x (Horner's scheme)."""
+    """Value of the polynomial p at x (Horner's scheme); at a poly1d x, the composed polynomial p(x(t))."""
+    if isinstance(x, poly1d):
+        y = 0
+        for pv in _coeffs(p, x.coeffs._device):
+            y = y * x + pv
+        return y
     dev = dev_of(p.coeffs if isinstance(p, poly1d) else p, x)
     c = _coeffs(p, dev)._data
     xv = data_or_scalar(x, dev)

@@ -25,13 +25,14 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median along axis (NaN if the slice holds a NaN)."""
     x = to_array(a)
     xp = x._device.xp
+    ow = bool(overwrite_input) and x._data.ndim > 0  # NumPy's partition in place (the input "may be modified")
     if xp is _np:
-        r = xp.median(x._data, axis=_axis(axis), keepdims=keepdims)
+        r = xp.median(x._data, axis=_axis(axis), overwrite_input=ow, keepdims=keepdims)
     else:
         ax = _axis(axis)
         for a in (ax if isinstance(ax, tuple) else () if ax is None else (ax,)):
             normalize_axis(a, x._data.ndim)  # NumPy's AxisError and wording (CuPy's median says "Axis overrun")
-        r = _keep(xp.asarray(xp.median(x._data, axis=ax)), x._data.shape, axis, keepdims)
+        r = _keep(xp.asarray(xp.median(x._data, axis=ax, overwrite_input=ow)), x._data.shape, axis, keepdims)
     return finish(xp.asarray(r), x._device, out)
 
 
@@ -52,7 +53,7 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """The median along axis, ignoring NaNs."""
     x = to_array(a)
     xp = x._device.xp
-    r = xp.nanmedian(x._data, axis=_axis(axis), keepdims=keepdims)
+    r = xp.nanmedian(x._data, axis=_axis(axis), overwrite_input=bool(overwrite_input), keepdims=keepdims)
     return finish(xp.asarray(r), x._device, out)
 
 
@@ -62,7 +63,7 @@ def _q(q, dev):
     return data(q, dev)
 
 
-def _quantile(fname, a, q, axis, out, method, keepdims, weights, interpolation):
+def _quantile(fname, a, q, axis, out, method, keepdims, weights, interpolation, overwrite_input=False):
     x = to_array(a)
     dev = x._device
     xp = dev.xp
@@ -71,7 +72,8 @@ def _quantile(fname, a, q, axis, out, method, keepdims, weights, interpolation):
     qq = _q(q, dev)
     if xp is _np:
         kw = {} if weights is None else {"weights": data(weights, dev)}
-        r = getattr(_np, fname)(x._data, qq, axis=_axis(axis), method=method, keepdims=keepdims, **kw)
+        r = getattr(_np, fname)(x._data, qq, axis=_axis(axis), method=method, keepdims=keepdims,
+                                overwrite_input=bool(overwrite_input), **kw)
     else:
         if weights is not None:
             raise TypeError(f"{fname} with weights= exists only on the host (NumPy)")
@@ -85,7 +87,7 @@ def _quantile(fname, a, q, axis, out, method, keepdims, weights, interpolation):
             r = xp.asarray(getattr(xp, fname)(d, qq, axis=None, method=method))
             r = r.reshape(r.shape + kept)
         else:
-            r = getattr(xp, fname)(d, qq, axis=ax, method=method)
+            r = getattr(xp, fname)(d, qq, axis=ax, method=method, overwrite_input=bool(overwrite_input))
         r = _keep(xp.asarray(r), d.shape, axis, keepdims)
     return finish(xp.asarray(r), dev, out)
 
@@ -103,14 +105,14 @@ def _kept_shape(shape, axis):
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
                weights=None, interpolation=None):
     """q-th percentiles (0..100) along axis; q's shape comes first in the result."""
-    return _quantile("percentile", a, q, axis, out, method, keepdims, weights, interpolation)
+    return _quantile("percentile", a, q, axis, out, method, keepdims, weights, interpolation, overwrite_input)
 
 
 @oom_guard
 def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *,
              weights=None, interpolation=None):
     """q-th quantiles (0..1) along axis; q's shape comes first in the result."""
-    return _quantile("quantile", a, q, axis, out, method, keepdims, weights, interpolation)
+    return _quantile("quantile", a, q, axis, out, method, keepdims, weights, interpolation, overwrite_input)
 
 
 def _nanquantile_device(xp, d, q, axis, keepdims):

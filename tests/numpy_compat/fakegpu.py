@@ -156,7 +156,8 @@ def _fake_percentile(name):
         if keepdims:
             # CuPy's keepdims=True loses dimensions (axis=None on a 1-D array with a list q gives (1,), not (1, 1))
             raise TypeError(f"fake cupy.{name}: keepdims=True gives wrong shapes on CuPy")
-        return _dev_result(getattr(numpy, name)(a, q, axis=axis, method=method))
+        # CuPy sorts the input in place with overwrite_input=True (NumPy partitions it): modified either way
+        return _dev_result(getattr(numpy, name)(a, q, axis=axis, method=method, overwrite_input=overwrite_input))
     return fn
 
 
