@@ -418,9 +418,24 @@ def pad(array, pad_width, mode="constant", **kwargs):
     x = to_array(array)
     xp = x._device.xp
     if callable(mode) and xp is not _np:
-        raise TypeError("pad with a callable mode exists only on the host (NumPy)")
+        return _pad_callable(x, pad_width, mode, kwargs)
     kw = {k: _host_param(v) for k, v in kwargs.items()}
     return new(xp.pad(x._data, _host_param(pad_width), mode=mode, **kw), x._device)
+
+
+def _pad_callable(x, pad_width, function, kwargs):
+    """NumPy's pad with a function as mode, on the device: zeros around x, then function(vector, pad_width[axis],
+    axis, kwargs) on every 1-D view along each axis in turn (an Array writing into the padded result)."""
+    dev, xp = x._device, x._device.xp
+    pw = _np.broadcast_to(_np.asarray(_host_param(pad_width)), (x.ndim, 2)).astype(_np.intp)
+    if (pw < 0).any():
+        raise ValueError("index can't contain negative values")
+    padded = xp.pad(x._data, tuple(map(tuple, pw.tolist())), mode="constant")
+    for axis in range(padded.ndim):
+        view = xp.moveaxis(padded, axis, -1)
+        for ind in _np.ndindex(view.shape[:-1]):
+            function(new(view[ind], dev), pw[axis], axis, kwargs)
+    return new(padded, dev)
 
 
 @oom_guard

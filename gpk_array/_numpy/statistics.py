@@ -318,13 +318,71 @@ def corrcoef(x, y=None, rowvar=True, *, dtype=None):
 
 def _bins(bins, dev):
     if isinstance(bins, str):
-        if dev.xp is not _np:
+        if dev.xp is not _np and bins not in _ESTIMATORS:
             raise TypeError(f"histogram bins={bins!r} (an estimator) exists only on the host (NumPy); pass a "
                             "number of bins or the edges")
         return bins
     if bins.__class__ is int or isinstance(bins, _np.integer):
         return int(bins)
     return data(bins, dev)
+
+
+_ESTIMATORS = ("auto", "fd", "doane", "scott", "rice", "sturges", "sqrt")
+
+
+def _estimated_bins(xp, d, name, range, weights):
+    """The number of equal bins NumPy's estimator ``name`` chooses for d (on a device: its statistics computed
+    there, a few numbers read back)."""
+    if weights is not None:
+        raise TypeError("Automated estimation of the number of bins is not supported for weighted data")
+    d = d.reshape(-1)
+    if range is not None:
+        lo, hi = float(range[0]), float(range[1])
+        if lo > hi:
+            raise ValueError("max must be larger than min in range parameter.")
+        d = d[(d >= lo) & (d <= hi)]
+    elif d.size:
+        lo, hi = float(d.min()), float(d.max())
+        if not (_np.isfinite(lo) and _np.isfinite(hi)):
+            raise ValueError(f"autodetected range of [{lo}, {hi}] is not finite")
+    else:
+        lo, hi = 0.0, 1.0
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    n = d.size
+    if n == 0:
+        return 1
+    ptp = float(d.max()) - float(d.min())
+    f = d.astype(_np.float64) if d.dtype.kind in "biu" else d
+
+    def fd():
+        q75, q25 = (float(v) for v in xp.percentile(f, xp.asarray([75.0, 25.0])))
+        return 2.0 * (q75 - q25) * n ** (-1.0 / 3.0)
+
+    def sturges():
+        return ptp / (_np.log2(n) + 1.0)
+
+    def doane():
+        if n <= 2:
+            return 0.0
+        sg1 = _np.sqrt(6.0 * (n - 2) / ((n + 1.0) * (n + 3)))
+        sigma = float(xp.std(f))
+        if sigma <= 0.0:
+            return 0.0
+        g1 = float(xp.mean(((f - xp.mean(f)) / sigma) ** 3))
+        return ptp / (1.0 + _np.log2(n) + _np.log2(1.0 + abs(g1) / sg1))
+
+    if name == "auto":  # NumPy 2.4's rule: FD, at least half the sqrt width (a bound on the count), at most Sturges
+        width = min(max(fd(), ptp / _np.sqrt(n) / 2), sturges())
+    else:
+        width = {"fd": fd, "sturges": sturges, "doane": doane,
+                 "scott": lambda: (24.0 * _np.pi ** 0.5 / n) ** (1.0 / 3.0) * float(xp.std(f)),
+                 "rice": lambda: ptp / (2.0 * n ** (1.0 / 3)), "sqrt": lambda: ptp / _np.sqrt(n)}[name]()
+    if not width:
+        return 1
+    if d.dtype.kind in "biu" and width < 1:
+        width = 1
+    return int(_np.ceil((hi - lo) / width))
 
 
 def _range(rng):
@@ -340,6 +398,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     dev = x._device
     xp = dev.xp
     b = _bins(bins, dev)
+    if xp is not _np and isinstance(b, str):
+        b = _estimated_bins(xp, x._data, b, range, weights)
     if xp is not _np and isinstance(b, int):
         # NumPy's edges (linspace as arange * step + start, two roundings); CuPy's own linspace rounds once (a fused
         # multiply-add) and can move a value sitting on an edge into the bin below
@@ -380,8 +440,10 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     b = _bins(bins, dev)
     if xp is _np:
         return new(_np.histogram_bin_edges(x._data, b, _range(range), opt_data(weights, dev)), dev)
+    if isinstance(b, str):
+        b = _estimated_bins(xp, x._data, b, range, weights)
     if not isinstance(b, int):
-        return new(b.astype(_np.result_type(b.dtype, _np.float64) if b.dtype.kind in "biu" else b.dtype), dev)
+        return new(b, dev)   # the edges given, as NumPy returns them (their dtype kept)
     if range is None:
         lo, hi = (float(x._data.min()), float(x._data.max())) if x._data.size else (0.0, 1.0)
     else:

@@ -138,7 +138,7 @@ def _unary(name, bname=None, doc="", complex_fix=False):
         dev = x._device
         try:
             if complex_fix and dev.kind == "cuda" and x._data.dtype.kind == "c":
-                r = _complex_special(bname, x._data, getattr(dev.xp, bname)(x._data))
+                r = _complex_special(bname, x._data, getattr(dev.xp, bname)(x._data), dev.xp)
                 return _finish(r, dev, out)
             if out is None:
                 d = x._data
@@ -446,11 +446,10 @@ def tanh(x, /, *, out=None):
     return _finish(r, x._device, out)
 
 
-def _complex_special(bname, z, r):
+def _complex_special(bname, z, r, xp):
     """CUDA's complex math (thrust) departs from C99 Annex G, which the standard follows, at zeros, infinities
     and NaNs. Recompute just those elements with NumPy's (C99) functions: a host round trip of the special
-    elements alone, and only when there are any (one device sync)."""
-    xp = __import__("cupy")
+    elements alone, and only when there are any (one device sync). xp is the device's module (CuPy)."""
     re, im = z.real, z.imag
     special = ~xp.isfinite(re) | ~xp.isfinite(im) | (re == 0) | (im == 0)
     idx = xp.flatnonzero(special)

@@ -238,7 +238,14 @@ fakecupy.histogram = _fake_histogram
 fakecupy.convolve = _fake_convolve
 fakecupy.correlate = _fake_correlate
 fakecupy.sinc = _fake_sinc
-fakecupy.lcm = _fake_lcm
+class _FakeLcm(FakeUfunc):
+    """cupy.lcm: a ufunc (reduce and the other methods as CuPy's: unsupported) whose calls are _fake_lcm."""
+
+    def __call__(self, *args, **kwargs):
+        return _fake_lcm(*args, **kwargs)
+
+
+fakecupy.lcm = _FakeLcm(numpy.lcm)
 
 
 @contextlib.contextmanager
