@@ -2,7 +2,9 @@
 gpk_array (its default device set to ``--device``), and every value it computes is compared with NumPy's.
 
     python -m conformance.numpy_probe [--device cpu|cuda:0|fakecuda] [--numpy100 PATH] [--no-docstrings]
-                                      [--modules numpy,numpy.linalg,...] [--only NAME,...] [--json OUT.json]
+                                      [--modules numpy,numpy.linalg,...] [--only NAME,...] [--part I/N]
+                                      [--json OUT.json]
+    python -m conformance.numpy_probe --merge PART1.json PART2.json ... [--json ALL.json]
 
 Sources of items:
 - numpy-100 (github.com/rougier/numpy-100): its exercises' solutions, read from ``source/exercises100.ktx`` of
@@ -71,7 +73,7 @@ def _members(spec):
         obj = getattr(obj, part)
     if inspect.ismodule(obj):
         names = getattr(obj, "__all__", None) or [n for n in dir(obj) if not n.startswith("_")]
-        return [(f"{spec}.{n}", getattr(obj, n)) for n in names if hasattr(obj, n)
+        return [(f"{spec}.{n}", getattr(obj, n)) for n in sorted(names) if hasattr(obj, n)
                 and not inspect.ismodule(getattr(obj, n))]
     return [(spec, obj)] + [(f"{spec}.{n}", getattr(obj, n, None)) for n in dir(obj) if not n.startswith("_")]
 
@@ -164,6 +166,27 @@ def groups(rows):
             sorted(g.items(), key=lambda kv: (-len(kv[1]), kv[0]))]
 
 
+def report(rows, device, how, path, meta):
+    """Print the table and the failures by reason; write the JSON (commit, device, counts, groups, items)."""
+    c, g = counts(rows), groups(rows)
+    print(f"NumPy {numpy.__version__} code on gpk_array ({device}): {len(rows)} items, {how}")
+    print(f"{'source':12} {'items':>6} {'passed':>7} {'failed':>7} {'skipped':>8} {'pass rate':>10}")
+    for src, n in c.items():
+        rate = f"{100 * n['pass rate']:.1f}%" if n["pass rate"] is not None else "-"
+        print(f"{src:12} {n['items']:6} {n['passed']:7} {n['failed']:7} {n['skipped']:8} {rate:>10}")
+    print("failures by reason:")
+    for grp in g:
+        names = ", ".join(grp["items"][:4]) + (", ..." if grp["count"] > 4 else "")
+        print(f"  {grp['count']:4}  {grp['reason']}  [{names}]")
+    if path:
+        from conformance.peers import versions
+        keep = {k: meta[k] for k in ("numpy100", "modules", "part", "parts") if k in meta}
+        out = {"device": device, "date": time.strftime("%Y-%m-%d"), "versions": meta.get("versions") or
+               versions([]), **keep, "counts": c, "failure_groups": g, "items": rows}
+        with open(path, "w") as f:
+            json.dump(out, f, indent=1, default=str)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cpu", help="cpu, cuda:0, ... or fakecuda (the tests' stand-in)")
@@ -172,10 +195,22 @@ def main(argv=None):
     ap.add_argument("--modules", default=DEFAULT_MODULES, help="where the docstrings come from")
     ap.add_argument("--only", help="comma-separated substrings: probe only item names containing one")
     ap.add_argument("--timeout", type=int, default=core.TIMEOUT_S, help="seconds per item and binding")
+    ap.add_argument("--part", help="I/N: only every N-th docstring from the I-th (1-based), to split a long run; "
+                    "numpy-100 goes with part 1")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="combine the results of earlier runs (parts) and "
+                    "report them as one (nothing is run)")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each item's outcome")
     a = ap.parse_args(argv)
     core.TIMEOUT_S = a.timeout
+    if a.merge:
+        runs = []
+        for p in a.merge:
+            with open(p) as f:
+                runs.append(json.load(f))
+        rows = [r for run in runs for r in run["items"]]
+        report(rows, runs[0]["device"], f"{len(runs)} runs merged", a.json, dict(runs[0], parts=a.merge))
+        return 0
     items = []
     if a.numpy100:
         items += [("numpy-100", n, "script", s) for n, s in parse_ktx(read_ktx(a.numpy100))]
@@ -185,6 +220,10 @@ def main(argv=None):
     if a.only:
         keys = [k for k in a.only.split(",") if k]
         items = [i for i in items if any(k in i[1] for k in keys)]
+    if a.part:   # docstrings split; numpy-100's exercises (one session) all go with part 1
+        i, n = (int(v) for v in a.part.split("/"))
+        docs = [it for it in items if it[2] == "examples"]
+        items = ([it for it in items if it[2] == "script"] if i == 1 else []) + docs[i - 1::n]
 
     def progress(i, n, row):
         if a.verbose:
@@ -193,24 +232,9 @@ def main(argv=None):
     t0 = time.monotonic()
     with device_context(a.device) as (gpk, device):
         rows = probe(items, gpk, device, progress)
-    c, g = counts(rows), groups(rows)
-    print(f"NumPy {numpy.__version__} code on gpk_array ({a.device}): {len(rows)} items, "
-          f"{time.monotonic() - t0:.0f} s")
-    print(f"{'source':12} {'items':>6} {'passed':>7} {'failed':>7} {'skipped':>8} {'pass rate':>10}")
-    for src, n in c.items():
-        rate = f"{100 * n['pass rate']:.1f}%" if n["pass rate"] is not None else "-"
-        print(f"{src:12} {n['items']:6} {n['passed']:7} {n['failed']:7} {n['skipped']:8} {rate:>10}")
-    print("failures by reason:")
-    for grp in g:
-        names = ", ".join(grp["items"][:4]) + (", ..." if grp["count"] > 4 else "")
-        print(f"  {grp['count']:4}  {grp['reason']}  [{names}]")
-    if a.json:
-        from conformance.peers import versions
-        out = {"device": a.device, "date": time.strftime("%Y-%m-%d"), "versions": versions([]),
-               "numpy100": os.path.abspath(a.numpy100) if a.numpy100 else None, "modules": a.modules,
-               "counts": c, "failure_groups": g, "items": rows}
-        with open(a.json, "w") as f:
-            json.dump(out, f, indent=1, default=str)
+    meta = {"numpy100": os.path.abspath(a.numpy100) if a.numpy100 else None, "modules": a.modules,
+            "part": a.part}
+    report(rows, a.device, f"{time.monotonic() - t0:.0f} s", a.json, meta)
     return 0
 
 

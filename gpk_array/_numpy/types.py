@@ -101,6 +101,25 @@ class _NdarrayMeta(type):
         return type.__subclasscheck__(cls, sub)
 
 
+def _buffer_view(buf, shape, dt, offset, strides, order):
+    """The backing array ``ndarray(shape, dt, buffer=buf, offset, strides, order)`` views (NumPy's checks)."""
+    d = buf._data
+    if isinstance(d, _np.ndarray):   # host memory (or NumPy dressed as a device array): NumPy's own view
+        return _np.ndarray(shape, dt, d, offset, strides, order).view(type(d))
+    if not d.flags.c_contiguous:
+        raise TypeError("buffer= needs a C-contiguous array")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if strides is None:
+        extent = int(_np.prod(shape)) * dt.itemsize
+    else:
+        extent = dt.itemsize + sum((n - 1) * s for n, s in zip(shape, strides) if n > 0 and s > 0) \
+            if all(n > 0 for n in shape) else 0
+    if offset < 0 or offset + extent > d.nbytes:
+        raise TypeError("buffer is too small for requested array")
+    xp = type(d)
+    return xp(shape, dt, memptr=d.data + offset, strides=strides, order=order or "C")
+
+
 class ndarray(Array, metaclass=_NdarrayMeta):
     """NumPy's ``ndarray``: ``ndarray(shape, dtype=float)`` makes an uninitialized array on the default device
     (``buffer=`` reads host memory, as NumPy's; a host-only dtype makes it on the CPU device);
@@ -120,6 +139,8 @@ class ndarray(Array, metaclass=_NdarrayMeta):
         dt = _dt.to_dtype(dtype)
         if buffer is None:
             r = new(dev.xp.empty(shape, dtype=dt, order=order or "C"), dev)
+        elif isinstance(buffer, Array):   # a view of the Array's memory, on its device
+            r = new(_buffer_view(buffer, shape, dt, offset, strides, order), buffer._device)
         else:
             from .._ops.creation import asarray
             r = asarray(_np.ndarray(shape, dt, buffer, offset, strides, order), device=dev)

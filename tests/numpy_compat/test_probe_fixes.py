@@ -9,7 +9,8 @@ stand-in where no GPU exists):
 - polyval at a poly1d composes the polynomials;
 - NumPy functions given CPU Arrays and arguments gpk_array refuses (None, as matplotlib passes) give NumPy's result;
 - histogram/histogram_bin_edges with an estimator name (bins="auto", ...) on CUDA; edges given keep their dtype;
-- pad with a function as its mode on CUDA; lcm.reduce on CUDA.
+- pad with a function as its mode on CUDA; lcm.reduce on CUDA;
+- ``ndarray(shape, buffer=x)`` of an Array x views its memory on its device.
 """
 import numpy
 import pytest
@@ -155,3 +156,22 @@ def test_pad_with_a_function(dev, width):
 def test_lcm_reduce(dev):
     compare("reduce", [3, 12, 20], module="lcm", device=dev)
     compare("reduce", numpy.array([[4, 6], [10, 15]]), axis=1, module="lcm", device=dev)
+
+
+@pytest.mark.parametrize("shape, offset, strides", [((2,), 8, None), ((3,), 0, None), ((2,), 0, (16,)),
+                                                    ((2, 2), 0, (8, 8))])
+def test_ndarray_over_an_array_buffer(dev, shape, offset, strides):
+    base = numpy.array([1, 2, 3, 4], dtype=numpy.int64)
+    want = numpy.ndarray(shape, buffer=base, offset=offset, strides=strides, dtype=numpy.int64)
+    x = gp.asarray(base)
+    got = gp.ndarray(shape, buffer=x, offset=offset, strides=strides, dtype=gp.int64)
+    assert got.device == x.device
+    assert_match(got, want, dev)
+    if strides is None:                # a view: writes reach the buffer, as NumPy's
+        got[0] = 9
+        want[0] = 9
+        assert_match(x, base, dev)
+    with pytest.raises(TypeError, match="too small"):
+        numpy.ndarray((5,), buffer=base, offset=8, dtype=numpy.int64)
+    with pytest.raises(TypeError, match="too small"):
+        gp.ndarray((5,), buffer=x, offset=8, dtype=gp.int64)
