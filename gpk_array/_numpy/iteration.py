@@ -12,7 +12,7 @@ import numpy as _np
 from .. import _dtypes as _dt
 from .._array import Array
 from .._device import CPU
-from ._util import data, dev_of, host, new
+from ._util import data, data_or_scalar, dev_of, host, new
 
 __all__ = ["nditer", "frompyfunc"]
 
@@ -112,6 +112,7 @@ class nditer:
         self.shape = shape
         arrays = []
         reduced = set()     # operands written through a broadcast view (reductions)
+        writeback = []      # (operand data, its copy in op_dtypes) for written operands of another dtype
         mapped_views = {}   # operand index -> its view under op_axes (the operand itself stays in operands)
         for i, (o, d) in enumerate(zip(ops, inputs)):
             f = set(op_flags[i])
@@ -152,21 +153,32 @@ class nditer:
                     raise ValueError(f"non-broadcastable output operand with shape {d.shape} doesn't match the "
                                      f"broadcast shape {shape}")
                 if dt is not None and dt != d.dtype:
-                    if writes:
-                        raise TypeError(f"nditer: operand {i} would need a cast from {d.dtype} to {dt} to be "
-                                        "written; give it that dtype")
-                    if "buffered" not in flags and "copy" not in f:
+                    if writes:   # a copy in op_dtypes[i], written back (cast) into the operand by close()
+                        if "updateifcopy" not in f and "buffered" not in flags:
+                            raise TypeError("Iterator operand required copying or buffering, but neither copying "
+                                            "nor buffering was enabled")
+                        if not _np.can_cast(dt, d.dtype, casting) or \
+                                ("readwrite" in f and not _np.can_cast(d.dtype, dt, casting)):
+                            raise TypeError(f"Iterator requested dtype could not be cast from dtype('{dt}') to "
+                                            f"dtype('{d.dtype}'), the operand {i} dtype, according to the rule "
+                                            f"'{casting}'")
+                        copy = d.astype(dt)
+                        writeback.append((d, copy))
+                        d = copy
+                    elif "buffered" not in flags and "copy" not in f:
                         raise TypeError("Iterator operand required copying or buffering, but neither copying nor "
                                         "buffering was enabled")
-                    if not _np.can_cast(d.dtype, dt, casting):
+                    elif not _np.can_cast(d.dtype, dt, casting):
                         raise TypeError(f"Iterator operand {i} dtype could not be cast from dtype('{d.dtype}') to "
                                         f"dtype('{dt}') according to the rule '{casting}'")
-                    d = d.astype(dt)
+                    else:
+                        d = d.astype(dt)
                 if op_axes is not None and op_axes[i] is not None:
                     mapped_views[i] = d  # the iterator's view; operands keeps the operand itself
                 a = o if (o.__class__ is Array and d is o._data) or i in mapped_views else new(d, dev)
             arrays.append(a)
         self.operands = tuple(arrays)
+        self._writeback = writeback
         self._views = []
         for i, a in enumerate(arrays):
             d = mapped_views.get(i, a._data)
@@ -304,6 +316,27 @@ class nditer:
             return tuple(self._value(k) for k in range(self.nop)[i])
         return self._value(i)
 
+    def __setitem__(self, i, value):
+        """``it[i] = v``: v written into operand i at the current element (the current chunk with
+        ``external_loop``); ``it[i:j] = (v, ...)`` for several operands."""
+        if isinstance(i, slice):
+            for k, v in zip(range(self.nop)[i], value):
+                self[k] = v
+            return
+        d = self._views[i]
+        v = data_or_scalar(value, self._dev)
+        if not self._loop:
+            d[self._idx + (Ellipsis,)] = v
+            return
+        sel, inner = self._chunks[self._pos]
+        target = d[tuple(sel.get(ax, slice(None)) for ax in range(self.ndim))]
+        if self.ndim:  # the chunk's element order (iteration order) onto the operand's axes, views only
+            kept = sorted(inner)
+            target = target.transpose([kept.index(ax) for ax in inner])
+            if getattr(v, "ndim", 0):
+                v = v.reshape(target.shape)
+        target[...] = v
+
     def __len__(self):
         return self.nop
 
@@ -319,7 +352,7 @@ class nditer:
             raise StopIteration
         return self.value
 
-    # --- context (NumPy writes buffered copies back on exit; views here write through at once) ----------------
+    # --- context (copies in another dtype are written back on exit, as NumPy's; views write through at once) ----
     def __enter__(self):
         return self
 
@@ -327,9 +360,11 @@ class nditer:
         self.close()
 
     def close(self):
-        """Nothing to do: the values are views that write through at once (NumPy's buffered copies need this call;
-        kept for code that makes it)."""
-        pass
+        """Write the copies of operands iterated in another dtype (``op_dtypes`` with ``updateifcopy`` or
+        ``buffered``) back into them, cast; every other value is a view that wrote through at once."""
+        for orig, copy in self._writeback:
+            orig[...] = copy.astype(orig.dtype)
+        self._writeback = []
 
     def __repr__(self):
         return f"<gpk_array nditer over {self.nop} operand(s), shape {self.shape}>"

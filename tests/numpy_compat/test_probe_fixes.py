@@ -10,7 +10,8 @@ stand-in where no GPU exists):
 - NumPy functions given CPU Arrays and arguments gpk_array refuses (None, as matplotlib passes) give NumPy's result;
 - histogram/histogram_bin_edges with an estimator name (bins="auto", ...) on CUDA; edges given keep their dtype;
 - pad with a function as its mode on CUDA; lcm.reduce on CUDA;
-- ``ndarray(shape, buffer=x)`` of an Array x views its memory on its device.
+- ``ndarray(shape, buffer=x)`` of an Array x views its memory on its device;
+- ``it[i] = v`` on an nditer, and operands iterated in another dtype written back (cast) by ``close()``.
 """
 import numpy
 import pytest
@@ -175,3 +176,49 @@ def test_ndarray_over_an_array_buffer(dev, shape, offset, strides):
         numpy.ndarray((5,), buffer=base, offset=8, dtype=numpy.int64)
     with pytest.raises(TypeError, match="too small"):
         gp.ndarray((5,), buffer=x, offset=8, dtype=gp.int64)
+
+
+def _luf(np, lamdaexpr, *args, **kwargs):
+    """NumPy's nditer docstring: a ufunc-like function from a lambda, through item assignment on the iterator."""
+    nargs = len(args)
+    op = (kwargs.get("out", None),) + args
+    it = np.nditer(op, ["buffered", "external_loop"], [["writeonly", "allocate", "no_broadcast"]] +
+                   [["readonly", "nbo", "aligned"]] * nargs, order=kwargs.get("order", "K"),
+                   casting=kwargs.get("casting", "safe"), buffersize=kwargs.get("buffersize", 0))
+    while not it.finished:
+        it[0] = lamdaexpr(*it[1:])
+        it.iternext()
+    return it.operands[0]
+
+
+@pytest.mark.parametrize("flags", [["buffered", "external_loop"], []])
+def test_nditer_item_assignment(dev, flags):
+    a, b = numpy.arange(6.0).reshape(2, 3), numpy.ones(3)
+    want = _luf(numpy, lambda i, j: i * i + j / 2, a, b)
+    got = _luf(gp, lambda i, j: i * i + j / 2, gp.asarray(a), gp.asarray(b))
+    assert_match(got, want, dev)
+    out_w, out_g = numpy.zeros((2, 3)), gp.zeros((2, 3))
+    for np_, out, src in ((numpy, out_w, a), (gp, out_g, gp.asarray(a))):
+        it = np_.nditer([out, src], flags, [["writeonly"], ["readonly"]])
+        while not it.finished:
+            it[0] = it[1] * 3
+            it.iternext()
+    assert_match(out_g, out_w, dev)
+
+
+def test_nditer_writes_back_a_cast_copy_on_close(dev):
+    results = []
+    for np_ in (numpy, gp):
+        a = np_.arange(6, dtype=np_.int32)[::-2]
+        with np_.nditer(a, [], [["writeonly", "updateifcopy"]], casting="unsafe",
+                        op_dtypes=[np_.float32]) as it:
+            x = it.operands[0]
+            x[:] = [-1.5, -2, -3]
+            before = a.copy()
+        results.append((before, a, x))
+    for got, want in zip(results[1], results[0]):
+        assert_match(got, want, dev)
+    with pytest.raises(TypeError):
+        gp.nditer(gp.arange(3, dtype=gp.int32), [], [["readwrite"]], op_dtypes=[gp.float32])
+    with pytest.raises(TypeError):
+        numpy.nditer(numpy.arange(3, dtype=numpy.int32), [], [["readwrite"]], op_dtypes=[numpy.float32])
