@@ -108,6 +108,7 @@ __all__ = [
     "amin", "angle", "append", "apply_along_axis", "apply_over_axes", "arccos", "arccosh", "arcsin", "arcsinh",
     "arctan", "arctan2", "arctanh", "argpartition", "argwhere", "around", "array", "array2string", "array_equal",
     "array_equiv", "array_repr", "array_split", "array_str", "asanyarray", "asarray_chkfinite", "ascontiguousarray",
+    "asmatrix", "bmat", "matrix",
     "asfortranarray", "atleast_1d", "atleast_2d", "atleast_3d", "average", "bartlett", "base_repr", "binary_repr",
     "bincount", "bitwise_count", "bitwise_not", "blackman", "block", "bool_", "broadcast", "byte", "bytes_", "c_",
     "cbrt", "cdouble", "character", "choose", "clongdouble", "column_stack", "common_type", "complex_",

@@ -86,9 +86,9 @@ def test_import_adds_only_gpk_array_modules_past_numpy(cpu_probe):
     new = set(cpu_probe["imported"]) - set(cpu_probe["base"])
     others = {m for m in new if m != "gpk_array" and not m.startswith("gpk_array.")}
     assert others <= {"copy", "dataclasses"}, sorted(others - {"copy", "dataclasses"})
-    # about 51 today; a bound, not an exact count, so a split module does not fail this: the CUDA layer alone is
-    # 20 more (gpk_array._gpu, _kernels.*, sched.*)
-    assert len([m for m in new if m.startswith("gpk_array")]) <= 60
+    # about 61 today (issue 30 added NumPy's windows, multiiter, memory, matrix); a bound, not an exact count, so a
+    # split module does not fail this: the CUDA layer alone is 20 more (gpk_array._gpu, _kernels.*, sched.*)
+    assert len([m for m in new if m.startswith("gpk_array")]) <= 64
 
 
 def test_first_cpu_op_imports_nothing_and_probes_no_gpu(cpu_probe):

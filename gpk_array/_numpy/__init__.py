@@ -9,10 +9,10 @@ signatures and hand the standard's call forms to the standard's implementations,
 Modules: ufuncs (ufunc objects; ufunc_types: their types, ntypes, resolve_dtypes), creation, reductions,
 statistics, shaping, indexing, sorting, linalg_funcs, logic, poly, types (dtype names, ndarray, finfo, errstate,
 the datetime64 functions), printing, io, iteration (nditer, frompyfunc), multiiter (the broadcast object,
-nested_iters), windows (bartlett, hanning, kaiser, ...), bits (packbits, unpackbits), info (info, show_config),
-methods (ndarray methods; memory: getfield, setfield, byteswap, setflags), linalg (extras for gpk_array.linalg),
-emath (np.emath). gpk_array.testing is numpy.testing for Arrays (gpk_array.random and gpk_array.testing are
-imported on first access).
+nested_iters), windows (bartlett, hanning, kaiser, ...), matrix (matrix, asmatrix, bmat), bits (packbits,
+unpackbits), info (info, show_config), methods (ndarray methods; memory: getfield, setfield, byteswap, setflags),
+linalg (extras for gpk_array.linalg), emath (np.emath). gpk_array.testing is numpy.testing for Arrays
+(gpk_array.random and gpk_array.testing are imported on first access).
 """
 from . import creation as _creation
 from . import indexing as _indexing
@@ -32,10 +32,11 @@ from . import types as _types
 from . import ufuncs as _ufuncs
 from . import windows as _windows
 from . import multiiter as _multiiter
+from . import matrix as _matrix
 from .methods import install  # noqa: F401
 
 _MODULES = (_types, _ufuncs, _creation, _reductions, _statistics, _shaping, _indexing, _sorting, _linalg_funcs,
-            _logic, _poly, _printing, _io, _iteration, _bits, _info, _windows, _multiiter)
+            _logic, _poly, _printing, _io, _iteration, _bits, _info, _windows, _multiiter, _matrix)
 
 __all__ = []
 for _m in _MODULES:

@@ -382,8 +382,9 @@ class _Concat:
         axis, ndmin, trans1d = self._axis, self._ndmin, self._trans1d
         if key and isinstance(key[0], str):
             spec = key[0].split(",")
-            if spec[0] in ("r", "c"):
-                raise NotImplementedError(f"r_[{key[0]!r}, ...] makes an np.matrix, which gpk_array does not have")
+            if spec[0] in ("r", "c"):   # a matrix: the concatenation as a row (or a 1-D one as a column)
+                from .matrix import as_r_result
+                return as_r_result(self[key[1:]], spec[0] == "c")
             try:
                 axis = int(spec[0])
                 if len(spec) > 1:
