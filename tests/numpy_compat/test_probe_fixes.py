@@ -11,7 +11,8 @@ stand-in where no GPU exists):
 - histogram/histogram_bin_edges with an estimator name (bins="auto", ...) on CUDA; edges given keep their dtype;
 - pad with a function as its mode on CUDA; lcm.reduce on CUDA;
 - ``ndarray(shape, buffer=x)`` of an Array x views its memory on its device;
-- ``it[i] = v`` on an nditer, and operands iterated in another dtype written back (cast) by ``close()``.
+- ``it[i] = v`` on an nditer, and operands iterated in another dtype written back (cast) by ``close()``;
+- a poly1d where an array is expected (``np.square(p)``) is its coefficients, on their device.
 """
 import numpy
 import pytest
@@ -222,3 +223,12 @@ def test_nditer_writes_back_a_cast_copy_on_close(dev):
         gp.nditer(gp.arange(3, dtype=gp.int32), [], [["readwrite"]], op_dtypes=[gp.float32])
     with pytest.raises(TypeError):
         numpy.nditer(numpy.arange(3, dtype=numpy.int32), [], [["readwrite"]], op_dtypes=[numpy.float32])
+
+
+def test_poly1d_as_an_array(dev):
+    want_p = numpy.poly1d([1, 2, 3])
+    p = gp.poly1d(gp.asarray([1, 2, 3]))
+    assert_match(gp.square(p), numpy.square(want_p), dev)
+    assert_match(gp.asarray(p), numpy.asarray(want_p), dev)
+    assert_match(gp.asarray(p, dtype=gp.float32), numpy.asarray(want_p, dtype=numpy.float32), dev)
+    assert gp.asarray(p).device == p.coeffs.device
