@@ -74,8 +74,8 @@ def test_r_slices_and_c(dev):
     assert_match(gp.c_[gp.asarray([1, 2, 3]), gp.asarray([4, 5, 6])], numpy.c_[[1, 2, 3], [4, 5, 6]], dev)
     assert_match(gp.c_[gp.asarray([[1, 2, 3]]), 0, 0, gp.asarray([[4, 5, 6]])],
                  numpy.c_[numpy.array([[1, 2, 3]]), 0, 0, numpy.array([[4, 5, 6]])], dev)
-    with pytest.raises(NotImplementedError, match="matrix"):
-        gp.r_["r", [1, 2, 3], [4, 5, 6]]
+    with pytest.raises(ValueError, match="directive"):
+        gp.r_["x,2", [1, 2, 3]]
 
 
 def test_shape_assignment_errors(dev):
