@@ -11,9 +11,12 @@ Two kinds of item:
 
 The legacy generator is seeded (0) before each item and ``default_rng()`` without a seed takes seeds 0, 1, ... in
 call order, under both bindings. NumPy runs every item twice: a value (or printed text) that still differs between
-those two runs, or that NumPy's docstring marks "# may vary", is compared on its type, shape and dtype only. An item passes when at least one thing was compared and everything compared matched; it is skipped when
-nothing could be compared (NumPy itself raised, the values are functions, iterators or objects whose repr holds
-an address); it fails at the first difference, with the reason.
+those two runs, or that NumPy's docstring marks "# may vary" (or that is uninitialized memory), is compared on its
+type, shape and dtype only. An item passes when at least one thing was compared and everything compared matched;
+it is skipped when nothing could be compared (NumPy itself raised NameError/ImportError/SyntaxError/OSError, the
+values are functions, iterators or objects whose repr holds an address); it fails at the first difference, with
+the reason. Where NumPy's code raises anything else (an example showing an error), the same exception type must
+come.
 """
 import builtins
 import contextlib
@@ -327,8 +330,9 @@ class Session:
             except Exception as e:  # noqa: BLE001
                 err = e
         star = vars(self.module)
+        # the names this script (re)bound, but not what ``from numpy import *`` bound
         values = {k: v for k, v in self.ns.items() if not k.startswith("_") and k != "np"
-                  and before.get(k, _MISSING) is not v and star.get(k) is not v}  # not what ``from numpy import *`` bound
+                  and before.get(k, _MISSING) is not v and star.get(k) is not v}
         return values, out.getvalue(), err
 
 
