@@ -247,7 +247,12 @@ def _unique_rows(d, axis, xp, return_index, return_inverse, return_counts):
 
 
 def isin(element, test_elements, /, assume_unique=False, invert=False, *, kind=None):
-    """NumPy's ``isin`` (and the standard's); strings and dates on the host (gpk_array/_hostdata.py)."""
+    """NumPy's ``isin`` (and the standard's); strings and dates on the host (gpk_array/_hostdata.py). A Python set
+    as test_elements is one object to NumPy (never equal to an element: all False), as NumPy's docstring shows;
+    pass ``list(s)`` to test its members."""
+    if isinstance(test_elements, (set, frozenset)):
+        x = to_array(element)
+        return new(x._device.xp.full(x.shape, bool(invert)), x._device)
     if _is_host(element) or _is_host(test_elements) or (test_elements.__class__ is list and test_elements and
                                                           test_elements[0].__class__ in (str, bytes)):
         return _hostdata.call(_np.isin, element, test_elements, assume_unique=assume_unique, invert=invert)

@@ -12,7 +12,8 @@ stand-in where no GPU exists):
 - pad with a function as its mode on CUDA; lcm.reduce on CUDA;
 - ``ndarray(shape, buffer=x)`` of an Array x views its memory on its device;
 - ``it[i] = v`` on an nditer, and operands iterated in another dtype written back (cast) by ``close()``;
-- a poly1d where an array is expected (``np.square(p)``) is its coefficients, on their device.
+- a poly1d where an array is expected (``np.square(p)``) is its coefficients, on their device;
+- ``isin(x, a_set)`` is all False (NumPy takes the set as one object).
 """
 import numpy
 import pytest
@@ -232,3 +233,11 @@ def test_poly1d_as_an_array(dev):
     assert_match(gp.asarray(p), numpy.asarray(want_p), dev)
     assert_match(gp.asarray(p, dtype=gp.float32), numpy.asarray(want_p, dtype=numpy.float32), dev)
     assert gp.asarray(p).device == p.coeffs.device
+
+
+@pytest.mark.parametrize("invert", [False, True])
+def test_isin_with_a_python_set(dev, invert):
+    element = numpy.arange(8).reshape(2, 4)
+    for test in ({0, 2, 4}, frozenset([1]), [0, 2, 4]):
+        got = gp.isin(gp.asarray(element), test, invert=invert)
+        assert_match(got, numpy.isin(element, test, invert=invert), dev)
