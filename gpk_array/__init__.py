@@ -7,10 +7,11 @@ from ._lazy import lazy_submodules as _lazy_submodules  # noqa: E402
 # (gpk_array.random), numpy.testing with unittest (gpk_array.testing), the scheduler with asyncio (gpk_array.sched),
 # the CUDA dispatch layer and its kernel modules (gpk_array._gpu, gpk_array._kernels: the CPU device never reads
 # them), the SciPy bridges (gpk_array.scipy, gpk_array.special: they import SciPy on first use), or what host-only
-# dtypes need (gpk_array._hostdata, and gpk_array.char/.strings/.rec with numpy.char/.strings/.rec). Before anything
+# dtypes need (gpk_array._hostdata, and gpk_array.char/.strings/.rec with numpy.char/.strings/.rec; gpk_array.core
+# holds NumPy 1's spelling np.core.records of gpk_array.rec). Before anything
 # below imports them; no module __getattr__ here, which would slow every gpk_array.<name> read.
 _lazy_submodules(globals(), "random", "testing", "sched", "_gpu", "_kernels", "scipy", "special", "cuda",
-                 "_hostdata", "char", "strings", "rec")
+                 "_hostdata", "char", "strings", "rec", "core")
 del _lazy_submodules, _lazy  # noqa: F821  (the import bound the submodule too: keep dir(gpk_array) as it was)
 
 from ._version import get as _get_version, set_array_api_version  # noqa: E402
@@ -143,7 +144,7 @@ __all__ = [
     "vander", "vdot", "vecmat", "vectorize", "void", "vsplit", "vstack",
     # host-only dtypes (gpk_array/_hostdata.py): dates, business days, string and record submodules
     "busday_count", "busday_offset", "busdaycalendar", "char", "datetime_as_string", "datetime_data", "is_busday",
-    "isnat", "rec", "strings",
+    "isnat", "rec", "strings", "core",
 ]
 
 

@@ -13,7 +13,8 @@ stand-in where no GPU exists):
 - ``ndarray(shape, buffer=x)`` of an Array x views its memory on its device;
 - ``it[i] = v`` on an nditer, and operands iterated in another dtype written back (cast) by ``close()``;
 - a poly1d where an array is expected (``np.square(p)``) is its coefficients, on their device;
-- ``isin(x, a_set)`` is all False (NumPy takes the set as one object).
+- ``isin(x, a_set)`` is all False (NumPy takes the set as one object);
+- ``np.core.records`` is ``np.rec`` (NumPy 1's spelling, numpy-100 #91).
 """
 import numpy
 import pytest
@@ -241,3 +242,13 @@ def test_isin_with_a_python_set(dev, invert):
     for test in ({0, 2, 4}, frozenset([1]), [0, 2, 4]):
         got = gp.isin(gp.asarray(element), test, invert=invert)
         assert_match(got, numpy.isin(element, test, invert=invert), dev)
+
+
+def test_np_core_records(dev):
+    z = numpy.array([("Hello", 2.5, 3), ("World", 3.6, 2)])
+    want = numpy.rec.fromarrays(z.T, names="col1, col2, col3", formats="S8, f8, i8")
+    got = gp.core.records.fromarrays(gp.array(z).T, names="col1, col2, col3", formats="S8, f8, i8")
+    for name in ("col1", "col2", "col3"):
+        assert_match(got[name], numpy.asarray(want[name]), dev)
+    with pytest.raises(AttributeError, match="records"):
+        gp.core.multiarray
