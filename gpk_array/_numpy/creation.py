@@ -603,7 +603,7 @@ def fromiter(iter, dtype, count=-1, *, like=None, device=None):
     hd = _host.host_dtype(dtype)
     if hd is not None:
         return _host.host_array(_np.fromiter(iter, dtype=hd, count=count), device)
-    dt = _np.dtype(dtype) if isinstance(dtype, tuple) else None
+    dt = _np.dtype(dtype) if isinstance(dtype, (tuple, _np.dtype)) else None
     if dt is not None and dt.subdtype is not None:
         # a subarray dtype such as (int64, 2): NumPy returns shape (n, 2) of the base dtype
         _dt.to_dtype(dt.base)

@@ -83,14 +83,16 @@ def _atleast(x, n):
     if d.ndim >= n:
         return x
     if n == 1:
-        return new(d.reshape(1), x._device)
-    if n == 2:
-        return new(d.reshape((1,) * (2 - d.ndim) + d.shape), x._device)
-    if d.ndim == 0:
-        return new(d.reshape(1, 1, 1), x._device)
-    if d.ndim == 1:
-        return new(d[None, :, None], x._device)
-    return new(d[:, :, None], x._device)
+        v = d.reshape(1)
+    elif n == 2:
+        v = d.reshape((1,) * (2 - d.ndim) + d.shape)
+    elif d.ndim == 0:
+        v = d.reshape(1, 1, 1)
+    else:
+        v = d[None, :, None] if d.ndim == 1 else d[:, :, None]
+    r = new(v, x._device)
+    r._base = x          # a view: NumPy's atleast_2d(x).base is x
+    return r
 
 
 def _arrays(seq):

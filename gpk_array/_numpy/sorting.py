@@ -96,7 +96,15 @@ def sort_complex(a):
 
 @oom_guard
 def lexsort(keys, axis=-1):
-    """Indirect stable sort by several keys; the last key is the primary one."""
+    """Indirect stable sort by several keys; the last key is the primary one. Keys of strings or dates sort with
+    NumPy's lexsort on the host (the indices go to the default device, gpk_array/_hostdata.py)."""
+    try:
+        return _lexsort(keys, axis)
+    except TypeError as e:
+        return _hostdata.fallback(e, _np.lexsort, list(keys) if keys.__class__ is tuple else keys, axis=axis)
+
+
+def _lexsort(keys, axis):
     if keys.__class__ is list or keys.__class__ is tuple:
         dev = dev_of(*keys)
         ks = [data(k, dev) for k in keys]

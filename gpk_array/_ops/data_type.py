@@ -33,8 +33,20 @@ def can_cast(from_, to, /):
     """Whether from_ casts to `to` by the promotion rules (standard: data_type_functions.can_cast)."""
     if from_ is None or to is None:
         raise TypeError(f"can_cast takes a dtype or an array, got None (from_={from_!r}, to={to!r})")
-    f = from_._data.dtype if from_.__class__ is Array else _dt.to_dtype(from_)
-    t = _dt.to_dtype(to)
+    try:
+        f = from_._data.dtype if from_.__class__ is Array else _dt.to_dtype(from_)
+        t = _dt.to_dtype(to)
+    except TypeError:
+        # a host-only dtype (strings, dates, records: NumPy-facing arrays only) is NumPy's question
+        from .._hostdata import is_host_dtype
+        pair = (from_._data.dtype if from_.__class__ is Array else from_, to)
+        try:
+            dts = [np.dtype(d) for d in pair]
+        except TypeError:
+            raise TypeError(f"can_cast takes dtypes or an array, got from_={from_!r}, to={to!r}") from None
+        if not any(is_host_dtype(d) for d in dts):
+            raise
+        return bool(np.can_cast(dts[0], dts[1], casting="safe"))
     if f == t:
         return True
     if _dt.BF16 is not None and (f == _dt.BF16 or t == _dt.BF16):

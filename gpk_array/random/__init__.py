@@ -57,8 +57,12 @@ def _size(size):
 
 
 def _out(v, device):
-    """A draw on the host moved to the device (default device when None); scalars stay scalars."""
+    """A draw on the host moved to the device (default device when None); scalars stay scalars. A draw of
+    strings, dates or records (``choice`` of such values) stays on the CPU device (gpk_array/_hostdata.py)."""
     if isinstance(v, _np.ndarray):
+        if v.dtype.kind in "USMmV":
+            from .. import _hostdata
+            return _hostdata.host_array(v, device)
         return _std_asarray(v, device=as_device(device))
     return v
 

@@ -14,7 +14,10 @@ stand-in where no GPU exists):
 - ``it[i] = v`` on an nditer, and operands iterated in another dtype written back (cast) by ``close()``;
 - a poly1d where an array is expected (``np.square(p)``) is its coefficients, on their device;
 - ``isin(x, a_set)`` is all False (NumPy takes the set as one object);
-- ``np.core.records`` is ``np.rec`` (NumPy 1's spelling, numpy-100 #91).
+- ``np.core.records`` is ``np.rec`` (NumPy 1's spelling, numpy-100 #91);
+- lexsort of string keys, choice among strings, can_cast to and from bytes, isreal of strings: NumPy's answers
+  (strings live on the CPU device, indices and bools go to the default device);
+- ``atleast_2d(x).base is x``; fromiter with a subarray ``numpy.dtype``.
 """
 import numpy
 import pytest
@@ -252,3 +255,25 @@ def test_np_core_records(dev):
         assert_match(got[name], numpy.asarray(want[name]), dev)
     with pytest.raises(AttributeError, match="records"):
         gp.core.multiarray
+
+
+def test_strings_in_lexsort_choice_can_cast_isreal(dev):
+    surnames, first = ("Hertz", "Galilei", "Hertz"), ("Heinrich", "Galileo", "Gustav")
+    got = gp.lexsort((first, surnames))
+    assert_match(got, numpy.lexsort((first, surnames)), "cpu" if got.device == gp.Device("cpu") else dev)
+    names = ["pooh", "rabbit", "piglet", "Christopher"]
+    r = gp.random.default_rng(3).choice(names, 5, p=[0.5, 0.1, 0.1, 0.3])
+    want = numpy.random.default_rng(3).choice(names, 5, p=[0.5, 0.1, 0.1, 0.3])
+    assert r.device == gp.Device("cpu") and r.dtype == want.dtype and r.tolist() == want.tolist()
+    for a, b in (("i4", "S4"), ("S4", "S8"), ("S8", "S4"), ("U4", "U8"), ("i8", "U21")):
+        assert gp.can_cast(a, b) == numpy.can_cast(a, b), (a, b)
+    strs = numpy.array([2j, "a"], dtype="U")
+    assert gp.isreal(gp.asarray(strs)).tolist() == numpy.isreal(strs).tolist()
+
+
+def test_atleast_views_and_fromiter_subarray(dev):
+    x = gp.arange(3.0, device=dev)
+    assert gp.atleast_2d(x).base is x and gp.atleast_3d(x).base is x and gp.atleast_1d(x) is x
+    want = numpy.fromiter(((i + 1, i + 2) for i in range(5)), dtype=numpy.dtype((int, 2)))
+    got = gp.fromiter(((i + 1, i + 2) for i in range(5)), dtype=numpy.dtype((int, 2)), device=dev)
+    assert_match(got, want, dev)
