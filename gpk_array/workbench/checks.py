@@ -132,6 +132,12 @@ def compare(out, ref, tol: float) -> dict:
     if not out_rec["passed"]:
         out_rec["why"] = (f"rel error {rel:.3g} > {tol:g}" if rel > tol else
                           "non-finite entries differ from the reference's (NaN/inf not propagated as NumPy does)")
+        if not nonfinite_ok:
+            differ = ~((o == r) | (np.isnan(o) & np.isnan(r))) & ~(fin & np.isfinite(o))
+            idx = np.argwhere(differ)
+            out_rec["nonfinite_differ"] = {"count": int(len(idx)), "first": [
+                {"index": [int(i) for i in ix], "got": float(o[tuple(ix)]), "want": float(r[tuple(ix)])}
+                for ix in idx[:4]]}
     return out_rec
 
 

@@ -41,7 +41,8 @@ def test_overwrite_input_may_use_the_input(dev, name, args, axis):
     # the input holds its values in some order (NumPy's docstring: "may be modified"); where NumPy's changed, ours
     # changed too (the docstring's ``assert not np.all(a == b)``)
     assert numpy.array_equal(numpy.sort(hb, axis=None), numpy.sort(a, axis=None))
-    if not numpy.array_equal(want_b, a):
+    # (CuPy's nanmedian, which the CUDA device runs, copies its input: the values there stay in place)
+    if not numpy.array_equal(want_b, a) and (str(dev) == "cpu" or name != "nanmedian"):
         assert not numpy.array_equal(hb, a)
     untouched = gp.asarray(a)
     assert_match(getattr(gp, name)(untouched, *args, axis=axis), want, dev)
