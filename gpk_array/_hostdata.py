@@ -285,7 +285,14 @@ def full(shape, fill_value, dtype, device, error):
 
 def like(fname, a, dtype, shape, device, *fill):
     """The ``*_like`` functions for a host-only array or dtype: NumPy's, placed by the rule of
-    gpk_array/_hostdata.py (host-only dtypes on the CPU device, standard dtypes on device= or the default one)."""
+    gpk_array/_hostdata.py (host-only dtypes on the CPU device, standard dtypes on device= or the default one). A
+    host-only dtype for a prototype on another device, with no device= given, raises TypeError as CuPy does (the
+    prototype's device cannot hold it; Dask's arg reductions rely on that error to choose their dict form)."""
+    from ._array import Array
+    if dtype is not None and device is None and isinstance(a, Array) and a._device.kind != "cpu" and \
+            is_host_dtype(np.dtype(dtype)):
+        raise TypeError(f"{fname}_like: a {kind_name(np.dtype(dtype))} dtype lives on the CPU device only, and the "
+                        f"prototype is on {a._device}: pass device='cpu'")
     h = host_value(a)
     if not isinstance(h, np.ndarray):
         h = np.asarray(h)
