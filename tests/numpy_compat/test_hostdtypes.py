@@ -81,6 +81,12 @@ def test_other_devices_and_the_standard_refuse(dev):
                 x.to_device(dev)
             with pytest.raises(TypeError, match="CPU device only"):
                 gp.asarray(x, device=dev)
+        # a prototype on the device: no implied move to the CPU (CuPy raises here too; Dask's argmax relies on it)
+        v = gp.ones((2, 1), device=dev)
+        for fn in (gp.empty_like, gp.zeros_like, numpy.empty_like):
+            with pytest.raises(TypeError, match="CPU device only"):
+                fn(v, dtype=[("vals", "f8"), ("arg", "i8")])
+        assert gp.empty_like(v, dtype=REC, device="cpu").device == gp.Device("cpu")
     from gpk_array._ops import creation as std
     with pytest.raises(TypeError, match="string dtypes are host-only"):
         std.zeros(2, dtype="U1")
