@@ -7,11 +7,14 @@
 #            torch), jit and pykernel (user kernels beside CuPy RawKernel), attention --quick
 #   peers    the peers' suites on cuda:0 beside array_api_strict, torch and CuPy, the scikit-learn and SciPy probes
 #   dask     tests/dask on cuda:0 and the Dask benchmark (dask and distributed staged in .gpu/)
+#   probe    the NumPy probe (issue 30) on cuda:0, after prebuild fills the kernel cache (a fresh machine otherwise
+#            spends minutes compiling gpk_array's .cu modules inside the probe); numpy-100's solutions travel as
+#            .gpu/numpy100.ktx (git --git-dir /work/.mirror/rougier+numpy-100/repo show HEAD:source/exercises100.ktx)
 # Every phase writes its printed output and JSON under $OUT (or ./gpu_out) and ends with a summary line per step.
 set -uo pipefail
 out="${OUT:-gpu_out}"
 mkdir -p "$out"
-phase="${1:?usage: scripts/gpu_session.sh tests|bench|peers|dask}"
+phase="${1:?usage: scripts/gpu_session.sh tests|bench|peers|dask|probe}"
 commit="$(git rev-parse --short HEAD 2>/dev/null || echo "${GPK_COMMIT:-unknown}")"
 summary="$out/summary_$phase.txt"
 : > "$summary"
@@ -56,6 +59,13 @@ dask)
     python3 -m pip install -q --no-deps -e . > /dev/null 2>&1 || true   # the dask.array.backends entry point
     step dask_tests 240 python3 -m pytest -q -rs tests/dask -p no:cacheprovider
     step dask_bench 240 python3 -m benchmarks dask --json "$out/dask_bench.json"
+    ;;
+probe)
+    step prebuild 200 python3 -m gpk_array._kernels.prebuild --jobs 16
+    step numpy_probe_1 170 python3 -m conformance.numpy_probe --device cuda:0 --numpy100 .gpu/numpy100.ktx \
+        --timeout 120 --part 1/2 --json "$out/numpy_probe_cuda_1.json"
+    step numpy_probe_2 170 python3 -m conformance.numpy_probe --device cuda:0 --timeout 120 --part 2/2 \
+        --json "$out/numpy_probe_cuda_2.json"
     ;;
 *)
     echo "unknown phase $phase" >&2
