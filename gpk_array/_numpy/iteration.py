@@ -73,7 +73,40 @@ def _writable_broadcast(xp, d, shape):
     return xp.lib.stride_tricks.as_strided(d, shape=shape, strides=st)
 
 
-class nditer:
+class IterProtocol:
+    """The Python protocol of nditer and of nested_iters' levels, over their ``_value(i)``, ``value``, ``nop``,
+    ``finished``, ``iternext()`` and ``close()``: ``it[i]`` (operand i's current value, a slice gives a tuple),
+    ``len(it)`` (the operand count), ``next(it)`` (the first call gives the first element, each later one advances)
+    and ``with it:`` (``close()`` on exit)."""
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self._value(k) for k in range(self.nop)[i])
+        return self._value(i)
+
+    def __len__(self):
+        return self.nop
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._started:
+            self.iternext()
+        else:
+            self._started = True
+        if self.finished:
+            raise StopIteration
+        return self.value
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class nditer(IterProtocol):
     """NumPy's multi-dimensional iterator over one or more broadcast operands."""
 
     def __init__(self, op, flags=None, op_flags=None, op_dtypes=None, order="K", casting="safe", op_axes=None,
@@ -311,11 +344,6 @@ class nditer:
             return self._value(0)
         return tuple(self._value(i) for i in range(self.nop))
 
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return tuple(self._value(k) for k in range(self.nop)[i])
-        return self._value(i)
-
     def __setitem__(self, i, value):
         """``it[i] = v``: v written into operand i at the current element (the current chunk with
         ``external_loop``); ``it[i:j] = (v, ...)`` for several operands."""
@@ -337,28 +365,7 @@ class nditer:
                 v = v.reshape(target.shape)
         target[...] = v
 
-    def __len__(self):
-        return self.nop
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self._started:
-            self.iternext()
-        else:
-            self._started = True
-        if self.finished:
-            raise StopIteration
-        return self.value
-
     # --- context (copies in another dtype are written back on exit, as NumPy's; views write through at once) ----
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
     def close(self):
         """Write the copies of operands iterated in another dtype (``op_dtypes`` with ``updateifcopy`` or
         ``buffered``) back into them, cast; every other value is a view that wrote through at once."""

@@ -8,7 +8,7 @@ to the host; writing through a view of a writable operand stays on the device).
 import numpy as _np
 
 from ._util import PY_SCALARS, data, dev_of, new
-from .iteration import nditer
+from .iteration import IterProtocol, nditer
 
 __all__ = ["broadcast", "nested_iters"]
 
@@ -75,7 +75,7 @@ class broadcast:
         return f"<gpk_array broadcast of {self.numiter} operand(s), shape {self.shape}>"
 
 
-class _Level:
+class _Level(IterProtocol):
     """One of the linked iterators ``nested_iters`` returns: it runs over its axes (C order of the list given);
     the values are the operands' elements at the current position of every level."""
 
@@ -151,32 +151,6 @@ class _Level:
         if self._s.base._single:
             return self._value(0)
         return tuple(self._value(i) for i in range(self.nop))
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return tuple(self._value(k) for k in range(self.nop)[i])
-        return self._value(i)
-
-    def __len__(self):
-        return self.nop
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self._started:
-            self.iternext()
-        else:
-            self._started = True
-        if self.finished:
-            raise StopIteration
-        return self.value
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def close(self):
         """Nothing to do: values are views that write through at once."""
