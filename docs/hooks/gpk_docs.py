@@ -115,11 +115,17 @@ def _fmt(v):
         return "(" + ", ".join(str(x) for x in v) + (",)" if len(v) == 1 else ")")
     if v is None:
         return ""
-    return str(v).replace("|", "\\|")
+    return _md(str(v))
+
+
+def _md(text):
+    """text for a Markdown table cell: pipes and brackets escaped (a benchmark named ``k[total, block](...)`` is
+    no link)."""
+    return text.replace("|", "\\|").replace("[", "\\[").replace("]", "\\]")
 
 
 def _table(rows, cols):
-    lines = ["| " + " | ".join(c.replace("_", " ") for c in cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(_md(c.replace("_", " ")) for c in cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(_fmt(r.get(c)) for c in cols) + " |")
     return "\n".join(lines)
@@ -156,7 +162,7 @@ def _kind_section(kind, path, env, rows):
                 flat = _flatten(v)
                 if flat:
                     parts += [f"**{name}**", "", "| figure | value |", "|---|---|"]
-                    parts += [f"| {k} | {_fmt(x)} |" for k, x in flat.items()]
+                    parts += [f"| {_md(k)} | {_fmt(x)} |" for k, x in flat.items()]
                     parts.append("")
                 runs = v.get("runs")
                 if isinstance(runs, list) and runs and isinstance(runs[0], dict):
@@ -207,7 +213,7 @@ def _sched_tables(rows):
         if isinstance(v, dict):
             flat = _flatten(v)
             out += [f"{name.capitalize()}:", "", "| figure | value |", "|---|---|"]
-            out += [f"| {k} | {_fmt(x)} |" for k, x in flat.items()]
+            out += [f"| {_md(k)} | {_fmt(x)} |" for k, x in flat.items()]
             out.append("")
     return "\n".join(out)
 
