@@ -268,7 +268,9 @@ def _conj(self):
 def _T(self):
     """NumPy's ``x.T``: every axis reversed, for any number of dimensions (a vector is returned unchanged in
     shape); a view."""
-    return _viewof(new(self._data.T, self._device), self)
+    r = new(self._data.T, self._device)
+    r._base = self      # always a view of self's memory
+    return r
 
 
 def _get_real(self):

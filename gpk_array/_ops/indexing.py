@@ -148,16 +148,6 @@ def getitem(x, key):
                 check_index_arrays(x, k)
             return new(x._data[k], dev)
         if c is tuple:
-            # fast path: one in-bounds int per axis (a single element)
-            shape = x._data.shape
-            if len(key) == len(shape):
-                for k, n in zip(key, shape):
-                    if k.__class__ is not int or not -n <= k < n:
-                        break
-                else:
-                    r = new(x._data[key], dev)
-                    r._base = x
-                    return r
             if dev is CPU:
                 # fast path: ints and slices on the CPU device, where NumPy's own checks raise what _check_ints
                 # would (IndexError, with the axis and size named)
@@ -168,6 +158,17 @@ def getitem(x, key):
                     r = new(x._data[key], dev)
                     r._base = x
                     return r
+            else:
+                # fast path: one in-bounds int per axis (a single element)
+                shape = x._data.shape
+                if len(key) == len(shape):
+                    for k, n in zip(key, shape):
+                        if k.__class__ is not int or not -n <= k < n:
+                            break
+                    else:
+                        r = new(x._data[key], dev)
+                        r._base = x
+                        return r
         k = _key(key, dev)
         _check_ints(x, k)
         if dev is not CPU:
