@@ -234,3 +234,15 @@ def test_fft_roundtrip_against_strict():
     for name in ("rfft", "rfftn", "ihfft"):
         compare(name, r, module="fft", rtol=1e-10)
     assert math.isclose(float(xp.max(xp.abs(xp.fft.ifft(xp.fft.fft(x)) - x))), 0, abs_tol=1e-12)
+
+
+def test_reciprocal_of_a_subnormal_complex_overflows_as_numpys():
+    """Hypothesis' find: 1 / x by division gives NaN for a subnormal complex modulus; NumPy's reciprocal (the
+    oracle's) gives the overflowed quotient. Zeros and non-finite values keep division's special cases."""
+    for dt in (np.complex64, np.complex128):
+        tiny = np.finfo(dt).smallest_subnormal
+        v = np.array([tiny * 1j, tiny + 0j, 0j, 2 + 0j, complex("inf"), complex("nan")], dtype=dt)
+        with np.errstate(all="ignore"):
+            want = np.where(np.isfinite(v) & (v != 0), np.reciprocal(v), np.true_divide(1, v))
+        got = np.asarray(xp.reciprocal(xp.asarray(v)))
+        np.testing.assert_array_equal(got, want)

@@ -307,8 +307,23 @@ subtract = _binary("subtract")
 def reciprocal(x, /, *, out=None):
     """1 / x (standard: elementwise_functions.reciprocal); integer input gives floating output."""
     x = as_array(x)
-    if _dt.kind(x.dtype) in "biu":
+    k = _dt.kind(x.dtype)
+    if k in "biu":
         return divide(1.0, x, out=out)
+    if k == "c":
+        # 1 / x by division gives NaN for a finite nonzero x of subnormal modulus (its square underflows) where the
+        # backend's reciprocal gives the overflowed quotient; zeros and non-finite x keep division's special cases
+        dev = x._device
+        xp = dev.xp
+        d = x._data
+        with np.errstate(all="ignore"):
+            q = xp.true_divide(1, d)
+            r = xp.where(xp.isnan(q) & xp.isfinite(d) & (d != 0), xp.reciprocal(d), q)
+        if out is None:
+            return new(r, dev)
+        o = _out_data(out, dev)
+        o[...] = r
+        return out
     return divide(1, x, out=out)
 
 
