@@ -160,3 +160,10 @@ def acc_dtype(dt, dtype=None):
     if k == "u" and dt.itemsize < 8:
         return _np.dtype(_np.uint64)
     return dt
+
+
+def viewof(r, parent):
+    """r (a new Array) records parent as the array it views, when it shares parent's memory."""
+    if r is not parent and r._data.base is not None:
+        r._base = parent
+    return r

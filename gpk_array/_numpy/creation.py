@@ -28,6 +28,16 @@ __all__ = ["array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarra
 
 
 # --- conversion -----------------------------------------------------------------------------------------------
+def _target_device(obj, device):
+    """Where array/asarray put obj's data: device= when given, else an Array's own device, else the device of an
+    Array nested in lists, else the default device."""
+    if device is not None:
+        return as_device(device)
+    if obj.__class__ is Array:
+        return obj._device
+    return _tree_device(obj) or default_device()
+
+
 def _tree_device(obj, depth=0):
     """The device of an Array inside nested lists/tuples, looking at the first and last entries of each level
     (None if there is none there: the data then goes through the standard's conversion, which refuses nesting
@@ -106,12 +116,7 @@ def array(object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, lik
     a host-only dtype (strings, records, dates) gives an array on the CPU device (gpk_array/_hostdata.py)."""
     try:
         dt = dtype_arg(dtype)
-        if device is not None:
-            dev = as_device(device)
-        elif object.__class__ is Array:
-            dev = object._device
-        else:
-            dev = _tree_device(object) or default_device()
+        dev = _target_device(object, device)
         cp = True if copy is True else (False if copy is False else None)
         r = _from_object(object, dt, dev, cp)
     except TypeError as e:
@@ -138,12 +143,7 @@ def asarray(a, dtype=None, order=None, *, device=None, copy=None, like=None):
             return a
     try:
         dt = dtype_arg(dtype)
-        if device is not None:
-            dev = as_device(device)
-        elif a.__class__ is Array:
-            dev = a._device
-        else:
-            dev = _tree_device(a) or default_device()
+        dev = _target_device(a, device)
         r = _from_object(a, dt, dev, copy)
     except TypeError as e:
         if copy is False:

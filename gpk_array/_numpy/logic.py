@@ -2,6 +2,7 @@
 (isclose, allclose, array_equal, isscalar, shape, nan_to_num, sinc, angle, unwrap, round/around, fix, ...)."""
 import numpy as _np
 
+from .. import _dtypes as _dt
 from .._array import Array
 from .._device import CPU
 from .._ops import elementwise as _ew
@@ -133,7 +134,7 @@ def iscomplex(x):
 def isreal(x):
     """Element-wise: whether the imaginary part is zero (all True for a real dtype; for strings, NumPy's answer)."""
     a = to_array(x)
-    if a._data.dtype.kind in "USMmV":
+    if a._data.dtype.kind in _dt.HOST_KINDS:
         from .. import _hostdata
         return _hostdata.call(_np.isreal, a)
     xp = a._device.xp

@@ -12,11 +12,7 @@ import numpy as _np
 from .. import _dtypes as _dt
 from .._array import check_writeable, readonly, set_writeable
 from ._util import data_or_scalar, new
-
-
-def _viewof(r, parent):
-    from .methods import _viewof as v
-    return v(r, parent)
+from ._util import viewof as _viewof
 
 
 def astype_same_value(self, d, dt, order):

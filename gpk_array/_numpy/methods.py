@@ -23,6 +23,7 @@ from . import shaping as _sh
 from . import memory as _mem
 from . import sorting as _so
 from ._util import data_or_scalar, host, new, std_fn
+from ._util import viewof as _viewof
 
 
 def _reshape(self, *shape, order="C", copy=None):
@@ -127,13 +128,6 @@ def _view(self, dtype=None, type=None):
         if fin is not None:
             fin(self)
         return sub
-    return r
-
-
-def _viewof(r, parent):
-    """r (a new Array) records parent as the array it views, when it shares parent's memory."""
-    if r is not parent and r._data.base is not None:
-        r._base = parent
     return r
 
 

@@ -18,6 +18,7 @@ import inspect as _inspect
 import numpy as _np
 
 from .. import _hooks
+from .._dtypes import HOST_KINDS
 from .._array import Array
 from .._device import CPU, as_device
 from .._ops._common import new, oom_guard
@@ -60,7 +61,7 @@ def _out(v, device):
     """A draw on the host moved to the device (default device when None); scalars stay scalars. A draw of
     strings, dates or records (``choice`` of such values) stays on the CPU device (gpk_array/_hostdata.py)."""
     if isinstance(v, _np.ndarray):
-        if v.dtype.kind in "USMmV":
+        if v.dtype.kind in HOST_KINDS:
             from .. import _hostdata
             return _hostdata.host_array(v, device)
         return _std_asarray(v, device=as_device(device))
