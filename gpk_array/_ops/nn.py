@@ -128,10 +128,11 @@ def _activate(y, activation, xp):
         return y
     if activation == "relu":
         return xp.maximum(y, 0)
+    # silu and gelu below -1e30 are their limit -0 (y * 0 would be NaN at -inf), as every CUDA path gives
     if activation == "silu":
-        return y * (0.5 + 0.5 * xp.tanh(0.5 * y))  # y * sigmoid(y), without overflow in exp
+        return xp.maximum(y, -1e30) * (0.5 + 0.5 * xp.tanh(0.5 * y))  # y * sigmoid(y), without overflow in exp
     if activation == "gelu":
-        return 0.5 * y * (1.0 + _erf(y * (1.0 / math.sqrt(2.0)), xp))
+        return 0.5 * xp.maximum(y, -1e30) * (1.0 + _erf(y * (1.0 / math.sqrt(2.0)), xp))
     if activation == "gelu_tanh":
         return 0.5 * y * (1.0 + xp.tanh(_SQRT_2_OVER_PI * (y + 0.044715 * (y * y * y))))
     raise ValueError(f"unknown activation {activation!r}: use one of {ACTIVATIONS}")
@@ -327,7 +328,10 @@ def softmax(x, axis=-1):
 
 @oom_guard
 def gelu(x, approximate="none"):
-    """GELU: ``x * Phi(x)`` (approximate="none", with erf) or its tanh approximation ("tanh", GPT-2's gelu_new)."""
+    """GELU: ``x * Phi(x)`` (approximate="none", with erf) or its tanh approximation ("tanh", GPT-2's gelu_new).
+
+    gelu(-inf) is the limit -0 ("none"; silu likewise in ``linear``), on every path and device; "tanh" follows its
+    formula (NaN at -inf, as torch's)."""
     activation = _gelu_name(approximate)
     (x,), dev = _operands("gelu", x)
     y = None

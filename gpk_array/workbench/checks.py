@@ -83,18 +83,19 @@ def _erf(x):
 
 
 def activation(name, y):
-    """float64 ``name`` of y (None: identity): relu, gelu (x Phi(x), erf), gelu_tanh, silu."""
+    """float64 ``name`` of y (None: identity): relu, gelu (x Phi(x), erf), gelu_tanh, silu; gelu and silu take
+    their limit -0 at -inf, as gpk_array's own paths do (the formulas alone give -inf * 0 = NaN)."""
     if name is None:
         return y
     with np.errstate(all="ignore"):
         if name == "relu":
             return np.maximum(y, 0.0)
         if name == "gelu":
-            return 0.5 * y * (1.0 + _erf(y / math.sqrt(2.0)))
+            return 0.5 * np.maximum(y, -1e30) * (1.0 + _erf(y / math.sqrt(2.0)))  # the limit -0 at -inf
         if name == "gelu_tanh":
             return 0.5 * y * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (y + 0.044715 * y ** 3)))
         if name == "silu":
-            return y / (1.0 + np.exp(-y))
+            return np.maximum(y, -1e30) / (1.0 + np.exp(-y))
     raise ValueError(f"unknown activation {name!r}")
 
 

@@ -158,6 +158,37 @@ def test_softmax_and_gelu(device, dtype):
 
 
 @pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("m,k,n", [(5, 16, 8), (256, 768, 3072)])
+def test_gelu_and_silu_at_infinity_are_their_limits(device, dtype, m, k, n):
+    """gelu(-inf) = silu(-inf) = -0 (x Phi(x) and x sigmoid(x) tend to 0), +inf at +inf, NaN at NaN, on every path:
+    the elementwise gelu and linear's activations (on CUDA the fused kernels: the small-M kernel, the CUTLASS
+    epilogues at GPT-2's MLP shape), so that the answer does not depend on the shape; gelu_tanh keeps its formula's
+    NaN at -inf (as torch's gelu(approximate="tanh"))."""
+    dt = DTYPES[dtype][0]
+    vals = np.array([-np.inf, np.inf, np.nan, -3.0, 2.0])
+    phi = np.array([0.0, 1.0, np.nan, 0.5 * math.erfc(3.0 / math.sqrt(2.0)), 0.5 * math.erfc(-2.0 / math.sqrt(2.0))])
+    want = {"gelu": np.where(vals == -np.inf, -0.0, vals * np.where(np.isinf(vals), 1.0, phi)),
+            "silu": np.where(vals == -np.inf, -0.0, vals / (1.0 + np.exp(-np.where(np.isinf(vals), 0.0, vals))))}
+    want["silu"][1] = np.inf
+    x = np.zeros((m, k))
+    x[:, 0] = np.resize(vals, m)
+    w = np.ones((n, k))
+    tol = DTYPES[dtype][1] * 4
+    for act in ("gelu", "silu"):
+        y = host(gp.linear(dev_array(x, device, dt), dev_array(w, device, dt), dev_array(np.zeros(n), device, dt),
+                           activation=act))
+        got = y[:5].T  # (n, 5): every column holds one input value
+        exp = np.broadcast_to(want[act], got.shape)
+        assert np.array_equal(np.isnan(got), np.isnan(exp)), (act, got[0])
+        assert np.array_equal(np.signbit(got[:, :2]), np.signbit(exp[:, :2])) and (got[:, :2] == exp[:, :2]).all(), \
+            (act, got[0])
+        assert np.allclose(got[:, 3:], exp[:, 3:], rtol=tol, atol=tol), (act, got[0])
+    g = host(gp.gelu(dev_array(vals, device, dt)))
+    assert np.signbit(g[0]) and g[0] == 0 and g[1] == np.inf and np.isnan(g[2]), g
+    assert np.isnan(host(gp.gelu(dev_array(vals, device, dt), approximate="tanh"))[0])
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
 @pytest.mark.parametrize("lq,lk,causal,masked", [(9, 9, True, False), (1, 9, True, False), (4, 9, True, True),
                                                   (6, 6, False, True), (5, 7, False, False)])
 def test_attention(device, dtype, lq, lk, causal, masked):

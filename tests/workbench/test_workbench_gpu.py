@@ -30,7 +30,7 @@ def _snapshot(d):
 def _full_path(name, ws, reg, floor=1.02, bootstrap=False):
     vpath, v = api.validate(name, base=ws)
     assert not v["planned"] and v["env"]["gpu"]["compute_capability"] == "90"
-    assert v["summary"]["passed"], (v["summary"], [r for r in v["results"] if not r.get("passed", True)])
+    assert v["summary"]["passed"], json.dumps([v["summary"], [r for r in v["results"] if not r.get("passed", True)]])
     bpath, b = api.bench(name, base=ws, warmup=3, repeats=10)
     ratio = b["summary"]["median_ratio_vs_incumbent"]
     print(f"\n{name}: median ratio vs incumbent {ratio}, vs cuBLASLt {b['summary'].get('median_ratio_vs_cublaslt')}")

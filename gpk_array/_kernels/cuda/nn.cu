@@ -300,9 +300,9 @@ __device__ void argmax_rows(const T* __restrict__ x, long long* __restrict__ out
 __device__ __forceinline__ float activate(float v, int act) {
   switch (act) {
     case 1: return v != v ? v : fmaxf(v, 0.f);  // NaN stays NaN, as NumPy's maximum(v, 0)
-    case 2: return 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+    case 2: return v < -1e30f ? -0.f : 0.5f * v * (1.f + erff(v * 0.70710678118654752f));  // limit -0 at -inf
     case 3: return 0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-    case 4: return v / (1.f + __expf(-v));
+    case 4: return v < -1e30f ? -0.f : v / (1.f + __expf(-v));
     default: return v;
   }
 }

@@ -54,13 +54,17 @@ struct URsqrt : Math { template <class C> static __device__ __forceinline__ C f(
 struct USigmoid : Math {
   template <class C> static __device__ __forceinline__ C f(C x) { return C(1) / (C(1) + m_exp(-x)); }
 };
+// silu and gelu at x < -1e30 are their limit -0 (the formulas give -inf * 0 = NaN at -inf), as the fused GEMM
+// epilogues (gpk_epilogue.h) give.
 struct USilu : Math {
-  template <class C> static __device__ __forceinline__ C f(C x) { return x / (C(1) + m_exp(-x)); }
+  template <class C> static __device__ __forceinline__ C f(C x) {
+    return x < C(-1e30) ? C(-0.0) : x / (C(1) + m_exp(-x));
+  }
 };
 // GELU, exact form: x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2))).
 struct UGelu : Math {
   template <class C> static __device__ __forceinline__ C f(C x) {
-    return C(0.5) * x * (C(1) + m_erf(x * C(0.70710678118654752440)));
+    return x < C(-1e30) ? C(-0.0) : C(0.5) * x * (C(1) + m_erf(x * C(0.70710678118654752440)));
   }
 };
 // GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
