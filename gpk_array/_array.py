@@ -8,6 +8,7 @@ import numpy as np
 from . import _dtypes as _dt
 from . import _hooks
 from ._device import CPU, Device, as_device
+from ._errors import TruthValueError
 from . import _hostdata  # a lazy submodule (gpk_array/_lazy.py): run on the first host-only array
 from ._dtypes import HostData as _HostData
 
@@ -113,6 +114,9 @@ class Array:
         return self._data.reshape(()).item() if self._device is CPU else self._data.get().reshape(()).item()
 
     def __bool__(self):
+        if self._data.size != 1:
+            raise TruthValueError(f"the truth value of an array with {self._data.size} elements (shape "
+                                  f"{self._data.shape}) is ambiguous: use any() or all()")
         v = self._scalar("bool")
         return bool(v)
 

@@ -13,6 +13,11 @@ class DeviceError(ValueError, GpkArrayError):
     """A device is unknown or unusable, or arrays on different devices were mixed."""
 
 
+class TruthValueError(ValueError, TypeError, GpkArrayError):
+    """``bool(x)`` of an array without exactly one element: NumPy's ValueError (the truth value is ambiguous), also a
+    TypeError, as gpk_array raised before and as ``int(x)``/``float(x)`` raise."""
+
+
 class HostOnlyError(TypeError, GpkArrayError):
     """Device memory was asked for something only host memory gives: an implicit conversion to NumPy
     (``numpy.asarray(x)`` of an array on a CUDA device), or a NumPy function or ufunc gpk_array has no device

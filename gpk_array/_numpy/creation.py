@@ -462,10 +462,13 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0, *, device=
     if s0 == 0 or s1 == 0:
         raise ValueError("geometric sequence cannot include zero")
     dev = dev_arg(device, start, stop)
-    xp = dev.xp
+    # up to 2^16 samples NumPy computes them and they are copied to the device: NumPy's values to the bit (CuPy's
+    # power rounds differently in the last place, which dtype=int shows: 63 against NumPy's 63.99999 -> 63)
+    xp = _np if num <= 65536 else dev.xp
+    on = CPU if xp is _np else dev
     if isinstance(s0, complex) or isinstance(s1, complex):
         ls, le = _np.log10(complex(s0)), _np.log10(complex(s1))
-        r = xp.power(10.0, linspace(ls, le, num, endpoint=endpoint, device=dev)._data)
+        r = xp.power(10.0, linspace(ls, le, num, endpoint=endpoint, device=on)._data)
         if num > 0:
             r[0] = s0
         if num > 1 and endpoint:
@@ -475,7 +478,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0, *, device=
         a, b = s0 / sign, s1 / sign
         if b < 0:
             raise ValueError("geomspace endpoints of opposite sign need complex input")
-        r = xp.power(10.0, linspace(math.log10(a), math.log10(b), num, endpoint=endpoint, device=dev)._data)
+        r = xp.power(10.0, linspace(math.log10(a), math.log10(b), num, endpoint=endpoint, device=on)._data)
         if num > 0:
             r[0] = a
         if num > 1 and endpoint:
@@ -485,7 +488,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0, *, device=
         r = xp.moveaxis(r, 0, normalize_axis(axis, r.ndim))
     if dtype is not None:
         r = r.astype(_dt.to_dtype(dtype), copy=False)
-    return new(r, dev)
+    return new(r, dev) if on is dev else _from_object(r, None, dev)
 
 
 @oom_guard

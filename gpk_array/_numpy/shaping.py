@@ -422,7 +422,48 @@ def pad(array, pad_width, mode="constant", **kwargs):
     if callable(mode) and xp is not _np:
         return _pad_callable(x, pad_width, mode, kwargs)
     kw = {k: _host_param(v) for k, v in kwargs.items()}
+    if mode == "median" and xp is not _np:  # CuPy's pad has no median mode
+        return _pad_median(x, _host_param(pad_width), kw)
     return new(xp.pad(x._data, _host_param(pad_width), mode=mode, **kw), x._device)
+
+
+def _pad_median(x, pad_width, kwargs):
+    """NumPy's pad(mode="median") on the device: axis after axis, each side filled with the median of the first
+    (last) stat_length entries along the axis of the array padded so far, rounded for integer dtypes."""
+    unknown = set(kwargs) - {"stat_length"}
+    if unknown:
+        raise ValueError(f"unsupported keyword arguments for mode 'median': {sorted(unknown)}")
+    xp, d = x._device.xp, x._data
+    pw = _np.broadcast_to(_np.asarray(pad_width), (d.ndim, 2)).astype(_np.intp)
+    if (pw < 0).any():
+        raise ValueError("index can't contain negative values")
+    sl = kwargs.get("stat_length")
+    if sl is not None:
+        sl = _np.broadcast_to(_np.asarray(sl), (d.ndim, 2)).astype(_np.intp)
+        if (sl < 0).any():
+            raise ValueError("index can't contain negative values")
+    for axis in range(d.ndim):
+        parts = []
+        for side, count in enumerate(pw[axis]):
+            if count == 0:
+                continue
+            n = d.shape[axis]
+            length = n if sl is None else min(int(sl[axis][side]), n)
+            if length == 0:
+                raise ValueError("stat_length of 0 yields no value for padding")
+            window = [slice(None)] * d.ndim
+            window[axis] = slice(0, length) if side == 0 else slice(n - length, n)
+            m = xp.median(d[tuple(window)], axis=axis, keepdims=True)
+            if d.dtype.kind in "biu":
+                m = xp.around(m)
+            shape = list(d.shape)
+            shape[axis] = int(count)
+            parts.append((side, xp.broadcast_to(m.astype(d.dtype), tuple(shape))))
+        if parts:
+            before = [p for side, p in parts if side == 0]
+            after = [p for side, p in parts if side == 1]
+            d = xp.concatenate(before + [d] + after, axis=axis)
+    return new(xp.ascontiguousarray(d), x._device)
 
 
 def _pad_callable(x, pad_width, function, kwargs):

@@ -88,7 +88,11 @@ def _quantile(fname, a, q, axis, out, method, keepdims, weights, interpolation, 
             r = r.reshape(r.shape + kept)
         else:
             r = getattr(xp, fname)(d, qq, axis=ax, method=method, overwrite_input=bool(overwrite_input))
-        r = _keep(xp.asarray(r), d.shape, axis, keepdims)
+        r = xp.asarray(r)
+        if d.dtype.kind in "fc":  # (overwrite_input permutes values within their slices only)
+            # NumPy's: NaN where the slice holds a NaN (CuPy's sort puts NaNs last and interpolates past them)
+            r = xp.where(xp.isnan(d).any(axis=ax), xp.asarray(_np.nan, dtype=r.dtype), r)
+        r = _keep(r, d.shape, axis, keepdims)
     return finish(xp.asarray(r), dev, out)
 
 

@@ -15,6 +15,8 @@ import numpy as _np
 
 from .. import _dtypes as _dt
 from .._array import Array, check_writeable_any
+from .._device import CPU
+from .._ops import _fperr
 from .._ops import elementwise as _ew
 from .._ops._common import as_array
 from . import ufunc_types as _ut
@@ -264,10 +266,12 @@ def _np_unary(bname, float_only=False):
             x = as_array(x)
         dev = x._device
         f = getattr(dev.xp, bname)
-        if out is None:
-            return new(f(x._data), dev)
-        f(x._data, out=out_data(out, dev))
-        return out
+        r = f(x._data) if out is None else f(x._data, out=out_data(out, dev))
+        if dev is not CPU:
+            m = _fperr.modes()
+            if m is not None:
+                _fperr.check(bname, r, dev.xp, x._data, m=m)
+        return new(r, dev) if out is None else out
     fn.__name__ = bname
     return fn
 
@@ -276,10 +280,12 @@ def _np_binary(bname):
     def fn(x1, x2, /, *, out=None):
         a, b, dev = _ew.binary_operands(x1, x2)
         f = getattr(dev.xp, bname)
-        if out is None:
-            return new(f(a, b), dev)
-        f(a, b, out=out_data(out, dev))
-        return out
+        r = f(a, b) if out is None else f(a, b, out=out_data(out, dev))
+        if dev is not CPU:
+            m = _fperr.modes()
+            if m is not None:
+                _fperr.check(bname, r, dev.xp, a, b, m=m)
+        return new(r, dev) if out is None else out
     fn.__name__ = bname
     return fn
 

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _dtypes as _dt
 from .. import _gpu, _hooks, _hostdata, _promotion
+from . import _fperr
 from .._array import _array_like, check_writeable
 from .._dtypes import HOST_KINDS as _HOST_KINDS
 from .._errors import DeviceError
@@ -139,17 +140,27 @@ def _unary(name, bname=None, doc="", complex_fix=False):
         try:
             if complex_fix and dev.kind == "cuda" and x._data.dtype.kind == "c":
                 r = _complex_special(bname, x._data, getattr(dev.xp, bname)(x._data), dev.xp)
+                if _fperr.modes() is not None:
+                    _fperr.check(bname, r, dev.xp, x._data, m=_fperr.modes())
                 return _finish(r, dev, out)
             if out is None:
                 d = x._data
-                if _hooks.prealloc_hook is not None and dev is CPU:
-                    _precheck(getattr(np, bname), d)
-                if dev is not CPU and d.size >= _gpu.OWN_KERNELS_MIN:
-                    r = _gpu.unary(bname, d)
-                    if r is not None:
-                        return new(r, dev)
-                return new(getattr(dev.xp, bname)(d), dev)
-            getattr(dev.xp, bname)(x._data, out=_out_data(out, dev))
+                if dev is CPU:
+                    if _hooks.prealloc_hook is not None:
+                        _precheck(getattr(np, bname), d)
+                    return new(getattr(np, bname)(d), dev)
+                r = _gpu.unary(bname, d) if d.size >= _gpu.OWN_KERNELS_MIN else None
+                if r is None:
+                    r = getattr(dev.xp, bname)(d)
+                m = _fperr.modes()
+                if m is not None:
+                    _fperr.check(bname, r, dev.xp, d, m=m)
+                return new(r, dev)
+            r = getattr(dev.xp, bname)(x._data, out=_out_data(out, dev))
+            if dev is not CPU:
+                m = _fperr.modes()
+                if m is not None:
+                    _fperr.check(bname, r, dev.xp, x._data, m=m)
             return out
         except MemoryError as e:
             raise_oom(e)
@@ -161,7 +172,9 @@ def _unary(name, bname=None, doc="", complex_fix=False):
     return fn
 
 
-def _binary(name, bname=None, doc=""):
+def _binary(name, bname=None, doc="", device_check=None):
+    """The standard's binary function ``name`` (NumPy's/CuPy's ``bname``) and its operator; ``device_check(a, b)``
+    runs before the computation on a device other than the CPU (NumPy's own checks run there)."""
     bname = bname or name
     np_fn = getattr(np, bname)
 
@@ -186,7 +199,13 @@ def _binary(name, bname=None, doc=""):
                 if _hooks.prealloc_hook is not None and dev is CPU:
                     _precheck(np_fn, a, b)
                 return new(np_fn(a, b) if dev is CPU else _on_device(a, b, dev.xp), dev)
-            getattr(dev.xp, bname)(a, b, out=_out_data(out, dev))
+            if device_check is not None and dev is not CPU:
+                device_check(a, b)
+            r = getattr(dev.xp, bname)(a, b, out=_out_data(out, dev))
+            if dev is not CPU:
+                m = _fperr.modes()
+                if m is not None:
+                    _fperr.check(bname, r, dev.xp, a, b, m=m)
             return out
         except MemoryError as e:
             raise_oom(e)
@@ -198,11 +217,17 @@ def _binary(name, bname=None, doc=""):
 
     def _on_device(a, b, xp):
         """CuPy's function, or our kernel for large array operands of one dtype (gpk_array/_gpu.py)."""
+        if device_check is not None:
+            device_check(a, b)
+        r = None
         if a.__class__ is b.__class__ and (a.size >= _gpu.OWN_KERNELS_MIN or b.size >= _gpu.OWN_KERNELS_MIN):
             r = _gpu.binary(bname, a, b)
-            if r is not None:
-                return r
-        return getattr(xp, bname)(a, b)
+        if r is None:
+            r = getattr(xp, bname)(a, b)
+        m = _fperr.modes()
+        if m is not None:
+            _fperr.check(bname, r, xp, a, b, m=m)
+        return r
 
     def operator(self, other):
         """The forward operator (x.__add__ and friends): the same fast path without a second call; an operand
@@ -299,7 +324,22 @@ minimum = _binary("minimum")
 multiply = _binary("multiply")
 nextafter = _binary("nextafter")
 not_equal = _binary("not_equal")
-pow = _binary("pow", "power")
+def _negative_int_power(a, b):
+    """NumPy's ValueError for an integer base and a negative integer exponent (CuPy computes a value): a Python
+    int is checked on the host, an exponent array with one reduction and one synchronization."""
+    if a.__class__ in PY_SCALARS or a.dtype.kind not in "iu":
+        return
+    if b.__class__ is int:
+        bad = b < 0
+    elif b.__class__ in PY_SCALARS or b.dtype.kind != "i" or b.size == 0:
+        return
+    else:
+        bad = bool((b < 0).any())
+    if bad:
+        raise ValueError("Integers to negative integer powers are not allowed.")
+
+
+pow = _binary("pow", "power", device_check=_negative_int_power)
 _remainder = _binary("remainder")
 subtract = _binary("subtract")
 
