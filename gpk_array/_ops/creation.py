@@ -370,9 +370,10 @@ def _arange(start, stop, step, dtype, device):
             # the standard's length ceil((stop - start) / step), values start + i * step
             data = dev.xp.arange(n, dtype=np.float64) * step + start
             return new(data.astype(dt, copy=False), dev)
-        if dev is not CPU and dt.kind in "iu" and not all(isinstance(v, (int, np.integer)) for v in (start, stop, step)):
-            # NumPy's rule for an integer dtype and a float bound or step (CuPy's differs): ceil((stop - start) / step)
-            # values first + i * (dtype(start + step) - dtype(start)), the cast truncating
+        if dev is not CPU and dt.kind in "iu" and not all(isinstance(v, (int, np.integer))
+                                                          for v in (start, stop, step)):
+            # NumPy's rule for an integer dtype and a float bound or step (CuPy's differs): ceil((stop - start) /
+            # step) values first + i * (dtype(start + step) - dtype(start)), the cast truncating
             count = max(0, int(np.ceil((stop - start) / step)))
             first = int(np.array(start).astype(dt))
             delta = int(np.array(start + step).astype(dt)) - first
