@@ -327,7 +327,9 @@ not_equal = _binary("not_equal")
 def _negative_int_power(a, b):
     """NumPy's ValueError for an integer base and a negative integer exponent (CuPy computes a value): a Python
     int is checked on the host, an exponent array with one reduction and one synchronization."""
-    if a.__class__ in PY_SCALARS or a.dtype.kind not in "iu":
+    if a.__class__ is int:  # 2 ** x: the Python int base is weak, the exponent array's dtype decides
+        pass
+    elif a.__class__ in PY_SCALARS or a.dtype.kind not in "iu":
         return
     if b.__class__ is int:
         bad = b < 0
