@@ -268,9 +268,7 @@ def _np_unary(bname, float_only=False):
         f = getattr(dev.xp, bname)
         r = f(x._data) if out is None else f(x._data, out=out_data(out, dev))
         if dev is not CPU:
-            m = _fperr.modes()
-            if m is not None:
-                _fperr.check(bname, r, dev.xp, x._data, m=m)
+            _fperr.after(bname, r, dev.xp, x._data)
         return new(r, dev) if out is None else out
     fn.__name__ = bname
     return fn
@@ -282,9 +280,7 @@ def _np_binary(bname):
         f = getattr(dev.xp, bname)
         r = f(a, b) if out is None else f(a, b, out=out_data(out, dev))
         if dev is not CPU:
-            m = _fperr.modes()
-            if m is not None:
-                _fperr.check(bname, r, dev.xp, a, b, m=m)
+            _fperr.after(bname, r, dev.xp, a, b)
         return new(r, dev) if out is None else out
     fn.__name__ = bname
     return fn

@@ -55,6 +55,14 @@ def _finite_and_nan(o, xp):
     return xp.isfinite(o), xp.isnan(o)
 
 
+def after(name, r, xp, *operands):
+    """What every device element-wise path calls with its result: nothing while no mode asks for a check, else
+    ``check``."""
+    m = modes()
+    if m is not None:
+        check(name, r, xp, *operands, m=m)
+
+
 def check(name, r, xp, *operands, m):
     """Handle the floating-point conditions of the device result ``r`` of NumPy's function ``name`` on
     ``operands`` under the error modes ``m``."""

@@ -140,8 +140,7 @@ def _unary(name, bname=None, doc="", complex_fix=False):
         try:
             if complex_fix and dev.kind == "cuda" and x._data.dtype.kind == "c":
                 r = _complex_special(bname, x._data, getattr(dev.xp, bname)(x._data), dev.xp)
-                if _fperr.modes() is not None:
-                    _fperr.check(bname, r, dev.xp, x._data, m=_fperr.modes())
+                _fperr.after(bname, r, dev.xp, x._data)
                 return _finish(r, dev, out)
             if out is None:
                 d = x._data
@@ -152,15 +151,11 @@ def _unary(name, bname=None, doc="", complex_fix=False):
                 r = _gpu.unary(bname, d) if d.size >= _gpu.OWN_KERNELS_MIN else None
                 if r is None:
                     r = getattr(dev.xp, bname)(d)
-                m = _fperr.modes()
-                if m is not None:
-                    _fperr.check(bname, r, dev.xp, d, m=m)
+                _fperr.after(bname, r, dev.xp, d)
                 return new(r, dev)
             r = getattr(dev.xp, bname)(x._data, out=_out_data(out, dev))
             if dev is not CPU:
-                m = _fperr.modes()
-                if m is not None:
-                    _fperr.check(bname, r, dev.xp, x._data, m=m)
+                _fperr.after(bname, r, dev.xp, x._data)
             return out
         except MemoryError as e:
             raise_oom(e)
@@ -203,9 +198,7 @@ def _binary(name, bname=None, doc="", device_check=None):
                 device_check(a, b)
             r = getattr(dev.xp, bname)(a, b, out=_out_data(out, dev))
             if dev is not CPU:
-                m = _fperr.modes()
-                if m is not None:
-                    _fperr.check(bname, r, dev.xp, a, b, m=m)
+                _fperr.after(bname, r, dev.xp, a, b)
             return out
         except MemoryError as e:
             raise_oom(e)
@@ -224,9 +217,7 @@ def _binary(name, bname=None, doc="", device_check=None):
             r = _gpu.binary(bname, a, b)
         if r is None:
             r = getattr(xp, bname)(a, b)
-        m = _fperr.modes()
-        if m is not None:
-            _fperr.check(bname, r, xp, a, b, m=m)
+        _fperr.after(bname, r, xp, a, b)
         return r
 
     def operator(self, other):
@@ -324,12 +315,13 @@ minimum = _binary("minimum")
 multiply = _binary("multiply")
 nextafter = _binary("nextafter")
 not_equal = _binary("not_equal")
+
+
 def _negative_int_power(a, b):
     """NumPy's ValueError for an integer base and a negative integer exponent (CuPy computes a value): a Python
     int is checked on the host, an exponent array with one reduction and one synchronization."""
-    if a.__class__ is int:  # 2 ** x: the Python int base is weak, the exponent array's dtype decides
-        pass
-    elif a.__class__ in PY_SCALARS or a.dtype.kind not in "iu":
+    # (a Python int base, 2 ** x, is weak: the exponent array's dtype decides)
+    if a.__class__ is not int and (a.__class__ in PY_SCALARS or a.dtype.kind not in "iu"):
         return
     if b.__class__ is int:
         bad = b < 0
