@@ -138,11 +138,16 @@ def test_integer_array_index_out_of_bounds_raises(device, how):
 
 
 def test_functions_without_a_complex_loop_raise_type_error(device):
-    """atan2 of a complex operand: NumPy's TypeError on both devices (CuPy's compiler failed on a Python complex)."""
+    """atan2 of a complex operand, nextafter of two complex arrays of one dtype: NumPy's TypeError on both devices
+    (CuPy's compiler failed on a Python complex, and on two complex64 arrays on the H200)."""
     with pytest.raises(TypeError):
         np.arctan2(True, 1j)
+    with pytest.raises(TypeError):
+        np.nextafter(np.zeros(2, np.complex64), np.zeros(2, np.complex64))
     x = xp.asarray([True, False], device=device)
-    for call in (lambda: xp.atan2(x, 1j), lambda: xp.atan2(xp.asarray(1.0, device=device), 1j)):
+    z = xp.zeros(3, dtype=xp.complex64, device=device)
+    for call in (lambda: xp.atan2(x, 1j), lambda: xp.atan2(xp.asarray(1.0, device=device), 1j),
+                 lambda: xp.nextafter(z, z), lambda: xp.nextafter(z[0], z[0]), lambda: xp.atan2(z, z)):
         with pytest.raises(TypeError):
             call()
 

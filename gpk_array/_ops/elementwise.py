@@ -188,6 +188,9 @@ def _binary(name, bname=None, doc="", device_check=None):
                     return new(_on_device(a, b, dev.xp), dev)
                 except MemoryError as e:
                     raise_oom(e)
+                except Exception as e:
+                    _no_loop(e, name, a, b)
+                    raise
         a, b, dev = binary_operands(x1, x2)
         try:
             if out is None:
@@ -246,6 +249,9 @@ def _binary(name, bname=None, doc="", device_check=None):
             return new(_on_device(a, b, dev.xp), dev)
         except MemoryError as e:
             raise_oom(e)
+        except Exception as e:
+            _no_loop(e, name, a, b)
+            raise
     operator.__name__ = f"__{name}__"
     fn.operator = operator
     return fn

@@ -57,6 +57,16 @@ _UFUNC_AT = {
 }
 
 
+# CuPy ufuncs whose kernels reach the CUDA compiler for operand types they have no loop for, so the call fails
+# with cupy.cuda.compiler.CompileException instead of a TypeError (seen on the H200: nextafter of two complex64
+# arrays, arctan2 of a complex Python scalar)
+_UFUNC_COMPILE_FAILS = {"nextafter", "arctan2"}
+
+
+class CompileException(Exception):
+    """Stands for cupy.cuda.compiler.CompileException (gpk_array matches it by class name)."""
+
+
 class FakeUfunc:
     """A NumPy ufunc standing for a cupy.ufunc: calls work; the methods CuPy lacks raise as CuPy's do."""
 
@@ -70,7 +80,13 @@ class FakeUfunc:
 
     def __call__(self, *args, **kwargs):
         with numpy.errstate(all="ignore"):  # a GPU raises no floating-point flags (gpk_array/_ops/_fperr.py)
-            return _dev_result(self._uf(*args, **kwargs))
+            try:
+                return _dev_result(self._uf(*args, **kwargs))
+            except TypeError as e:
+                if self.__name__ in _UFUNC_COMPILE_FAILS and ("loop" in str(e) or "input types" in str(e)):
+                    raise CompileException(f"fake nvrtc: no instance of overloaded function "
+                                           f"{self.__name__!r} matches the argument list") from None
+                raise
 
     def _unsupported(self, method):
         raise NotImplementedError(f"`cupy_{self.__name__}.{method}` is not supported yet")

@@ -356,3 +356,19 @@ def test_result_is_array(device):
     r = gp.add(gp.asarray([1, 2], device=device), 1)
     assert isinstance(r, gp.ndarray)
     assert isinstance(to_numpy(r), numpy.ndarray)
+
+
+def test_a_backend_compile_failure_is_numpys_type_error(device):
+    """CuPy compiles some ufuncs for operand types they have no loop for and fails in the CUDA compiler (the fake
+    device reproduces it for nextafter and arctan2): every call form gives NumPy's TypeError."""
+    z = gp.zeros(4, dtype=gp.complex64, device=device)
+    zn = numpy.zeros(4, numpy.complex64)
+    for want, got in ((lambda: numpy.nextafter(zn, zn), lambda: gp.nextafter(z, z)),
+                      (lambda: numpy.nextafter(zn, zn[:1]), lambda: gp.nextafter(z, z[:1])),
+                      (lambda: numpy.arctan2(zn, 1.0), lambda: gp.arctan2(z, 1.0)),
+                      (lambda: numpy.nextafter(zn, zn, out=numpy.empty(4, numpy.complex64)),
+                       lambda: gp.nextafter(z, z, out=gp.empty(4, dtype=gp.complex64, device=device)))):
+        with pytest.raises(TypeError):
+            want()
+        with pytest.raises(TypeError, match="nextafter|arctan2|atan2"):
+            got()
