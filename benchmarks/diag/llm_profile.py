@@ -18,7 +18,7 @@ import numpy as np
 def _graph_us(cp, fn, reps=24):
     """GPU microseconds of one call of fn inside a CUDA graph (reps calls captured, the graph replayed 5 times):
     what the op costs in a captured decode step, without the host's launch overhead."""
-    from gpk_array.llm.generate import CudaGraphs
+    from gpk_array.llm.graphs import CudaGraphs
     graphs = CudaGraphs()
 
     def many():

@@ -25,8 +25,9 @@ def run(out_json=None, V=50257, reps=200):
     import cupy as cp
 
     import gpk_array as gp
+    from gpk_array._device import as_device
     from gpk_array.llm.sampling import SamplingParams, SlotSampler
-    dev = "cuda:0"
+    dev = as_device("cuda:0")
     rows = []
     print(f"{'setting':18} {'batch':>5} {'spread':>6} {'us/step':>9} {'x greedy':>9}")
     for B in (1, 64):
