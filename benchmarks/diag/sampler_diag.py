@@ -3,9 +3,11 @@
     python -m benchmarks.diag.sampler_diag [--json OUT]
 
 For V = 50,257 float16 logits drawn from N(0, s^2) (s = 0.55 is what a random-weight GPT-2 gives, s = 4 a peaked
-distribution like a trained model's), batch 1 and 64, each setting (greedy; temperature 1 alone; with top-k 50;
-with top-k 50 and top-p 0.95; top-p 0.95 alone) is launched 200 times back to back and timed with CUDA events:
-microseconds per step. The decode step's sampled/greedy ratio (benchmarks/llm_bench.py) is lost or won here.
+distribution like a trained model's), each setting (greedy; temperature 1 alone; with top-k 50;
+with top-k 50 and top-p 0.95; top-p 0.95 alone) is captured 24 times in a CUDA graph, the graph replayed and
+timed with CUDA events: GPU microseconds per step as in a captured decode step (no host launch cost), for the
+one-block kernel and the cluster kernel (gpk_array/_kernels/sampling.py) in the same run, at batch 1, 4, 16, 64.
+The decode step's sampled/greedy ratio (benchmarks/llm_bench.py) is lost or won here.
 """
 import argparse
 import json
@@ -25,12 +27,16 @@ def run(out_json=None, V=50257, reps=200):
     import cupy as cp
 
     import gpk_array as gp
+    from benchmarks.diag.llm_profile import _graph_us
     from gpk_array._device import as_device
+    from gpk_array._kernels import sampling as launcher
     from gpk_array.llm.sampling import SamplingParams, SlotSampler
     dev = as_device("cuda:0")
     rows = []
-    print(f"{'setting':18} {'batch':>5} {'spread':>6} {'us/step':>9} {'x greedy':>9}")
-    for B in (1, 64):
+    print(f"{'setting':18} {'batch':>5} {'spread':>6} {'block us':>9} {'cluster us':>10} {'x block':>8} "
+          f"{'cl x greedy':>11}")
+    default = launcher.use_cluster
+    for B in (1, 4, 16, 64):
         for spread in (0.55, 4.0):
             rng = np.random.default_rng(0)
             logits = gp.asarray((rng.standard_normal((B, V)) * spread).astype(np.float16), device=dev)
@@ -48,19 +54,16 @@ def run(out_json=None, V=50257, reps=200):
 
                 def step():
                     s.run(logits, tok=tok, pos=pos, out=out, logprobs=lp, logprob_ids=ids)
-                for _ in range(5):
-                    step()
-                start, end = cp.cuda.Event(), cp.cuda.Event()
-                cp.cuda.get_current_stream().synchronize()
-                start.record()
-                for _ in range(reps):
-                    step()
-                end.record()
-                end.synchronize()
-                us = cp.cuda.get_elapsed_time(start, end) * 1e3 / reps
-                greedy_us = us if name == "greedy" else greedy_us
-                rows.append(dict(setting=name, batch=B, spread=spread, us=us, x_greedy=us / greedy_us))
-                print(f"{name:18} {B:>5} {spread:>6} {us:>9.1f} {us / greedy_us:>9.2f}")
+                us = {}
+                for kernel in ("block", "cluster"):
+                    launcher.use_cluster = (lambda V, R=1: False) if kernel == "block" else (lambda V, R=1: True)
+                    us[kernel] = _graph_us(cp, step)
+                launcher.use_cluster = default
+                greedy_us = us["cluster"] if name == "greedy" else greedy_us
+                rows.append(dict(setting=name, batch=B, spread=spread, block_us=us["block"], cluster_us=us["cluster"],
+                                 cluster_x_greedy=us["cluster"] / greedy_us))
+                print(f"{name:18} {B:>5} {spread:>6} {us['block']:>9.1f} {us['cluster']:>10.1f} "
+                      f"{us['block'] / us['cluster']:>8.2f} {us['cluster'] / greedy_us:>11.2f}")
     if out_json:
         with open(out_json, "w") as f:
             json.dump({"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": rows}, f, indent=1)

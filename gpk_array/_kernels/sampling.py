@@ -1,5 +1,8 @@
-"""Launcher of the token sampler kernel in cuda/sampling.cu, on CuPy arrays (the current CuPy stream).
+"""Launcher of the token sampler kernels in cuda/sampling.cu, on CuPy arrays (the current CuPy stream).
 
+Two kernels choose the same tokens: on SM90 and later, for vocabularies of up to CLUSTER_MAX_V tokens, one
+thread block cluster of CLUSTER blocks per row (``gpk_sample_cl_<dt>``, cuda/sampling_cluster.cuh: the row in the
+registers of 8 SMs); elsewhere one block per row (``gpk_sample_<dt>``, with the ``work`` scratch buffer).
 The caller (gpk_array.llm.sampling.SlotSampler) owns every buffer; the launch allocates nothing, synchronizes
 nothing and copies nothing to the host, so it can be recorded in a CUDA graph.
 """
@@ -14,6 +17,10 @@ from ._common import dtype_code
 SAMPLING_FILE = "sampling.cu"
 DTYPES = ("f32", "f16", "bf16")
 THREADS = 1024
+CLUSTER = 8                             # blocks per row of the cluster kernel (sampling_cluster.cuh: CL)
+CLUSTER_MAX_V = CLUSTER * 8 * THREADS   # its capacity: 8 elements per thread (E)
+CLUSTER_MAX_ROWS = 16                   # more rows: one block per row (8 SMs a row would run in several waves)
+_cluster_arch: dict = {}                # device id -> whether it has thread block clusters (SM90+)
 
 
 def variants() -> list[tuple[str, tuple]]:
@@ -21,7 +28,7 @@ def variants() -> list[tuple[str, tuple]]:
 
 
 def expected_kernels() -> dict[str, set[str]]:
-    return {SAMPLING_FILE: {f"gpk_sample_{dt}" for dt in DTYPES}}
+    return {SAMPLING_FILE: {f"gpk_sample_{p}{dt}" for dt in DTYPES for p in ("", "cl_")}}
 
 
 def expected_by_module() -> dict[tuple[str, tuple], set[str]]:
@@ -34,6 +41,18 @@ def _i64(a, n, what):
     if a.dtype != np.int64 or a.size != n or not a.flags.c_contiguous:
         raise ValueError(f"sampler: {what} must be {n} contiguous int64 values, got {a.dtype} {a.shape}")
     return a
+
+
+def use_cluster(V: int, rows: int = 1) -> bool:
+    """Whether `rows` rows of V logits go to the cluster kernel on the current device (SM90+, V <= CLUSTER_MAX_V,
+    rows <= CLUSTER_MAX_ROWS)."""
+    if V > CLUSTER_MAX_V or rows > CLUSTER_MAX_ROWS:
+        return False
+    dev = loader.current_device_id()
+    ok = _cluster_arch.get(dev)
+    if ok is None:
+        ok = _cluster_arch[dev] = int(loader.device_arch(dev)[:2]) >= 90
+    return ok
 
 
 def sample(logits, table, counts, seen, bias, counted, work, out, logprobs, logprob_ids, *, tok, pos, slots=None,
@@ -62,6 +81,13 @@ def sample(logits, table, counts, seen, bias, counted, work, out, logprobs, logp
     if prompt is not None and (prompt.dtype != np.int64 or prompt.ndim != 2 or not prompt.flags.c_contiguous):
         raise ValueError("sampler: prompt must be (rows, length) contiguous int64")
     stride = 0 if prompt is None or prompt.shape[0] == 1 else prompt.shape[1]
+    if use_cluster(V, R):
+        fn = loader.get_function(SAMPLING_FILE, f"gpk_sample_cl_{dt}")
+        loader.launch(fn, R * CLUSTER, THREADS, (logits, np.int64(logits.strides[0] // logits.itemsize), np.int32(V),
+                                                 slots, tok, pos, table, counts, seen, bias, counted, prompt,
+                                                 np.int64(stride), out, logprobs, logprob_ids, next_tok, next_pos,
+                                                 np.int64(max_pos)), pdl=True)
+        return
     fn = loader.get_function(SAMPLING_FILE, f"gpk_sample_{dt}")
     loader.launch(fn, R, THREADS, (logits, np.int64(logits.strides[0] // logits.itemsize), np.int32(V), slots, tok,
                                    pos, table, counts, seen, bias, counted, prompt, np.int64(stride), work,

@@ -85,16 +85,30 @@ def emu():
     return cuda_emu.build()
 
 
-def _emu_run(emu, threads):
-    return lambda *a, **kw: emu.run(*a, threads=threads, **kw)
+def _emu_run(emu, threads, kernel="block"):
+    """The emulated kernel as a run_numpy stand-in: the one-block kernel ("block", `threads` per block), or the
+    cluster kernel ("cluster": at least `threads` per block, more where the row needs them: V <= 8 blocks * 8
+    elements * threads)."""
+    if kernel == "block":
+        return lambda *a, **kw: emu.run(*a, threads=threads, **kw)
+
+    def run(logits, *a, **kw):
+        need = -(-logits.shape[1] // (CLUSTER * CLUSTER_E * 32)) * 32
+        return emu.run(logits, *a, threads=max(threads, need), cluster=True, **kw)
+    return run
 
 
+KERNELS = pytest.mark.parametrize("kernel", ["block", "cluster"])
+CLUSTER, CLUSTER_E = 8, 8  # sampling_cluster.cuh: blocks per row, elements per thread at most
+
+
+@KERNELS
 @pytest.mark.parametrize("V,threads", [(3001, 32), (1000, 64), (257, 96)])
-def test_emulated_kernel_matches_numpy(emu, V, threads):
+def test_emulated_kernel_matches_numpy(emu, kernel, V, threads):
     params = list(SETTINGS.values())
     kw = dict(logits_fn=normal_logits(V), slots_perm=np.roll(np.arange(len(params)), 3))
     want = scenario(run_numpy, params, V, 5, **kw)
-    got = scenario(_emu_run(emu, threads), params, V, 5, **kw)
+    got = scenario(_emu_run(emu, threads, kernel), params, V, 5, **kw)
     assert_same(want, got)
     assert (want["tokens"] >= 0).all() and len(np.unique(want["tokens"][:, 1])) > 1  # it did sample
 
@@ -105,12 +119,13 @@ def test_emulated_kernel_with_a_full_block(emu):
     assert_same(scenario(run_numpy, params, 2500, 3, **kw), scenario(_emu_run(emu, 1024), params, 2500, 3, **kw))
 
 
-def test_emulated_kernel_many_rows_of_small_top_k(emu):
+@KERNELS
+def test_emulated_kernel_many_rows_of_small_top_k(emu, kernel):
     """Flat logits, where the (k+1)-th token is about as likely as the k-th: 48 rows of small top-k (with and
     without top-p) over 6 steps choose only what NumPy's thresholds allow."""
     params = [SamplingParams(1.0, top_k=k, top_p=p) for k in (2, 3, 5, 9) for p in (None, 0.6, 0.3)] * 4
     kw = dict(logits_fn=lambda step, rng: rng.standard_normal((len(params), 64)) * 0.05)
-    assert_same(scenario(run_numpy, params, 64, 6, **kw), scenario(_emu_run(emu, 32), params, 64, 6, **kw))
+    assert_same(scenario(run_numpy, params, 64, 6, **kw), scenario(_emu_run(emu, 32, kernel), params, 64, 6, **kw))
 
 
 def probability_keys(x, params):
@@ -162,21 +177,23 @@ def _special_rows(rng):
 
 
 @pytest.mark.parametrize("case", sorted(ADVERSARIAL))
-def test_emulated_kernel_on_ties_and_special_values(emu, case):
+@KERNELS
+def test_emulated_kernel_on_ties_and_special_values(emu, kernel, case):
     params = list(SETTINGS.values())
     kw = dict(logits_fn=ADVERSARIAL[case])
     want = scenario(run_numpy, params, 700, 3, **kw)
-    assert_same(want, scenario(_emu_run(emu, 64), params, 700, 3, **kw))
+    assert_same(want, scenario(_emu_run(emu, 64, kernel), params, 700, 3, **kw))
     if case == "special":
         assert (want["tokens"][:, :2] == -1).all() and set(want["tokens"][:, 2]) <= {3, 300, 301}
 
 
 @pytest.mark.parametrize("V", [1, 5, 33])
-def test_emulated_kernel_on_tiny_vocabularies(emu, V):
+@KERNELS
+def test_emulated_kernel_on_tiny_vocabularies(emu, kernel, V):
     params = [SamplingParams(1.0, top_k=3, top_p=0.5, logprobs=20), SamplingParams(1.0, logprobs=2),
               SamplingParams(0.0, logprobs=1), SamplingParams(2.0, top_k=V, min_p=0.5)]
     kw = dict(logits_fn=lambda step, rng: rng.standard_normal((4, V)), prompt_len=2)
-    assert_same(scenario(run_numpy, params, V, 4, **kw), scenario(_emu_run(emu, 32), params, V, 4, **kw))
+    assert_same(scenario(run_numpy, params, V, 4, **kw), scenario(_emu_run(emu, 32, kernel), params, V, 4, **kw))
 
 
 # --- the real kernel -------------------------------------------------------------------------------------------
@@ -207,12 +224,22 @@ def _cuda_run(dtype):
     return run
 
 
+def _force(monkeypatch, kernel):
+    """Route the launcher to one kernel: the one-block kernel, or the cluster kernel (which this GPU must have)."""
+    from gpk_array._kernels import sampling as launcher
+    if kernel == "cluster":
+        assert launcher.use_cluster(50257, 1), "the cluster kernel needs SM90 or later"
+    monkeypatch.setattr(launcher, "use_cluster", lambda V, rows=1: kernel == "cluster")
+
+
 @pytest.mark.gpu
 @requires_gpu
+@KERNELS
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-def test_cuda_kernel_matches_numpy_for_256_tokens(dtype):
+def test_cuda_kernel_matches_numpy_for_256_tokens(dtype, kernel, monkeypatch):
     """Every setting, GPT-2's vocabulary, 256 steps (a prefill and 255 decode steps feeding the chosen tokens
-    back): the same tokens, state and logprob ids as NumPy, logprobs to float32 accuracy."""
+    back): the same tokens, state and logprob ids as NumPy, logprobs to float32 accuracy; both kernels."""
+    _force(monkeypatch, kernel)
     import ml_dtypes
     dt = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
     V = 50257
@@ -227,8 +254,28 @@ def test_cuda_kernel_matches_numpy_for_256_tokens(dtype):
 
 @pytest.mark.gpu
 @requires_gpu
-def test_cuda_kernel_probabilities_are_bit_exact():
-    """The real kernel's probabilities, every bit, as NumPy's (GPT-2's vocabulary, temperatures from 1e-4 to 2)."""
+@KERNELS
+def test_cuda_kernel_on_flat_logits(kernel, monkeypatch):
+    """GPT-2's vocabulary with logits of a random-weight model's spread (s = 0.5: most tokens within a factor of
+    e**2 of the likeliest, so top-p keeps most of the row and its threshold falls among thousands of tokens),
+    float16, 64 steps: NumPy's tokens."""
+    _force(monkeypatch, kernel)
+    V = 50257
+    params = list(SETTINGS.values())
+
+    def logits(step, rng):
+        return (rng.standard_normal((len(params), V)) * 0.5).astype(np.float16).astype(np.float32)
+    want = scenario(run_numpy, params, V, 64, logits_fn=logits)
+    assert_same(want, scenario(_cuda_run(np.dtype(np.float16)), params, V, 64, logits_fn=logits), lp_atol=5e-5)
+
+
+@pytest.mark.gpu
+@requires_gpu
+def test_cuda_kernel_probabilities_are_bit_exact(monkeypatch):
+    """The real kernel's probabilities, every bit, as NumPy's (GPT-2's vocabulary, temperatures from 1e-4 to 2):
+    the one-block kernel, which leaves them in its work buffer (the cluster kernel keeps them in registers; its
+    tokens are checked above)."""
+    _force(monkeypatch, "block")
     import cupy
 
     from gpk_array._kernels.sampling import sample as kernel
@@ -248,17 +295,21 @@ def test_cuda_kernel_probabilities_are_bit_exact():
 
 @pytest.mark.gpu
 @requires_gpu
+@KERNELS
 @pytest.mark.parametrize("case", sorted(ADVERSARIAL))
-def test_cuda_kernel_on_ties_and_special_values(case):
+def test_cuda_kernel_on_ties_and_special_values(case, kernel, monkeypatch):
+    _force(monkeypatch, kernel)
     params = list(SETTINGS.values())
     want = scenario(run_numpy, params, 700, 8, logits_fn=ADVERSARIAL[case])
     assert_same(want, scenario(_cuda_run(np.float32), params, 700, 8, logits_fn=ADVERSARIAL[case]))
 
 
-def test_the_launcher_passes_what_the_kernel_takes(emu, monkeypatch):
+@KERNELS
+def test_the_launcher_passes_what_the_kernel_takes(emu, monkeypatch, kernel):
     """gpk_array._kernels.sampling.sample (the launcher the engine calls on CUDA) with numpy-backed stand-ins for
-    CuPy arrays, its launch routed to the emulated kernel (driver.cpp's emu_sample takes the kernel's parameters in
-    the kernel's order): the outputs of run_numpy, so the launcher's argument order, strides and scalars are right."""
+    CuPy arrays, its launch routed to the emulated kernel (driver.cpp's emu_sample / emu_sample_cl take the
+    kernels' parameters in the kernels' order): the outputs of run_numpy, so the launcher's argument order, strides
+    and scalars are right, for the one-block kernel and for the cluster kernel."""
     import ctypes
     import importlib.util
     import pathlib
@@ -272,7 +323,8 @@ def test_the_launcher_passes_what_the_kernel_takes(emu, monkeypatch):
     launches = []
 
     def launch(fn, grid, block, args, shared_mem=0, pdl=False):
-        assert fn == "gpk_sample_f32" and block == launcher.THREADS and pdl
+        assert fn == ("gpk_sample_f32" if kernel == "block" else "gpk_sample_cl_f32")
+        assert block == launcher.THREADS and pdl
         launches.append(grid)
         c = []
         for a in args:
@@ -285,8 +337,12 @@ def test_the_launcher_passes_what_the_kernel_takes(emu, monkeypatch):
             else:
                 assert a.dtype == np.int64, a.dtype
                 c.append(ctypes.c_longlong(int(a)))
-        emu.fn(ctypes.c_int(32), ctypes.c_int(grid), *c)
+        if kernel == "block":
+            emu.fn(ctypes.c_int(32), ctypes.c_int(grid), *c)
+        else:
+            emu.fn_cl(ctypes.c_int(32), ctypes.c_int(grid // launcher.CLUSTER), *c)
     monkeypatch.setattr(loader, "get_function", lambda cu_file, name, options=(): name)
+    monkeypatch.setattr(launcher, "use_cluster", lambda V, rows=1: kernel == "cluster")
     monkeypatch.setattr(loader, "launch", launch)
     rng = np.random.default_rng(9)
     B, V, R = 4, 301, 3
@@ -308,7 +364,7 @@ def test_the_launcher_passes_what_the_kernel_takes(emu, monkeypatch):
     launcher.sample(F(x), F(table), *map(F, got_state), F(np.zeros((B, V + 3), np.float32)), *map(F, got),
                     tok=F(prompt[:, -1].copy()), pos=F(np.full(R, 3)), slots=F(slots), prompt=F(prompt),
                     next_tok=F(gt), next_pos=F(gpos), max_pos=9)
-    assert launches == [R]
+    assert launches == [R if kernel == "block" else R * launcher.CLUSTER]
     for a, b in zip(want_state + want[:1] + want[2:] + [nt, npos], got_state + got[:1] + got[2:] + [gt, gpos]):
         assert np.array_equal(a, b)
     assert np.allclose(want[1], got[1], atol=2e-5, equal_nan=True)

@@ -105,8 +105,23 @@ __device__ __forceinline__ u32 order_key(float v) {
 }
 
 // ---- block-wide helpers (blockDim.x a multiple of 32, at most 1024) -----------------------------------------------
+// A 64-bit sum in shared memory that threads add to with two native 32-bit atomics (the low word's old value gives
+// the carry exactly): a 64-bit atomicAdd on shared memory is a compare-and-swap loop, which serializes badly when
+// many lanes add to one bin.
+struct Wide {
+  u32 lo, hi;
+  __device__ __forceinline__ void add(u64 v) {
+    const u32 l = (u32)v;
+    const u32 old = atomicAdd(&lo, l);
+    const u32 h = (u32)(v >> 32) + ((u32)(old + l) < old ? 1u : 0u);
+    if (h) atomicAdd(&hi, h);
+  }
+  __device__ __forceinline__ u64 get() const { return ((u64)hi << 32) | lo; }
+  __device__ __forceinline__ void clear() { lo = hi = 0u; }
+};
+
 struct Shared {
-  u64 hist[256];
+  Wide hist[256];
   u32 ckey[CAND];
   int cidx[CAND];
   u64 red_u[MAX_WARPS];
@@ -298,9 +313,9 @@ __device__ __forceinline__ void hist_add(bool in, u32 key, u64 w, int shift, Sha
   if constexpr (COUNT) {
     const unsigned bin = in ? (key >> shift) & 255u : 256u;
     const unsigned peers = __match_any_sync(FULL, bin);
-    if (in && (int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&sh.hist[bin], (u64)__popc(peers));
+    if (in && (int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&sh.hist[bin].lo, (u32)__popc(peers));
   } else {
-    if (in) atomicAdd(&sh.hist[(key >> shift) & 255u], w);
+    if (in) sh.hist[(key >> shift) & 255u].add(w);
   }
 }
 
@@ -314,7 +329,7 @@ __device__ u32 radix_select(const Fill& fill, u64 target, Shared& sh) {
   u32 prefix = 0, mask = 0;
   u64 above = 0;
   for (int shift = 24; shift >= 0; shift -= 8) {
-    for (int b = tid; b < 256; b += blockDim.x) sh.hist[b] = 0;
+    for (int b = tid; b < 256; b += blockDim.x) sh.hist[b].clear();
     __syncthreads();
     fill(mask, prefix, shift);
     __syncthreads();
@@ -323,7 +338,7 @@ __device__ u32 radix_select(const Fill& fill, u64 target, Shared& sh) {
       u64 s = 0;
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        loc[i] = sh.hist[255 - 8 * lane - i];
+        loc[i] = sh.hist[255 - 8 * lane - i].get();
         s += loc[i];
       }
       u64 inc = s;
@@ -397,6 +412,93 @@ __device__ __forceinline__ void visit_row(const T* __restrict__ x, int n, const 
     }
   }
   for (int j = head + nv * VEC + tid; j < n; j += nt) f(j, to_f(x[j]));
+}
+
+// The logprobs of one row of raw logits x (float32; library expf / logf), the chosen token's and the k largest
+// (ties by lower id), into row r of lp and lp_ids; the block's threads call it together.
+template <class T>
+__device__ void logprobs_row(const T* __restrict__ x, int V, i64 r, i64 token, u32 flags, float* __restrict__ lp,
+                             int* __restrict__ lp_ids, Shared& sh) {
+  const int tid = threadIdx.x, nt = blockDim.x;
+  float mr = neg_inf();
+  for (int j = tid; j < V; j += nt) {
+    float v = to_f(x[j]);
+    if (v != v) v = neg_inf();
+    mr = fmaxf(mr, v);
+  }
+  mr = block_max_f(mr, sh);
+  float lse, inf_lp = 0.f;
+  if (mr == pos_inf()) {
+    u64 c = 0;
+    for (int j = tid; j < V; j += nt) c += to_f(x[j]) == pos_inf();
+    inf_lp = -logf((float)block_sum(c, sh));
+    lse = pos_inf();
+  } else {
+    float acc = 0.f;
+    for (int j = tid; j < V; j += nt) {
+      float v = to_f(x[j]);
+      if (v != v) v = neg_inf();
+      acc += expf(v - mr);
+    }
+    lse = mr + logf(block_sum_f(acc, sh));
+  }
+  auto logprob = [&](float v) {
+    if (v != v) v = neg_inf();
+    if (mr == pos_inf()) return v == pos_inf() ? inf_lp : neg_inf();
+    return v - lse;
+  };
+  float* lpr = lp + r * (1 + MAX_LP);
+  int* idr = lp_ids + r * MAX_LP;
+  if (tid == 0) lpr[0] = token >= 0 ? logprob(to_f(x[token])) : __int_as_float(0x7fc00000);
+  const int k = (int)((flags >> 8) & 0xffu) < V ? (int)((flags >> 8) & 0xffu) : V;
+  if (k > 0) {
+    const u32 t = radix_select([&](u32 mask, u32 prefix, int shift) {
+      for (int base = tid & ~31; base < V; base += nt) {  // warp-uniform steps
+        const int j = base + (tid & 31);
+        const u32 key = j < V ? order_key(to_f(x[j])) : 0u;
+        hist_add<true>(j < V && (key & mask) == prefix, key, 1, shift, sh);
+      }
+    }, (u64)k, sh);
+    const int need = k - (int)sh.above;  // how many of the ties at t, lowest ids first
+    if (tid == 0) sh.count = 0;
+    __syncthreads();
+    const int lane = tid & 31;
+    int b, e;
+    warp_segment(V, b, e);
+    u64 ties = 0;
+    for (int j = b + lane; j < e; j += 32) {
+      const u32 key = order_key(to_f(x[j]));
+      if (key > t) {
+        const int i = atomicAdd(&sh.count, 1);
+        sh.ckey[i] = key;
+        sh.cidx[i] = j;
+      } else if (key == t) {
+        ++ties;
+      }
+    }
+    u64 rank = warps_before(warp_sum(ties), sh);  // ties in earlier warps' segments (also orders the gathers)
+    for (int j0 = b; j0 < e && rank < (u64)need; j0 += 32) {  // warp-uniform: the ties in token order
+      const int j = j0 + lane;
+      const bool tie = j < e && order_key(to_f(x[j])) == t;
+      const unsigned m = __ballot_sync(FULL, tie);
+      if (tie && rank + __popc(m & ((1u << lane) - 1u)) < (u64)need) {
+        const int i = atomicAdd(&sh.count, 1);
+        sh.ckey[i] = t;
+        sh.cidx[i] = j;
+      }
+      rank += __popc(m);
+    }
+    __syncthreads();
+    for (int i = tid; i < k; i += nt) {
+      const u32 ki = sh.ckey[i];
+      const int ii = sh.cidx[i];
+      int at = 0;
+      for (int j = 0; j < k; ++j)
+        at += sh.ckey[j] > ki || (sh.ckey[j] == ki && sh.cidx[j] < ii);
+      idr[at] = ii;
+      lpr[1 + at] = logprob(to_f(x[ii]));
+    }
+  }
 }
 
 // ---- one row ----------------------------------------------------------------------------------------------------
@@ -595,91 +697,12 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
     }
   }
 
-  // -- logprobs of the raw logits (float32; library expf / logf) --
-  if (flags & LOGPROBS) {
-    float mr = neg_inf();
-    for (int j = tid; j < V; j += nt) {
-      float v = to_f(x[j]);
-      if (v != v) v = neg_inf();
-      mr = fmaxf(mr, v);
-    }
-    mr = block_max_f(mr, sh);
-    float lse, inf_lp = 0.f;
-    if (mr == pos_inf()) {
-      u64 c = 0;
-      for (int j = tid; j < V; j += nt) c += to_f(x[j]) == pos_inf();
-      inf_lp = -logf((float)block_sum(c, sh));
-      lse = pos_inf();
-    } else {
-      float acc = 0.f;
-      for (int j = tid; j < V; j += nt) {
-        float v = to_f(x[j]);
-        if (v != v) v = neg_inf();
-        acc += expf(v - mr);
-      }
-      lse = mr + logf(block_sum_f(acc, sh));
-    }
-    auto logprob = [&](float v) {
-      if (v != v) v = neg_inf();
-      if (mr == pos_inf()) return v == pos_inf() ? inf_lp : neg_inf();
-      return v - lse;
-    };
-    float* lpr = lp + r * (1 + MAX_LP);
-    int* idr = lp_ids + r * MAX_LP;
-    if (tid == 0) lpr[0] = token >= 0 ? logprob(to_f(x[token])) : __int_as_float(0x7fc00000);
-    const int k = (int)((flags >> 8) & 0xffu) < V ? (int)((flags >> 8) & 0xffu) : V;
-    if (k > 0) {
-      const u32 t = radix_select([&](u32 mask, u32 prefix, int shift) {
-        for (int base = tid & ~31; base < V; base += nt) {  // warp-uniform steps
-          const int j = base + (tid & 31);
-          const u32 key = j < V ? order_key(to_f(x[j])) : 0u;
-          hist_add<true>(j < V && (key & mask) == prefix, key, 1, shift, sh);
-        }
-      }, (u64)k, sh);
-      const int need = k - (int)sh.above;  // how many of the ties at t, lowest ids first
-      if (tid == 0) sh.count = 0;
-      __syncthreads();
-      const int lane = tid & 31;
-      int b, e;
-      warp_segment(V, b, e);
-      u64 ties = 0;
-      for (int j = b + lane; j < e; j += 32) {
-        const u32 key = order_key(to_f(x[j]));
-        if (key > t) {
-          const int i = atomicAdd(&sh.count, 1);
-          sh.ckey[i] = key;
-          sh.cidx[i] = j;
-        } else if (key == t) {
-          ++ties;
-        }
-      }
-      u64 rank = warps_before(warp_sum(ties), sh);  // ties in earlier warps' segments (also orders the gathers)
-      for (int j0 = b; j0 < e && rank < (u64)need; j0 += 32) {  // warp-uniform: the ties in token order
-        const int j = j0 + lane;
-        const bool tie = j < e && order_key(to_f(x[j])) == t;
-        const unsigned m = __ballot_sync(FULL, tie);
-        if (tie && rank + __popc(m & ((1u << lane) - 1u)) < (u64)need) {
-          const int i = atomicAdd(&sh.count, 1);
-          sh.ckey[i] = t;
-          sh.cidx[i] = j;
-        }
-        rank += __popc(m);
-      }
-      __syncthreads();
-      for (int i = tid; i < k; i += nt) {
-        const u32 ki = sh.ckey[i];
-        const int ii = sh.cidx[i];
-        int at = 0;
-        for (int j = 0; j < k; ++j)
-          at += sh.ckey[j] > ki || (sh.ckey[j] == ki && sh.cidx[j] < ii);
-        idr[at] = ii;
-        lpr[1 + at] = logprob(to_f(x[ii]));
-      }
-    }
-  }
+  if (flags & LOGPROBS) logprobs_row(x, V, r, token, flags, lp, lp_ids, sh);
 }
 
 }  // namespace gpk_smp
+
+#include "sampling_cluster.cuh"
 
 #ifdef GPK_EMULATE
 #define GPK_SMP_PDL()
@@ -705,4 +728,37 @@ GPK_SAMPLE_KERNEL(float, f32)
 #ifndef GPK_EMULATE
 GPK_SAMPLE_KERNEL(__half, f16)
 GPK_SAMPLE_KERNEL(__nv_bfloat16, bf16)
+#endif
+
+// One cluster of gpk_smc::CL blocks per row (grid: rows * CL blocks); SM90 and later.
+#ifdef GPK_EMULATE
+#define GPK_CL_DIMS
+#define GPK_CL_SHARED(S, name)           \
+  __shared__ S name##_all[gpk_smc::CL]; \
+  S& name = name##_all[gpk_smc::cl_rank()];
+#else
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define GPK_CL_DIMS
+#else
+#define GPK_CL_DIMS __cluster_dims__(8, 1, 1)
+#endif
+#define GPK_CL_SHARED(S, name) __shared__ S name;
+#endif
+
+#define GPK_SAMPLE_CL_KERNEL(T, DT)                                                                                \
+  extern "C" __global__ void GPK_CL_DIMS __launch_bounds__(1024, 1) gpk_sample_cl_##DT(                          \
+      const T* logits, long long ld, int V, const long long* slots, const long long* tok, const long long* pos,   \
+      const unsigned long long* table, int* counts, unsigned char* seen, const float* bias, long long* counted,    \
+      const long long* prompt, long long prompt_stride, long long* out, float* lp, int* lp_ids,                    \
+      long long* next_tok, long long* next_pos, long long max_pos) {                                               \
+    GPK_CL_SHARED(gpk_smc::ClShared, cs)                                                                           \
+    GPK_SMP_PDL()                                                                                                  \
+    gpk_smc::sample_row_cl<T>(logits, ld, V, slots, tok, pos, table, counts, seen, bias, counted, prompt,          \
+                              prompt_stride, out, lp, lp_ids, next_tok, next_pos, max_pos, cs);                    \
+  }
+
+GPK_SAMPLE_CL_KERNEL(float, f32)
+#ifndef GPK_EMULATE
+GPK_SAMPLE_CL_KERNEL(__half, f16)
+GPK_SAMPLE_CL_KERNEL(__nv_bfloat16, bf16)
 #endif

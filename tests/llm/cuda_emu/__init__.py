@@ -14,6 +14,7 @@ import numpy as np
 
 HERE = pathlib.Path(__file__).resolve().parent
 SOURCE = HERE.parents[2] / "gpk_array" / "_kernels" / "cuda" / "sampling.cu"
+SOURCES = (SOURCE, SOURCE.with_name("sampling_cluster.cuh"))
 _built = {}
 
 
@@ -27,7 +28,7 @@ def build():
     cxx = compiler()
     if cxx is None:
         return None
-    text = b"".join(p.read_bytes() for p in (SOURCE, HERE / "emu.h", HERE / "driver.cpp"))
+    text = b"".join(p.read_bytes() for p in (*SOURCES, HERE / "emu.h", HERE / "driver.cpp"))
     key = hashlib.sha256(text).hexdigest()[:16]
     if key not in _built:
         out = pathlib.Path(tempfile.gettempdir()) / f"gpk_sampler_emu_{key}.so"
@@ -53,13 +54,15 @@ class Emulated:
     def __init__(self, lib):
         self.fn = lib.emu_sample
         self.fn.restype = None
+        self.fn_cl = lib.emu_sample_cl
+        self.fn_cl.restype = None
 
     def run(self, logits, table, counts, seen, bias, counted, *, slots=None, tok=None, pos=None, prompt=None,
             out=None, logprobs=None, logprob_ids=None, next_tok=None, next_pos=None, max_pos=0, threads=128,
-            work=None):
+            work=None, cluster=False):
         """One launch over the rows of logits (float32 (R, V), C-contiguous), writing out etc. in place (work:
         the kernel's scratch, (R, >= V) float32 with rows of a multiple of 4, where sampled rows leave their
-        probabilities)."""
+        probabilities). cluster: the cluster kernel (gpk_sample_cl_f32, no work buffer) instead."""
         R, V = logits.shape
         assert logits.dtype == np.float32 and logits.flags.c_contiguous
         work = np.zeros((R, -(-V // 4) * 4), dtype=np.float32) if work is None else work
@@ -74,6 +77,12 @@ class Emulated:
         for a, dt in ((table, np.uint64), (counts, np.int32), (seen, np.uint8), (bias, np.float32),
                       (counted, np.int64), (out, np.int64), (lp, np.float32), (ids, np.int32)):
             assert a.dtype == dt and a.flags.c_contiguous, (a.dtype, dt)
+        if cluster:
+            self.fn_cl(ctypes.c_int(threads), ctypes.c_int(R), _p(logits), ctypes.c_longlong(V), ctypes.c_int(V),
+                       _p(slots), _p(tok), _p(pos), _p(table), _p(counts), _p(seen), _p(bias), _p(counted), _p(pr),
+                       ctypes.c_longlong(0 if pr is None else pr.shape[1]), _p(out), _p(lp), _p(ids), _p(next_tok),
+                       _p(next_pos), ctypes.c_longlong(max_pos))
+            return out
         self.fn(ctypes.c_int(threads), ctypes.c_int(R), _p(logits), ctypes.c_longlong(V), ctypes.c_int(V), _p(slots),
                 _p(tok), _p(pos), _p(table), _p(counts), _p(seen), _p(bias), _p(counted), _p(pr),
                 ctypes.c_longlong(0 if pr is None else pr.shape[1]), _p(work), ctypes.c_longlong(work.shape[1]),

@@ -40,16 +40,20 @@ struct Warp {
   std::barrier<> bar{32};
   unsigned long long slot[32];
 };
-inline std::unique_ptr<std::barrier<>> block_bar;
-inline std::vector<std::unique_ptr<Warp>> warps;
+inline thread_local unsigned rank;  // the thread's block within its cluster
+inline unsigned cluster = 1;
+inline std::vector<std::unique_ptr<std::barrier<>>> block_bars;  // one per block of a cluster
+inline std::unique_ptr<std::barrier<>> cluster_bar;
+inline std::vector<std::unique_ptr<Warp>> warps;  // block rank's warp w: warps[rank * warps per block + w]
+inline Warp& warp() { return *warps[rank * (blockDim.x >> 5) + (threadIdx.x >> 5)]; }
 }  // namespace emu
 
-inline void __syncthreads() { emu::block_bar->arrive_and_wait(); }
+inline void __syncthreads() { emu::block_bars[emu::rank]->arrive_and_wait(); }
 
 template <class V>
 inline V emu_exchange(V v, int src_lane) {
   static_assert(sizeof(V) <= 8, "shuffle of more than 8 bytes");
-  emu::Warp& w = *emu::warps[threadIdx.x >> 5];
+  emu::Warp& w = emu::warp();
   const int lane = threadIdx.x & 31;
   unsigned long long raw = 0;
   std::memcpy(&raw, &v, sizeof(V));
@@ -68,7 +72,7 @@ template <class V> inline V __shfl_up_sync(unsigned, V v, int o) {
   return got;
 }
 inline unsigned __ballot_sync(unsigned, bool pred) {
-  emu::Warp& w = *emu::warps[threadIdx.x >> 5];
+  emu::Warp& w = emu::warp();
   const int lane = threadIdx.x & 31;
   w.slot[lane] = pred ? 1ull : 0ull;
   w.bar.arrive_and_wait();
@@ -77,9 +81,13 @@ inline unsigned __ballot_sync(unsigned, bool pred) {
   w.bar.arrive_and_wait();
   return b;
 }
+template <class V> inline V __shfl_down_sync(unsigned, V v, int o) {
+  const int lane = threadIdx.x & 31;
+  return emu_exchange(v, lane + o < 32 ? lane + o : lane);
+}
 template <class V> inline V __shfl_sync(unsigned, V v, int src) { return emu_exchange(v, src); }
 inline unsigned __match_any_sync(unsigned, unsigned v) {
-  emu::Warp& w = *emu::warps[threadIdx.x >> 5];
+  emu::Warp& w = emu::warp();
   const int lane = threadIdx.x & 31;
   w.slot[lane] = v;
   w.bar.arrive_and_wait();
@@ -112,23 +120,38 @@ using std::max;
 using std::min;
 inline float fmaxf(float a, float b) { return std::fmax(a, b); }
 
-// Run kernel(args...) over `blocks` blocks of `threads` threads (a multiple of 32, at most 1024), one block at a
-// time, on a pool of `threads` std::threads.
+// Thread block clusters (sampling.cu's cluster kernel): the block's rank in its cluster, a barrier of every
+// thread of the cluster, and another block's copy of a shared variable. The kernel keeps all its shared state in
+// one object per block, declared as an array of emu::cluster objects indexed by rank (GPK_CLUSTER_SHARED), so
+// another rank's copy lies a whole number of objects away.
+inline unsigned gpk_cl_rank() { return emu::rank; }
+inline void gpk_cl_sync() { emu::cluster_bar->arrive_and_wait(); }
+template <class S, class T>
+inline T* gpk_cl_map(T* p, unsigned r) {
+  return reinterpret_cast<T*>(reinterpret_cast<char*>(p) + ((long long)r - (long long)emu::rank) * (long long)sizeof(S));
+}
+
+// Run kernel(args...) over `blocks` blocks of `threads` threads (a multiple of 32, at most 1024), one cluster of
+// `cluster` blocks at a time (blocks a multiple of it), on a pool of cluster * threads std::threads.
 template <class F>
-inline void emu_launch(int blocks, int threads, F kernel) {
+inline void emu_launch(int blocks, int threads, F kernel, int cluster = 1) {
   blockDim = {(unsigned)threads, 1, 1};
   gridDim = {(unsigned)blocks, 1, 1};
-  emu::block_bar = std::make_unique<std::barrier<>>(threads);
+  emu::cluster = (unsigned)cluster;
+  emu::block_bars.clear();
+  for (int c = 0; c < cluster; ++c) emu::block_bars.push_back(std::make_unique<std::barrier<>>(threads));
+  emu::cluster_bar = std::make_unique<std::barrier<>>(threads * cluster);
   emu::warps.clear();
-  for (int w = 0; w < threads / 32; ++w) emu::warps.push_back(std::make_unique<emu::Warp>());
+  for (int w = 0; w < cluster * threads / 32; ++w) emu::warps.push_back(std::make_unique<emu::Warp>());
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
+  for (int t = 0; t < threads * cluster; ++t) {
     pool.emplace_back([=] {
-      threadIdx = {(unsigned)t, 0, 0};
-      for (int b = 0; b < blocks; ++b) {
-        blockIdx = {(unsigned)b, 0, 0};
+      emu::rank = (unsigned)(t / threads);
+      threadIdx = {(unsigned)(t % threads), 0, 0};
+      for (int b = 0; b < blocks; b += cluster) {
+        blockIdx = {(unsigned)(b + (int)emu::rank), 0, 0};
         kernel();
-        emu::block_bar->arrive_and_wait();  // the block is done before the next reuses the statics
+        emu::cluster_bar->arrive_and_wait();  // the cluster is done before the next reuses the statics
       }
     });
   }

@@ -1,0 +1,439 @@
+// The token sampler on a thread block cluster (SM90): one cluster of CL blocks per row of logits, included by
+// sampling.cu (gpk_sample_cl_<dt>). It chooses exactly the tokens of gpk_smp::sample_row (the one-block kernel)
+// and of gpk_array.llm.sampling.run_numpy, from the same algorithm, spread over CL SMs:
+//
+// - block `rank` of the cluster owns the contiguous piece [rank * chunk, (rank + 1) * chunk) of the row, held in
+//   registers, E slices of blockDim.x elements each (thread t's element of slice e: piece start + e * nt + t), so
+//   the row is read from memory once and every later pass runs over registers;
+// - cluster-wide values (max and first argmax, histograms, totals) are exchanged through distributed shared memory
+//   after a cluster barrier; every block then computes the same decisions from the same integer sums;
+// - top-k / top-p thresholds: a histogram of the probability keys by their top bits (key >> 19: 16 bins per
+//   octave, ordered exactly like the keys), the bin holding the threshold found from the top, then a radix select
+//   over the lower 19 bits of the keys in that bin only (three passes, one cluster barrier each, double-buffered);
+// - the draw: each block's total of the kept fixed-point weights, the block whose range holds u finds the token
+//   in token order (slice, warp, lane) and writes it; that block computes the logprobs (logprobs_row).
+//
+// Every block stays until the last cluster barrier after the last remote read, so no block's shared memory goes
+// away while another reads it.
+
+namespace gpk_smc {
+
+using namespace gpk_smp;
+
+constexpr int CL = 8;            // blocks per cluster (per row)
+constexpr int E = 8;             // elements per thread at most: V <= CL * E * blockDim.x
+constexpr int BIN_SHIFT = 19;
+constexpr u32 BIN_BASE = 0x2B000000u >> BIN_SHIFT;   // every nonzero key is >= 0x2B000000 (e >= e**-28 > 2**-41)
+constexpr int NB = ((0x3F800000u >> BIN_SHIFT) - BIN_BASE) + 1;   // 657 bins up to the key of 1.0
+constexpr int NBP = (NB + 31) & ~31;
+
+struct Radix {       // one radix pass's histogram of 256 digits: counts and fixed-point mass
+  u32 cnt[256];
+  Wide mass[256];
+};
+
+struct ClShared {
+  u32 hcnt[NBP];     // this block's bin histograms: nonzero keys, and the fixed-point mass of those past min-p
+  Wide hmass[NBP];
+  u32 mcnt[NBP];     // the cluster's (summed over its blocks)
+  u64 mmass[NBP];
+  Radix rx[2];       // radix passes, double-buffered (pass i fills rx[i & 1])
+  u32 rmc[256];      // the cluster's radix histogram of the current pass
+  u64 rmm[256];
+  u64 part[E][MAX_WARPS];   // the draw: each warp's kept mass per slice
+  float bestv;
+  int besti;
+  u64 total;
+  int sel;
+  u64 sel_above;
+  Shared sh;         // block reductions, logprobs_row
+};
+
+#if !defined(GPK_EMULATE) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ u32 cl_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cl_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The address of *p's copy in the shared memory of the cluster's block `rank` (a generic address).
+template <class T>
+__device__ __forceinline__ T* cl_map(T* p, u32 rank) {
+  u64 a;
+  asm volatile("mapa.u64 %0, %1, %2;" : "=l"(a) : "l"(reinterpret_cast<u64>(p)), "r"(rank));
+  return reinterpret_cast<T*>(a);
+}
+#elif defined(GPK_EMULATE)
+__device__ __forceinline__ u32 cl_rank() { return gpk_cl_rank(); }
+__device__ __forceinline__ void cl_sync() { gpk_cl_sync(); }
+template <class T>
+__device__ __forceinline__ T* cl_map(T* p, u32 rank) { return gpk_cl_map<ClShared>(p, rank); }
+#else  // before SM90 there are no clusters: the launcher never runs these kernels there
+__device__ __forceinline__ u32 cl_rank() { return 0; }
+__device__ __forceinline__ void cl_sync() { __trap(); }
+template <class T>
+__device__ __forceinline__ T* cl_map(T* p, u32) { return p; }
+#endif
+
+__device__ __forceinline__ int bin_of(u32 key) {
+  const int b = (int)((key >> BIN_SHIFT) - BIN_BASE);
+  return b < 0 ? 0 : (b >= NB ? NB - 1 : b);
+}
+
+// The largest i in [0, n) at which the sum of h(i..n-1) reaches target (>= 1), and in `above` the sum strictly
+// above it; -1 when the whole sum is below target. Block-wide: every thread gets the same answer.
+template <class H>
+__device__ int search_top(const H& h, int n, u64 target, u64& above, ClShared& cs) {
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+  const int g = (n + nt - 1) / nt;
+  const int lo = min(n, tid * g), hi = min(n, lo + g);
+  u64 s = 0;
+  for (int i = lo; i < hi; ++i) s += h(i);
+  u64 v = s;  // inclusive suffix sum within the warp (this lane and the lanes above it)
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u64 y = __shfl_down_sync(FULL, v, o);
+    if (lane + o < 32) v += y;
+  }
+  Shared& sh = cs.sh;
+  __syncthreads();
+  if (lane == 0) sh.red_u[warp] = v;
+  if (tid == 0) cs.sel = -1;
+  __syncthreads();
+  u64 acc = v - s;
+  for (int w = warp + 1; w < nw; ++w) acc += sh.red_u[w];
+  if (acc < target && target <= acc + s) {  // one thread
+    for (int i = hi - 1; i >= lo; --i) {
+      const u64 x = h(i);
+      if (acc + x >= target) {
+        cs.sel = i;
+        cs.sel_above = acc;
+        break;
+      }
+      acc += x;
+    }
+  }
+  __syncthreads();
+  above = cs.sel_above;
+  return cs.sel;
+}
+
+// Radix select over the lower BIN_SHIFT bits of the keys in bin `bin` that satisfy pred: the largest key t whose
+// weight at or above it (among those keys) reaches target, by count (BY_MASS false) or by mass. Three passes of
+// (8, 8, 3) bits, one cluster barrier each; `pass` numbers the passes of the whole kernel (double buffering).
+// mass_ge: the mass (weight wm) of the taking-part keys >= t.
+template <bool BY_MASS, class Pred, class Wm>
+__device__ __forceinline__ u32 cluster_select(const u32 (&key)[E], int ns, int bin, const Pred& pred, const Wm& wm, u64 target,
+                              int& pass, u64& mass_ge, ClShared& cs) {
+  const int tid = threadIdx.x, nt = blockDim.x;
+  u32 prefix = ((u32)bin + BIN_BASE) << BIN_SHIFT, mask = ~((1u << BIN_SHIFT) - 1u);
+  u64 above = 0, mabove = 0;
+#pragma unroll
+  for (int q = 0; q < 3; ++q) {
+    const int shift = q == 0 ? 11 : (q == 1 ? 3 : 0);
+    const u32 dmask = q == 2 ? 7u : 255u;
+    Radix& rx = cs.rx[pass & 1];
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const u32 k = key[e];
+      if (e < ns && pred(k) && (k & mask) == prefix) {
+        const u32 d = (k >> shift) & dmask;
+        atomicAdd(&rx.cnt[d], 1u);
+        const u64 m = wm(k);
+        if (m) rx.mass[d].add(m);
+      }
+    }
+    cl_sync();
+    for (int d = tid; d < 256; d += nt) {
+      u32 c = 0;
+      u64 m = 0;
+      for (u32 b = 0; b < (u32)CL; ++b) {
+        const Radix* o = cl_map(&rx, b);
+        c += o->cnt[d];
+        m += o->mass[d].get();
+      }
+      cs.rmc[d] = c;
+      cs.rmm[d] = m;
+    }
+    Radix& next = cs.rx[(pass + 1) & 1];  // read by nobody since the barrier before this pass
+    for (int d = tid; d < 256; d += nt) {
+      next.cnt[d] = 0;
+      next.mass[d].clear();
+    }
+    __syncthreads();
+    u64 a = 0;
+    const int d = search_top([&](int i) { return BY_MASS ? cs.rmm[i] : (u64)cs.rmc[i]; }, (int)dmask + 1,
+                             target - above, a, cs);
+    u64 ma = 0;  // the mass of the digits above d
+    for (int i = d + 1; i <= (int)dmask; ++i) ma += cs.rmm[i];
+    above += a;
+    mabove += ma;
+    if (q == 2) mabove += cs.rmm[d];
+    prefix |= (u32)d << shift;
+    mask |= dmask << shift;
+    ++pass;
+    __syncthreads();  // every thread has read cs.rmc / rmm before the next pass rewrites them
+  }
+  mass_ge = mabove;
+  return prefix;
+}
+
+template <class T>
+__device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const i64* __restrict__ slots,
+                              const i64* __restrict__ tok, const i64* __restrict__ pos,
+                              const u64* __restrict__ table, int* __restrict__ counts, unsigned char* __restrict__ seen,
+                              const float* __restrict__ bias, i64* __restrict__ counted, const i64* __restrict__ prompt,
+                              i64 prompt_stride, i64* __restrict__ out, float* __restrict__ lp,
+                              int* __restrict__ lp_ids, i64* __restrict__ next_tok, i64* __restrict__ next_pos,
+                              i64 max_pos, ClShared& cs) {
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
+  const u32 rank = cl_rank();
+  const i64 r = blockIdx.x / CL;
+  const i64 s = slots != nullptr ? slots[r] : r;
+  const u64* w = table + s * SLOT_WORDS;
+  const u64 seed = w[0];
+  const i64 plen = (i64)w[1];
+  const float temp = __uint_as_float((u32)w[2]);
+  const u32 top_k = (u32)(w[2] >> 32);
+  const double top_p = __longlong_as_double((i64)w[3]);
+  const u64 qmin = w[4];
+  const float rep = __uint_as_float((u32)w[5]), pres = __uint_as_float((u32)(w[5] >> 32));
+  const float freq = __uint_as_float((u32)w[6]);
+  const u32 flags = (u32)(w[6] >> 32);
+  const i64 p = pos[r], t_in = tok[r];
+  int* cnt = counts + s * (i64)V;
+  unsigned char* sn = seen + s * (i64)V;
+  const float* bs = bias + s * (i64)V;
+  const T* x = logits + r * ld;
+  const int chunk = (V + CL - 1) / CL;
+  const int c0 = min(V, (int)rank * chunk), c1 = min(V, c0 + chunk);
+  const int ns = (c1 - c0 + nt - 1) / nt;  // slices this block uses (<= E: the launcher checks V)
+
+  for (int d = tid; d < 256; d += nt) {
+    cs.rx[0].cnt[d] = cs.rx[1].cnt[d] = 0;
+    cs.rx[0].mass[d].clear();
+    cs.rx[1].mass[d].clear();
+  }
+  for (int b = tid; b < NBP; b += nt) {
+    cs.hcnt[b] = 0;
+    cs.hmass[b].clear();
+  }
+
+  // -- the slot's penalty state (as sample_row): each block resets its piece, block 0 marks and counts --
+  const bool reset = prompt != nullptr && p == plen - 1;
+  const bool pen = (flags & (REPETITION | COUNTS | BIAS)) != 0;
+  if (reset) {
+    for (int j = c0 + tid; j < c1; j += nt) cnt[j] = 0;
+    if (flags & REPETITION) {
+      for (int j = c0 + tid; j < c1; j += nt) sn[j] = 0;
+      cl_sync();
+      if (rank == 0) {
+        const i64* pr = prompt + r * prompt_stride;
+        for (i64 i = tid; i < plen; i += nt) {
+          const i64 v = pr[i];
+          if (0 <= v && v < V) sn[v] = 1;
+        }
+      }
+    }
+    if (rank == 0 && tid == 0) counted[s] = p;
+  } else if (rank == 0 && tid == 0 && p >= plen && p > counted[s] && 0 <= t_in && t_in < V) {
+    cnt[t_in] += 1;
+    counted[s] = p;
+  }
+  if (pen) cl_sync();  // every block reads the counts and marks after they are written
+  __syncthreads();
+
+  // -- penalized logits of this block's piece, its max and first argmax --
+  const bool sampled = !(flags & GREEDY);
+  float y[E];
+  float best = neg_inf();
+  int bi = 0x7fffffff;
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int j = c0 + e * nt + tid;
+    float v = neg_inf();
+    if (e < ns && j < c1) {
+      v = to_f(x[j]);
+      if (v != v) v = neg_inf();
+      if (pen) {
+        if (flags & (REPETITION | COUNTS)) {
+          const int c = cnt[j];
+          if ((flags & REPETITION) && (c > 0 || sn[j] != 0)) v = v > 0.f ? __fdiv_rn(v, rep) : __fmul_rn(v, rep);
+          if ((flags & COUNTS) && c > 0) {
+            v = __fsub_rn(v, __fmul_rn(freq, (float)c));
+            v = __fsub_rn(v, pres);
+          }
+        }
+        if (flags & BIAS) v = __fadd_rn(v, bs[j]);
+        if (v != v) v = neg_inf();
+      }
+      if (v > best || (v == best && j < bi)) {
+        best = v;
+        bi = j;
+      }
+    }
+    y[e] = v;
+  }
+  block_argmax(best, bi, cs.sh);
+  if (tid == 0) {
+    cs.bestv = best;
+    cs.besti = bi;
+  }
+  cl_sync();
+  float m = neg_inf();
+  int mi = 0x7fffffff;
+  for (u32 b = 0; b < (u32)CL; ++b) {
+    const ClShared* o = cl_map(&cs, b);
+    const float ob = o->bestv;
+    const int oi = o->besti;
+    if (ob > m || (ob == m && oi < mi)) {
+      m = ob;
+      mi = oi;
+    }
+  }
+
+  i64 token = -1;
+  bool owner = rank == 0;  // the block that writes the token and the logprobs
+  if (!(m > neg_inf()) || !sampled) {
+    cl_sync();  // the last remote read is done: no block's shared memory is needed any more
+    if (m > neg_inf()) token = mi;
+  } else {
+    // -- probability keys, in registers --
+    const bool inf_case = m == pos_inf();
+    u32 key[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const float v = y[e];
+      key[e] = __float_as_uint(inf_case ? (v == pos_inf() ? 1.f : 0.f)
+                                        : exp_fixed(__fdiv_rn(__fsub_rn(v, m), temp)));
+    }
+    auto keepq = [&](u32 k) { return k != 0u && quant(k) >= qmin; };
+    const bool has_k = top_k > 0 && top_k < (u32)V;
+    const bool has_p = (flags & TOP_P) != 0;
+    u32 tk = 0, tp = 0;
+    int pass = 0;
+    if (has_k || has_p) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const u32 k = key[e];
+        if (e < ns && k != 0u) {
+          const int b = bin_of(k);
+          atomicAdd(&cs.hcnt[b], 1u);
+          if (quant(k) >= qmin) cs.hmass[b].add(quant(k));
+        }
+      }
+      cl_sync();
+      for (int b = tid; b < NB; b += nt) {
+        u32 c = 0;
+        u64 ms = 0;
+        for (u32 q = 0; q < (u32)CL; ++q) {
+          const ClShared* o = cl_map(&cs, q);
+          c += o->hcnt[b];
+          ms += o->hmass[b].get();
+        }
+        cs.mcnt[b] = c;
+        cs.mmass[b] = ms;
+      }
+      __syncthreads();
+      int bk = -1;
+      if (has_k) {  // the k-th largest key (0 when fewer than k keys are nonzero: then only key != 0 filters)
+        u64 above = 0;
+        bk = search_top([&](int i) { return (u64)cs.mcnt[i]; }, NB, (u64)top_k, above, cs);
+        if (bk >= 0) {
+          u64 mass_ge = 0;
+          tk = cluster_select<false>(key, ns, bk, [](u32) { return true; },
+                                     [&](u32 k) { return keepq(k) ? quant(k) : (u64)0; }, (u64)top_k - above, pass,
+                                     mass_ge, cs);
+          for (int b = tid; b < NB; b += nt) {  // the kept mass: keys >= tk
+            if (b < bk) cs.mmass[b] = 0;
+            if (b == bk) cs.mmass[b] = mass_ge;
+          }
+          __syncthreads();
+        }
+      }
+      if (has_p) {
+        u64 loc = 0;
+        for (int b = tid; b < NB; b += nt) loc += cs.mmass[b];
+        const u64 total = block_sum(loc, cs.sh);
+        u64 target = __double2ull_rz(__dmul_rn(__ull2double_rn(total), top_p));
+        target = target > total ? total : (target < 1 ? 1 : target);
+        u64 above = 0;
+        const int bp = search_top([&](int i) { return cs.mmass[i]; }, NB, target, above, cs);
+        if (bp >= 0) {
+          u64 unused = 0;
+          tp = cluster_select<true>(key, ns, bp, [&](u32 k) { return keepq(k) && k >= tk; },
+                                    [&](u32 k) { return quant(k); }, target - above, pass, unused, cs);
+        }
+      }
+    }
+    // -- the draw: the first token, in token order, at which the running kept mass exceeds u --
+    auto weight = [&](u32 k) { return keepq(k) && k >= tk && k >= tp ? quant(k) : (u64)0; };
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const u64 ws = warp_sum(e < ns ? weight(key[e]) : (u64)0);
+      if (lane == 0) cs.part[e][warp] = ws;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      u64 t = 0;
+      for (int e = 0; e < ns; ++e)
+        for (int q = 0; q < nw; ++q) t += cs.part[e][q];
+      cs.total = t;
+    }
+    cl_sync();
+    u64 base = 0, grand = 0;
+    for (u32 b = 0; b < (u32)CL; ++b) {
+      const u64 t = cl_map(&cs, b)->total;
+      if (b < rank) base += t;
+      grand += t;
+    }
+    cl_sync();  // the last remote read is done
+    const u64 u = __umul64hi(token_bits(seed, (u64)(p - plen + 1)), grand);
+    owner = grand == 0 ? rank == 0 : (base <= u && u < base + cs.total);
+    if (owner && grand != 0) {  // block-uniform
+      u64 acc = base;
+      int fe = -1, fw = -1;
+      for (int e = 0; e < ns && fe < 0; ++e)
+        for (int q = 0; q < nw; ++q) {
+          const u64 v = cs.part[e][q];
+          if (acc + v > u) {
+            fe = e;
+            fw = q;
+            break;
+          }
+          acc += v;
+        }
+      if (tid == 0) cs.sh.token = -1;
+      __syncthreads();
+      if (warp == fw) {
+        u64 mine = 0;
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+          if (e == fe) mine = weight(key[e]);
+        u64 inc = mine;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const u64 v = __shfl_up_sync(FULL, inc, o);
+          if (lane >= o) inc += v;
+        }
+        const unsigned hit = __ballot_sync(FULL, acc + inc > u);
+        if (hit && lane == __ffs(hit) - 1) cs.sh.token = c0 + fe * nt + fw * 32 + lane;
+      }
+      __syncthreads();
+      token = cs.sh.token;
+    }
+  }
+  if (!owner) return;
+  if (tid == 0) {
+    out[r] = token;
+    if (next_tok != nullptr) {
+      next_tok[s] = token < 0 ? 0 : token;
+      next_pos[s] = p + 1 < max_pos ? p + 1 : max_pos;
+    }
+  }
+  if (flags & LOGPROBS) logprobs_row(x, V, r, token, flags, lp, lp_ids, cs.sh);
+}
+
+}  // namespace gpk_smc
