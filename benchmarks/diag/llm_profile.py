@@ -107,7 +107,7 @@ def op_times(gp, cp, model, T, kv_len=None):
 
 def engine_times(gp, cp, model, batch, steps=200, prompt_len=16):
     from gpk_array.llm import Engine, Sequence
-    from gpk_array.llm.generate import _host, _upload
+    from gpk_array.llm.engine import _upload
     engine = Engine(model, max_batch=batch, max_len=prompt_len + steps + 64)
     rng = np.random.default_rng(1)
     seqs = [Sequence(rng.integers(0, model.config.vocab_size - 1, prompt_len), max_new_tokens=steps + 40)
@@ -129,7 +129,7 @@ def engine_times(gp, cp, model, batch, steps=200, prompt_len=16):
         res["graph_launch_host_us"] = _host_us(lambda: graph.launch(stream=cp.cuda.get_current_stream()), 100)
         cp.cuda.get_current_stream().synchronize()
     res["upload_host_us"] = _host_us(lambda: _upload(engine._io, engine._io_host))
-    res["read_next_host_us"] = _host_us(lambda: _host(engine._next if engine.graphs is not None else engine._io))
+    res["read_next_host_us"] = _host_us(lambda: engine._fetch(engine._out, engine.max_batch, engine.active)())
     return res
 
 

@@ -66,7 +66,8 @@ def run(out_json=None, V=50257, reps=200):
                       f"{us['block'] / us['cluster']:>8.2f} {us['cluster'] / greedy_us:>11.2f}")
     if out_json:
         with open(out_json, "w") as f:
-            json.dump({"gpu": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "rows": rows}, f, indent=1)
+            from benchmarks.__main__ import _env
+            json.dump({"env": _env(), "rows": rows}, f, indent=1)
     return rows
 
 

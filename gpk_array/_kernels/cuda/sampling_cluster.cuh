@@ -45,7 +45,8 @@ struct ClShared {
   int besti;
   u64 total;
   int sel;
-  u64 sel_above;
+  u64 sel_above, sel_above2;
+  u64 red2[MAX_WARPS];
   Shared sh;         // block reductions, logprobs_row
 };
 
@@ -82,32 +83,92 @@ __device__ __forceinline__ int bin_of(u32 key) {
   return b < 0 ? 0 : (b >= NB ? NB - 1 : b);
 }
 
-// The largest i in [0, n) at which the sum of h(i..n-1) reaches target (>= 1), and in `above` the sum strictly
-// above it; -1 when the whole sum is below target. Block-wide: every thread gets the same answer.
-template <class H>
-__device__ int search_top(const H& h, int n, u64 target, u64& above, ClShared& cs) {
+// The largest i in [0, n) at which the sum of h(i..n-1) reaches target (>= 1), with in `above` the sum of h
+// strictly above it and in `above2` that of a second series h2; -1 when the whole sum is below target.
+// Block-wide (a suffix scan over the threads' contiguous groups of bins): every thread gets the same answer.
+template <class H, class H2>
+__device__ int search_top(const H& h, const H2& h2, int n, u64 target, u64& above, u64& above2, ClShared& cs) {
   const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
   const int g = (n + nt - 1) / nt;
   const int lo = min(n, tid * g), hi = min(n, lo + g);
-  u64 s = 0;
-  for (int i = lo; i < hi; ++i) s += h(i);
-  u64 v = s;  // inclusive suffix sum within the warp (this lane and the lanes above it)
+  u64 s = 0, s2 = 0;
+  for (int i = lo; i < hi; ++i) {
+    s += h(i);
+    s2 += h2(i);
+  }
+  u64 v = s, v2 = s2;  // inclusive suffix sums within the warp (this lane and the lanes above it)
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
-    const u64 y = __shfl_down_sync(FULL, v, o);
-    if (lane + o < 32) v += y;
+    const u64 y = __shfl_down_sync(FULL, v, o), y2 = __shfl_down_sync(FULL, v2, o);
+    if (lane + o < 32) {
+      v += y;
+      v2 += y2;
+    }
   }
   Shared& sh = cs.sh;
   __syncthreads();
-  if (lane == 0) sh.red_u[warp] = v;
+  if (lane == 0) {
+    sh.red_u[warp] = v;
+    cs.red2[warp] = v2;
+  }
   if (tid == 0) cs.sel = -1;
   __syncthreads();
-  u64 acc = v - s;
-  for (int w = warp + 1; w < nw; ++w) acc += sh.red_u[w];
+  u64 acc = v - s, acc2 = v2 - s2;
+  for (int w = warp + 1; w < nw; ++w) {
+    acc += sh.red_u[w];
+    acc2 += cs.red2[w];
+  }
   if (acc < target && target <= acc + s) {  // one thread
     for (int i = hi - 1; i >= lo; --i) {
       const u64 x = h(i);
       if (acc + x >= target) {
+        cs.sel = i;
+        cs.sel_above = acc;
+        cs.sel_above2 = acc2;
+        break;
+      }
+      acc += x;
+      acc2 += h2(i);
+    }
+  }
+  __syncthreads();
+  above = cs.sel_above;
+  above2 = cs.sel_above2;
+  return cs.sel;
+}
+
+template <class H>
+__device__ __forceinline__ int search_top(const H& h, int n, u64 target, u64& above, ClShared& cs) {
+  u64 unused;
+  return search_top(h, [](int) { return (u64)0; }, n, target, above, unused, cs);
+}
+
+// The smallest i in [0, n) at which the running sum of h(0..i) exceeds u, with in `before` the sum before it;
+// -1 when the whole sum is at most u. Block-wide, as search_top.
+template <class H>
+__device__ int search_first(const H& h, int n, u64 u, u64& before, ClShared& cs) {
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
+  const int g = (n + nt - 1) / nt;
+  const int lo = min(n, tid * g), hi = min(n, lo + g);
+  u64 s = 0;
+  for (int i = lo; i < hi; ++i) s += h(i);
+  u64 v = s;  // inclusive prefix sum within the warp
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u64 y = __shfl_up_sync(FULL, v, o);
+    if (lane >= o) v += y;
+  }
+  Shared& sh = cs.sh;
+  __syncthreads();
+  if (lane == 31) sh.red_u[warp] = v;
+  if (tid == 0) cs.sel = -1;
+  __syncthreads();
+  u64 acc = v - s;
+  for (int w = 0; w < warp; ++w) acc += sh.red_u[w];
+  if (acc <= u && u < acc + s) {  // one thread
+    for (int i = lo; i < hi; ++i) {
+      const u64 x = h(i);
+      if (acc + x > u) {
         cs.sel = i;
         cs.sel_above = acc;
         break;
@@ -116,7 +177,7 @@ __device__ int search_top(const H& h, int n, u64 target, u64& above, ClShared& c
     }
   }
   __syncthreads();
-  above = cs.sel_above;
+  before = cs.sel_above;
   return cs.sel;
 }
 
@@ -163,11 +224,9 @@ __device__ __forceinline__ u32 cluster_select(const u32 (&key)[E], int ns, int b
       next.mass[d].clear();
     }
     __syncthreads();
-    u64 a = 0;
-    const int d = search_top([&](int i) { return BY_MASS ? cs.rmm[i] : (u64)cs.rmc[i]; }, (int)dmask + 1,
-                             target - above, a, cs);
-    u64 ma = 0;  // the mass of the digits above d
-    for (int i = d + 1; i <= (int)dmask; ++i) ma += cs.rmm[i];
+    u64 a = 0, ma = 0;  // the count (or mass) and the mass of the digits above d
+    const int d = search_top([&](int i) { return BY_MASS ? cs.rmm[i] : (u64)cs.rmc[i]; },
+                             [&](int i) { return cs.rmm[i]; }, (int)dmask + 1, target - above, a, ma, cs);
     above += a;
     mabove += ma;
     if (q == 2) mabove += cs.rmm[d];
@@ -393,18 +452,10 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
     const u64 u = __umul64hi(token_bits(seed, (u64)(p - plen + 1)), grand);
     owner = grand == 0 ? rank == 0 : (base <= u && u < base + cs.total);
     if (owner && grand != 0) {  // block-uniform
-      u64 acc = base;
-      int fe = -1, fw = -1;
-      for (int e = 0; e < ns && fe < 0; ++e)
-        for (int q = 0; q < nw; ++q) {
-          const u64 v = cs.part[e][q];
-          if (acc + v > u) {
-            fe = e;
-            fw = q;
-            break;
-          }
-          acc += v;
-        }
+      u64 before = 0;  // the (slice, warp) piece holding u, in token order
+      const int f = search_first([&](int i) { return cs.part[i / nw][i % nw]; }, ns * nw, u - base, before, cs);
+      const int fe = f < 0 ? -1 : f / nw, fw = f < 0 ? -1 : f % nw;
+      const u64 acc = base + before;
       if (tid == 0) cs.sh.token = -1;
       __syncthreads();
       if (warp == fw) {
