@@ -306,16 +306,27 @@ __device__ i64 choose_in_order(const u32* __restrict__ row, int n, const Wt& wei
   return sh.token;
 }
 
-// One element's part in a radix pass's histogram; with COUNT every lane of the warp calls it together (the
-// warp adds each bin's count once, __match_any_sync), and the weight is 1.
+// The exact sum of w (each at most 2**40) over the lanes of `peers` (every lane of the warp calls it, each with
+// its own group's mask, as from __match_any_sync): two 32-bit warp reductions of 20-bit pieces.
+__device__ __forceinline__ u64 group_sum40(unsigned peers, u64 w) {
+  const u32 lo = __reduce_add_sync(peers, (u32)w & 0xFFFFFu);
+  const u32 hi = __reduce_add_sync(peers, (u32)(w >> 20));
+  return (u64)lo + ((u64)hi << 20);
+}
+
+// One element's part in a radix pass's histogram (every lane of the warp calls it together): the warp adds each
+// bin's count (COUNT, weight 1) or mass once, its lanes grouped by bin with __match_any_sync, so that lanes of
+// one bin do not queue on one shared-memory atomic.
 template <bool COUNT>
 __device__ __forceinline__ void hist_add(bool in, u32 key, u64 w, int shift, Shared& sh) {
+  const unsigned bin = in ? (key >> shift) & 255u : 256u;
+  const unsigned peers = __match_any_sync(FULL, bin);
+  const bool leader = in && (int)(threadIdx.x & 31) == __ffs(peers) - 1;
   if constexpr (COUNT) {
-    const unsigned bin = in ? (key >> shift) & 255u : 256u;
-    const unsigned peers = __match_any_sync(FULL, bin);
-    if (in && (int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&sh.hist[bin].lo, (u32)__popc(peers));
+    if (leader) atomicAdd(&sh.hist[bin].lo, (u32)__popc(peers));
   } else {
-    if (in) sh.hist[(key >> shift) & 255u].add(w);
+    const u64 m = group_sum40(peers, in ? w : 0);
+    if (leader && m) sh.hist[bin].add(m);
   }
 }
 
@@ -501,6 +512,16 @@ __device__ void logprobs_row(const T* __restrict__ x, int V, i64 r, i64 token, u
   }
 }
 
+// -DGPK_SMC_STAMPS (benchmarks/diag/sampler_diag.py --phases): block 0's thread 0 records clock64() at the
+// numbered points of sample_row (40..) and gpk_smc::sample_row_cl (0..39), the time each phase takes on the GPU.
+#ifdef GPK_SMC_STAMPS
+__device__ long long gpk_smc_stamps[64];
+#define GPK_SMC_STAMP(i) \
+  if (threadIdx.x == 0 && blockIdx.x == 0) gpk_smc_stamps[i] = clock64()
+#else
+#define GPK_SMC_STAMP(i)
+#endif
+
 // ---- one row ----------------------------------------------------------------------------------------------------
 template <class T>
 __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i64* __restrict__ slots,
@@ -530,6 +551,7 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   const T* x = logits + r * ld;
   float* wk = work + r * ldw;  // 16-byte aligned rows (ldw a multiple of 4)
   u32* wku = reinterpret_cast<u32*>(wk);
+  GPK_SMC_STAMP(40);
 
   // -- the slot's penalty state: reset by the sequence's first row, else count the fed token once --
   if (prompt != nullptr && p == plen - 1) {
@@ -575,7 +597,9 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       bi = j;
     }
   });
+  GPK_SMC_STAMP(41);
   block_argmax(best, bi, sh);
+  GPK_SMC_STAMP(42);
   const float m = best;
   i64 token = -1;
 
@@ -600,12 +624,14 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       }
     }
     __syncthreads();
+    GPK_SMC_STAMP(43);
     u32 tk = 0;
     if (top_k > 0 && top_k < (u32)V) {
       tk = radix_select([&](u32 mask, u32 prefix, int shift) {
         fill_keys<true>(wku, V, [](u32) { return true; }, mask, prefix, shift, sh);
       }, (u64)top_k, sh);
     }
+    GPK_SMC_STAMP(44);
     auto keep = [&](u32 key) { return key >= tk && key != 0u && quant(key) >= qmin; };
     const u64 R = token_bits(seed, (u64)(p - plen + 1));
     bool small = false;
@@ -629,6 +655,7 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       __syncthreads();
       small = sh.count <= CAND;
     }
+    GPK_SMC_STAMP(45);
     if (tid == 0) sh.token = -1;
     i64 chosen = -1;
     if (small) {
@@ -683,11 +710,13 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
         }, target, sh);
         total = sh.above + sh.at;
       }
+      GPK_SMC_STAMP(46);
       const u64 u = __umul64hi(R, total);
       chosen = choose_in_order(wku, V, [&](u32 key) { return keep(key) && key >= tp ? quant(key) : (u64)0; }, u, sh);
     }
     __syncthreads();
     token = small ? sh.token : chosen;
+    GPK_SMC_STAMP(47);
   }
   if (tid == 0) {
     out[r] = token;

@@ -206,7 +206,9 @@ __device__ __forceinline__ u32 cluster_select(const u32 (&key)[E], int ns, int b
         if (m) rx.mass[d].add(m);
       }
     }
+    GPK_SMC_STAMP(20 + 3 * pass);
     cl_sync();
+    GPK_SMC_STAMP(21 + 3 * pass);
     for (int d = tid; d < 256; d += nt) {
       u32 c = 0;
       u64 m = 0;
@@ -232,6 +234,7 @@ __device__ __forceinline__ u32 cluster_select(const u32 (&key)[E], int ns, int b
     if (q == 2) mabove += cs.rmm[d];
     prefix |= (u32)d << shift;
     mask |= dmask << shift;
+    GPK_SMC_STAMP(22 + 3 * pass);
     ++pass;
     __syncthreads();  // every thread has read cs.rmc / rmm before the next pass rewrites them
   }
@@ -269,6 +272,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
   const int chunk = (V + CL - 1) / CL;
   const int c0 = min(V, (int)rank * chunk), c1 = min(V, c0 + chunk);
   const int ns = (c1 - c0 + nt - 1) / nt;  // slices this block uses (<= E: the launcher checks V)
+  GPK_SMC_STAMP(0);
 
   for (int d = tid; d < 256; d += nt) {
     cs.rx[0].cnt[d] = cs.rx[1].cnt[d] = 0;
@@ -303,6 +307,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
   }
   if (pen) cl_sync();  // every block reads the counts and marks after they are written
   __syncthreads();
+  GPK_SMC_STAMP(1);
 
   // -- penalized logits of this block's piece, its max and first argmax --
   const bool sampled = !(flags & GREEDY);
@@ -340,7 +345,9 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
     cs.bestv = best;
     cs.besti = bi;
   }
+  GPK_SMC_STAMP(2);
   cl_sync();
+  GPK_SMC_STAMP(3);
   float m = neg_inf();
   int mi = 0x7fffffff;
   for (u32 b = 0; b < (u32)CL; ++b) {
@@ -368,6 +375,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
       key[e] = __float_as_uint(inf_case ? (v == pos_inf() ? 1.f : 0.f)
                                         : exp_fixed(__fdiv_rn(__fsub_rn(v, m), temp)));
     }
+    GPK_SMC_STAMP(4);
     auto keepq = [&](u32 k) { return k != 0u && quant(k) >= qmin; };
     const bool has_k = top_k > 0 && top_k < (u32)V;
     const bool has_p = (flags & TOP_P) != 0;
@@ -375,15 +383,20 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
     int pass = 0;
     if (has_k || has_p) {
 #pragma unroll
-      for (int e = 0; e < E; ++e) {
+      for (int e = 0; e < E; ++e) {  // one atomic per bin a warp's lanes share (e < ns is block-uniform)
         const u32 k = key[e];
-        if (e < ns && k != 0u) {
-          const int b = bin_of(k);
-          atomicAdd(&cs.hcnt[b], 1u);
-          if (quant(k) >= qmin) cs.hmass[b].add(quant(k));
+        const bool in = e < ns && k != 0u;
+        const int b = in ? bin_of(k) : -1;
+        const unsigned peers = __match_any_sync(FULL, (unsigned)b);
+        const u64 ms = group_sum40(peers, in && quant(k) >= qmin ? quant(k) : (u64)0);
+        if (in && lane == __ffs(peers) - 1) {
+          atomicAdd(&cs.hcnt[b], (u32)__popc(peers));
+          if (ms) cs.hmass[b].add(ms);
         }
       }
+      GPK_SMC_STAMP(5);
       cl_sync();
+      GPK_SMC_STAMP(6);
       for (int b = tid; b < NB; b += nt) {
         u32 c = 0;
         u64 ms = 0;
@@ -396,10 +409,12 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
         cs.mmass[b] = ms;
       }
       __syncthreads();
+      GPK_SMC_STAMP(7);
       int bk = -1;
       if (has_k) {  // the k-th largest key (0 when fewer than k keys are nonzero: then only key != 0 filters)
         u64 above = 0;
         bk = search_top([&](int i) { return (u64)cs.mcnt[i]; }, NB, (u64)top_k, above, cs);
+        GPK_SMC_STAMP(8);
         if (bk >= 0) {
           u64 mass_ge = 0;
           tk = cluster_select<false>(key, ns, bk, [](u32) { return true; },
@@ -412,6 +427,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
           __syncthreads();
         }
       }
+      GPK_SMC_STAMP(9);
       if (has_p) {
         u64 loc = 0;
         for (int b = tid; b < NB; b += nt) loc += cs.mmass[b];
@@ -420,6 +436,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
         target = target > total ? total : (target < 1 ? 1 : target);
         u64 above = 0;
         const int bp = search_top([&](int i) { return cs.mmass[i]; }, NB, target, above, cs);
+        GPK_SMC_STAMP(10);
         if (bp >= 0) {
           u64 unused = 0;
           tp = cluster_select<true>(key, ns, bp, [&](u32 k) { return keepq(k) && k >= tk; },
@@ -427,6 +444,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
         }
       }
     }
+    GPK_SMC_STAMP(11);
     // -- the draw: the first token, in token order, at which the running kept mass exceeds u --
     auto weight = [&](u32 k) { return keepq(k) && k >= tk && k >= tp ? quant(k) : (u64)0; };
 #pragma unroll
@@ -435,13 +453,13 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
       if (lane == 0) cs.part[e][warp] = ws;
     }
     __syncthreads();
-    if (tid == 0) {
-      u64 t = 0;
-      for (int e = 0; e < ns; ++e)
-        for (int q = 0; q < nw; ++q) t += cs.part[e][q];
-      cs.total = t;
-    }
+    u64 mine = 0;
+    for (int i = tid; i < ns * nw; i += nt) mine += cs.part[i / nw][i % nw];
+    mine = block_sum(mine, cs.sh);
+    if (tid == 0) cs.total = mine;
+    GPK_SMC_STAMP(12);
     cl_sync();
+    GPK_SMC_STAMP(13);
     u64 base = 0, grand = 0;
     for (u32 b = 0; b < (u32)CL; ++b) {
       const u64 t = cl_map(&cs, b)->total;
@@ -449,6 +467,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
       grand += t;
     }
     cl_sync();  // the last remote read is done
+    GPK_SMC_STAMP(14);
     const u64 u = __umul64hi(token_bits(seed, (u64)(p - plen + 1)), grand);
     owner = grand == 0 ? rank == 0 : (base <= u && u < base + cs.total);
     if (owner && grand != 0) {  // block-uniform
@@ -476,6 +495,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
       token = cs.sh.token;
     }
   }
+  GPK_SMC_STAMP(15);
   if (!owner) return;
   if (tid == 0) {
     out[r] = token;
@@ -485,6 +505,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
     }
   }
   if (flags & LOGPROBS) logprobs_row(x, V, r, token, flags, lp, lp_ids, cs.sh);
+  GPK_SMC_STAMP(16);
 }
 
 }  // namespace gpk_smc
