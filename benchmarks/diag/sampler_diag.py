@@ -84,7 +84,7 @@ for _p in range(6):
                         22 + 3 * _p: f"radix {_p}: gather + digit search"})
 
 
-def phases(out_json=None, V=50257, B=1, spread=0.55):
+def phases(out_json=None, V=50257, B=1, spread=0.55, defines=()):
     """The cluster kernel built with -DGPK_SMC_STAMPS: clock64() cycles between the numbered points of
     sample_row_cl (block 0, thread 0) per setting, one eager step after warm-up."""
     import cupy as cp
@@ -94,7 +94,7 @@ def phases(out_json=None, V=50257, B=1, spread=0.55):
     from gpk_array._kernels import loader
     from gpk_array._kernels import sampling as launcher
     from gpk_array.llm.sampling import SamplingParams, SlotSampler
-    opts = ("-DGPK_SMC_STAMPS",)
+    opts = ("-DGPK_SMC_STAMPS",) + tuple(f"-D{d}" for d in defines)
     real = loader.get_function
     loader.get_function = lambda f, name, options=(): real(f, name, opts if f == launcher.SAMPLING_FILE else options)
     default = launcher.use_cluster
@@ -136,7 +136,8 @@ def phases(out_json=None, V=50257, B=1, spread=0.55):
     if out_json:
         with open(out_json, "w") as f:
             from benchmarks.__main__ import _env
-            json.dump({"env": _env(), "V": V, "batch": B, "spread": spread, "phases": res}, f, indent=1)
+            json.dump({"env": _env(), "V": V, "batch": B, "spread": spread, "defines": list(defines),
+                       "phases": res}, f, indent=1)
     return res
 
 
@@ -144,5 +145,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
     ap.add_argument("--phases", action="store_true", help="cycles per phase of the cluster kernel (one row)")
+    ap.add_argument("--define", action="append", default=[], help="with --phases: a macro to build with")
     a = ap.parse_args()
-    (phases if a.phases else run)(a.json)
+    if a.phases:
+        phases(a.json, defines=a.define)
+    else:
+        run(a.json)

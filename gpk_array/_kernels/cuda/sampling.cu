@@ -306,27 +306,22 @@ __device__ i64 choose_in_order(const u32* __restrict__ row, int n, const Wt& wei
   return sh.token;
 }
 
-// The exact sum of w (each at most 2**40) over the lanes of `peers` (every lane of the warp calls it, each with
-// its own group's mask, as from __match_any_sync): two 32-bit warp reductions of 20-bit pieces.
-__device__ __forceinline__ u64 group_sum40(unsigned peers, u64 w) {
-  const u32 lo = __reduce_add_sync(peers, (u32)w & 0xFFFFFu);
-  const u32 hi = __reduce_add_sync(peers, (u32)(w >> 20));
-  return (u64)lo + ((u64)hi << 20);
-}
-
-// One element's part in a radix pass's histogram (every lane of the warp calls it together): the warp adds each
-// bin's count (COUNT, weight 1) or mass once, its lanes grouped by bin with __match_any_sync, so that lanes of
-// one bin do not queue on one shared-memory atomic.
+// One element's part in a radix pass's histogram; with COUNT every lane of the warp calls it together (the
+// warp adds each bin's count once, __match_any_sync), and the weight is 1. Masses go straight to the bin's two
+// 32-bit atomics: grouping lanes by bin for them (__match_any_sync + __reduce_add_sync) measured slower on the H200
+// (top-p alone 126 -> 333 us per row, benchmarks/diag/sampler_diag.py).
 template <bool COUNT>
 __device__ __forceinline__ void hist_add(bool in, u32 key, u64 w, int shift, Shared& sh) {
-  const unsigned bin = in ? (key >> shift) & 255u : 256u;
-  const unsigned peers = __match_any_sync(FULL, bin);
-  const bool leader = in && (int)(threadIdx.x & 31) == __ffs(peers) - 1;
   if constexpr (COUNT) {
-    if (leader) atomicAdd(&sh.hist[bin].lo, (u32)__popc(peers));
+#ifdef GPK_SMP_DIRECT_COUNT  // an experiment (sampler_diag --phases --define): one atomic per lane
+    if (in) atomicAdd(&sh.hist[(key >> shift) & 255u].lo, 1u);
+#else
+    const unsigned bin = in ? (key >> shift) & 255u : 256u;
+    const unsigned peers = __match_any_sync(FULL, bin);
+    if (in && (int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&sh.hist[bin].lo, (u32)__popc(peers));
+#endif
   } else {
-    const u64 m = group_sum40(peers, in ? w : 0);
-    if (leader && m) sh.hist[bin].add(m);
+    if (in) sh.hist[(key >> shift) & 255u].add(w);
   }
 }
 
@@ -515,7 +510,9 @@ __device__ void logprobs_row(const T* __restrict__ x, int V, i64 r, i64 token, u
 // -DGPK_SMC_STAMPS (benchmarks/diag/sampler_diag.py --phases): block 0's thread 0 records clock64() at the
 // numbered points of sample_row (40..) and gpk_smc::sample_row_cl (0..39), the time each phase takes on the GPU.
 #ifdef GPK_SMC_STAMPS
+extern "C" {
 __device__ long long gpk_smc_stamps[64];
+}
 #define GPK_SMC_STAMP(i) \
   if (threadIdx.x == 0 && blockIdx.x == 0) gpk_smc_stamps[i] = clock64()
 #else

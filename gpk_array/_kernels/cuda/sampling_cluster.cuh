@@ -383,15 +383,12 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
     int pass = 0;
     if (has_k || has_p) {
 #pragma unroll
-      for (int e = 0; e < E; ++e) {  // one atomic per bin a warp's lanes share (e < ns is block-uniform)
+      for (int e = 0; e < E; ++e) {
         const u32 k = key[e];
-        const bool in = e < ns && k != 0u;
-        const int b = in ? bin_of(k) : -1;
-        const unsigned peers = __match_any_sync(FULL, (unsigned)b);
-        const u64 ms = group_sum40(peers, in && quant(k) >= qmin ? quant(k) : (u64)0);
-        if (in && lane == __ffs(peers) - 1) {
-          atomicAdd(&cs.hcnt[b], (u32)__popc(peers));
-          if (ms) cs.hmass[b].add(ms);
+        if (e < ns && k != 0u) {
+          const int b = bin_of(k);
+          atomicAdd(&cs.hcnt[b], 1u);
+          if (quant(k) >= qmin) cs.hmass[b].add(quant(k));
         }
       }
       GPK_SMC_STAMP(5);

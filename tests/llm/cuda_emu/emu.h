@@ -96,17 +96,6 @@ inline unsigned __match_any_sync(unsigned, unsigned v) {
   w.bar.arrive_and_wait();
   return m;
 }
-inline unsigned __reduce_add_sync(unsigned mask, unsigned v) {  // every lane calls it, each with its group's mask
-  emu::Warp& w = emu::warp();
-  const int lane = threadIdx.x & 31;
-  w.slot[lane] = v;
-  w.bar.arrive_and_wait();
-  unsigned s = 0;
-  for (int i = 0; i < 32; ++i)
-    if (mask >> i & 1u) s += (unsigned)w.slot[i];
-  w.bar.arrive_and_wait();
-  return s;
-}
 inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 
