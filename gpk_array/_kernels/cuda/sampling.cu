@@ -108,7 +108,7 @@ __device__ __forceinline__ u32 order_key(float v) {
 // A 64-bit sum in shared memory that threads add to with two native 32-bit atomics (the low word's old value gives
 // the carry exactly): a 64-bit atomicAdd on shared memory is a compare-and-swap loop, which serializes badly when
 // many lanes add to one bin.
-struct Wide {
+struct alignas(8) Wide {
   u32 lo, hi;
   __device__ __forceinline__ void add(u64 v) {
     const u32 l = (u32)v;
@@ -116,7 +116,8 @@ struct Wide {
     const u32 h = (u32)(v >> 32) + ((u32)(old + l) < old ? 1u : 0u);
     if (h) atomicAdd(&hi, h);
   }
-  __device__ __forceinline__ u64 get() const { return ((u64)hi << 32) | lo; }
+  // One 64-bit load (lo is the low word: little-endian), once no atomics are in flight.
+  __device__ __forceinline__ u64 get() const { return *reinterpret_cast<const u64*>(this); }
   __device__ __forceinline__ void clear() { lo = hi = 0u; }
 };
 
@@ -237,6 +238,52 @@ __device__ __forceinline__ u64 warps_before(u64 v, Shared& sh) {
 }
 
 // 4 keys of a 16-byte aligned u32 row from j (a multiple of 4); those at or past n read as 0.
+// visit_row's pass where f(j, y) gives the float to keep at dst[j] (dst 16-byte aligned, x any alignment): each
+// warp stages its 32 vectors' values in `stage` (STAGE_FLOATS per warp, padded against bank conflicts) and writes
+// them back as coalesced rows of 32 consecutive floats, rather than each lane storing VEC words 16 bytes apart
+// (one 32-byte sector each).
+constexpr int STAGE_FLOATS = 32 * 9;
+template <class T, class F>
+__device__ __forceinline__ void visit_row_store(const T* __restrict__ x, int n, float* __restrict__ dst,
+                                                float* __restrict__ stage_all, const F& f) {
+  constexpr int VEC = 16 / sizeof(T), PAD = VEC + 1;
+  static_assert(32 * PAD <= STAGE_FLOATS, "stage too small");
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31;
+  float* stage = stage_all + (tid >> 5) * STAGE_FLOATS;
+  const int head = min(n, (int)(((16u - (unsigned)(reinterpret_cast<u64>(x) & 15u)) & 15u) / sizeof(T)));
+  for (int j = tid; j < head; j += nt) dst[j] = f(j, to_f(x[j]));
+  const int nv = (n - head) / VEC;
+  const T* body = x + head;
+  float* dbody = dst + head;
+  for (int w0 = tid & ~31; w0 < nv; w0 += 4 * nt) {  // warp-uniform
+    const int v0 = w0 + lane;
+    uint4 buf[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (v0 + u * nt < nv) buf[u] = *reinterpret_cast<const uint4*>(body + (i64)(v0 + u * nt) * VEC);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int wb = w0 + u * nt;  // the warp's first vector of this round
+      if (wb >= nv) break;         // warp-uniform
+      if (wb + lane < nv) {
+        T vals[VEC];
+        memcpy(vals, &buf[u], 16);
+#pragma unroll
+        for (int q = 0; q < VEC; ++q) stage[lane * PAD + q] = f(head + (wb + lane) * VEC + q, to_f(vals[q]));
+      }
+      __syncwarp();
+      const int lim = min(32, nv - wb) * VEC;
+#pragma unroll
+      for (int q = 0; q < VEC; ++q) {
+        const int i = q * 32 + lane;
+        if (i < lim) dbody[(i64)wb * VEC + i] = stage[(i / VEC) * PAD + i % VEC];
+      }
+      __syncwarp();
+    }
+  }
+  for (int j = head + nv * VEC + tid; j < n; j += nt) dst[j] = f(j, to_f(x[j]));
+}
+
 __device__ __forceinline__ void load4(const u32* __restrict__ row, int j, int n, u32 (&k)[4]) {
   if (j + 3 < n) {
     const uint4 v = *reinterpret_cast<const uint4*>(row + j);
@@ -259,6 +306,7 @@ __device__ i64 choose_in_order(const u32* __restrict__ row, int n, const Wt& wei
   const int seg = ((n + nw - 1) / nw + 127) & ~127;
   const int b = min(n, warp * seg), e = min(n, b + seg);
   u64 s = 0;
+#pragma unroll 4
   for (int j = b + 4 * lane; j < e; j += 128) {
     u32 k[4];
     load4(row, j, e, k);
@@ -306,22 +354,16 @@ __device__ i64 choose_in_order(const u32* __restrict__ row, int n, const Wt& wei
   return sh.token;
 }
 
-// One element's part in a radix pass's histogram; with COUNT every lane of the warp calls it together (the
-// warp adds each bin's count once, __match_any_sync), and the weight is 1. Masses go straight to the bin's two
-// 32-bit atomics: grouping lanes by bin for them (__match_any_sync + __reduce_add_sync) measured slower on the H200
-// (top-p alone 126 -> 333 us per row, benchmarks/diag/sampler_diag.py).
+// One element's part in a radix pass's histogram: its count (COUNT: weight 1, the low word only) or its weight,
+// with the bin's native 32-bit shared-memory atomics. (Grouping a warp's lanes by bin first, __match_any_sync and
+// __reduce_add_sync, measured slower on the H200: twice the cycles for counts, 2.6x for masses.)
 template <bool COUNT>
 __device__ __forceinline__ void hist_add(bool in, u32 key, u64 w, int shift, Shared& sh) {
+  if (!in) return;
   if constexpr (COUNT) {
-#ifdef GPK_SMP_DIRECT_COUNT  // an experiment (sampler_diag --phases --define): one atomic per lane
-    if (in) atomicAdd(&sh.hist[(key >> shift) & 255u].lo, 1u);
-#else
-    const unsigned bin = in ? (key >> shift) & 255u : 256u;
-    const unsigned peers = __match_any_sync(FULL, bin);
-    if (in && (int)(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&sh.hist[bin].lo, (u32)__popc(peers));
-#endif
+    atomicAdd(&sh.hist[(key >> shift) & 255u].lo, 1u);
   } else {
-    if (in) sh.hist[(key >> shift) & 255u].add(w);
+    sh.hist[(key >> shift) & 255u].add(w);
   }
 }
 
@@ -381,6 +423,7 @@ template <bool COUNT, class Pred>
 __device__ __forceinline__ void fill_keys(const u32* __restrict__ row, int n, const Pred& pred, u32 mask, u32 prefix,
                                           int shift, Shared& sh) {
   const int lane = threadIdx.x & 31;
+#pragma unroll 4
   for (int base = (int)(threadIdx.x & ~31u) * 4; base < n; base += 4 * (int)blockDim.x) {
     const int j = base + 4 * lane;
     u32 k[4];
@@ -527,7 +570,7 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
                            i64* __restrict__ counted, const i64* __restrict__ prompt, i64 prompt_stride,
                            float* __restrict__ work, i64 ldw, i64* __restrict__ out, float* __restrict__ lp,
                            int* __restrict__ lp_ids, i64* __restrict__ next_tok, i64* __restrict__ next_pos,
-                           i64 max_pos, Shared& sh) {
+                           i64 max_pos, Shared& sh, float* __restrict__ stage) {
   const int tid = threadIdx.x, nt = blockDim.x;
   const i64 r = blockIdx.x;
   const i64 s = slots != nullptr ? slots[r] : r;
@@ -574,7 +617,7 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   const bool pen = (flags & (REPETITION | COUNTS | BIAS)) != 0;
   float best = neg_inf();
   int bi = 0x7fffffff;
-  visit_row(x, V, [&](int j, float y) {
+  auto penalized = [&](int j, float y) {
     if (y != y) y = neg_inf();
     if (pen) {
       if (flags & (REPETITION | COUNTS)) {
@@ -588,12 +631,16 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       if (flags & BIAS) y = __fadd_rn(y, bs[j]);
       if (y != y) y = neg_inf();
     }
-    if (sampled) wk[j] = y;
     if (y > best || (y == best && j < bi)) {
       best = y;
       bi = j;
     }
-  });
+    return y;
+  };
+  if (sampled)
+    visit_row_store(x, V, wk, stage, penalized);
+  else
+    visit_row(x, V, penalized);
   GPK_SMC_STAMP(41);
   block_argmax(best, bi, sh);
   GPK_SMC_STAMP(42);
@@ -607,17 +654,24 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
     auto prob = [&](float y) {
       return __float_as_uint(inf_case ? (y == pos_inf() ? 1.f : 0.f) : exp_fixed(__fdiv_rn(__fsub_rn(y, m), temp)));
     };
-    for (int j = 4 * tid; j < V; j += 4 * nt) {
-      if (j + 3 < V) {
-        const float4 v = *reinterpret_cast<const float4*>(wk + j);
-        uint4 o;
-        o.x = prob(v.x);
-        o.y = prob(v.y);
-        o.z = prob(v.z);
-        o.w = prob(v.w);
-        *reinterpret_cast<uint4*>(wku + j) = o;
-      } else {
-        for (int q = j; q < V; ++q) wku[q] = prob(wk[q]);
+    for (int j0 = 4 * tid; j0 < V; j0 += 16 * nt) {  // four float4 loads in flight before the stores
+      float4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (j0 + 4 * u * nt + 3 < V) v[u] = *reinterpret_cast<const float4*>(wk + j0 + 4 * u * nt);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int j = j0 + 4 * u * nt;
+        if (j + 3 < V) {
+          uint4 o;
+          o.x = prob(v[u].x);
+          o.y = prob(v[u].y);
+          o.z = prob(v[u].z);
+          o.w = prob(v[u].w);
+          *reinterpret_cast<uint4*>(wku + j) = o;
+        } else {
+          for (int q = j; q < V; ++q) wku[q] = prob(wk[q]);
+        }
       }
     }
     __syncthreads();
@@ -745,9 +799,10 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       const long long* prompt, long long prompt_stride, float* work, long long ldw, long long* out, float* lp,     \
       int* lp_ids, long long* next_tok, long long* next_pos, long long max_pos) {                                  \
     __shared__ gpk_smp::Shared sh;                                                                                 \
+    __shared__ float stage[gpk_smp::MAX_WARPS * gpk_smp::STAGE_FLOATS];                                            \
     GPK_SMP_PDL()                                                                                                  \
     gpk_smp::sample_row<T>(logits, ld, V, slots, tok, pos, table, counts, seen, bias, counted, prompt,             \
-                           prompt_stride, work, ldw, out, lp, lp_ids, next_tok, next_pos, max_pos, sh);            \
+                           prompt_stride, work, ldw, out, lp, lp_ids, next_tok, next_pos, max_pos, sh, stage);     \
   }
 
 GPK_SAMPLE_KERNEL(float, f32)

@@ -26,6 +26,13 @@ constexpr int BIN_SHIFT = 19;
 constexpr u32 BIN_BASE = 0x2B000000u >> BIN_SHIFT;   // every nonzero key is >= 0x2B000000 (e >= e**-28 > 2**-41)
 constexpr int NB = ((0x3F800000u >> BIN_SHIFT) - BIN_BASE) + 1;   // 657 bins up to the key of 1.0
 constexpr int NBP = (NB + 31) & ~31;
+#ifndef GPK_EMULATE
+constexpr int CAND_BLOCK = 256;  // threshold candidates a block lists (cluster_threshold)
+constexpr int CAND_ALL = 1024;   // and the cluster (at most blockDim.x); more: the radix select
+#else  // small, so that the tests' vocabularies take both the list and the radix select
+constexpr int CAND_BLOCK = 8;
+constexpr int CAND_ALL = 32;
+#endif
 
 struct Radix {       // one radix pass's histogram of 256 digits: counts and fixed-point mass
   u32 cnt[256];
@@ -47,6 +54,11 @@ struct ClShared {
   int sel;
   u64 sel_above, sel_above2;
   u64 red2[MAX_WARPS];
+  u32 clist[2][CAND_BLOCK];  // this block's keys in the threshold's bin, double-buffered per threshold
+  u32 ccount[2];
+  u32 call[CAND_ALL];        // the cluster's
+  u32 tbest;
+  u64 tmass;
   Shared sh;         // block reductions, logprobs_row
 };
 
@@ -113,11 +125,17 @@ __device__ int search_top(const H& h, const H2& h2, int n, u64 target, u64& abov
   }
   if (tid == 0) cs.sel = -1;
   __syncthreads();
-  u64 acc = v - s, acc2 = v2 - s2;
-  for (int w = warp + 1; w < nw; ++w) {
-    acc += sh.red_u[w];
-    acc2 += cs.red2[w];
+  u64 wv = lane < nw ? sh.red_u[lane] : 0, wv2 = lane < nw ? cs.red2[lane] : 0;  // suffix sums over the warps
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u64 y = __shfl_down_sync(FULL, wv, o), y2 = __shfl_down_sync(FULL, wv2, o);
+    if (lane + o < 32) {
+      wv += y;
+      wv2 += y2;
+    }
   }
+  const u64 later = __shfl_sync(FULL, wv, (warp + 1) & 31), later2 = __shfl_sync(FULL, wv2, (warp + 1) & 31);
+  u64 acc = v - s + (warp + 1 < 32 ? later : 0), acc2 = v2 - s2 + (warp + 1 < 32 ? later2 : 0);
   if (acc < target && target <= acc + s) {  // one thread
     for (int i = hi - 1; i >= lo; --i) {
       const u64 x = h(i);
@@ -147,7 +165,7 @@ __device__ __forceinline__ int search_top(const H& h, int n, u64 target, u64& ab
 // -1 when the whole sum is at most u. Block-wide, as search_top.
 template <class H>
 __device__ int search_first(const H& h, int n, u64 u, u64& before, ClShared& cs) {
-  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31, warp = tid >> 5, nw = nt >> 5;
   const int g = (n + nt - 1) / nt;
   const int lo = min(n, tid * g), hi = min(n, lo + g);
   u64 s = 0;
@@ -163,8 +181,14 @@ __device__ int search_first(const H& h, int n, u64 u, u64& before, ClShared& cs)
   if (lane == 31) sh.red_u[warp] = v;
   if (tid == 0) cs.sel = -1;
   __syncthreads();
-  u64 acc = v - s;
-  for (int w = 0; w < warp; ++w) acc += sh.red_u[w];
+  u64 wv = lane < nw ? sh.red_u[lane] : 0;  // prefix sums over the warps
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u64 y = __shfl_up_sync(FULL, wv, o);
+    if (lane >= o) wv += y;
+  }
+  const u64 earlier = __shfl_sync(FULL, wv, (warp + 31) & 31);
+  u64 acc = v - s + (warp > 0 ? earlier : 0);
   if (acc <= u && u < acc + s) {  // one thread
     for (int i = lo; i < hi; ++i) {
       const u64 x = h(i);
@@ -240,6 +264,71 @@ __device__ __forceinline__ u32 cluster_select(const u32 (&key)[E], int ns, int b
   }
   mass_ge = mabove;
   return prefix;
+}
+
+// cluster_select's threshold from a list of candidates when the bin holds few keys: each block lists its keys of
+// bin `bin` satisfying pred (list `which`: 0 for top-k, 1 for top-p, so that a later threshold never overwrites a
+// list another block may still read), a cluster barrier, every block copies the cluster's lists and ranks them
+// (thread i: the weight of the keys >= key i). Returns false, having changed nothing the radix select reads, when
+// some block's list or the cluster's would overflow: every block decides alike from the same counts.
+template <bool BY_MASS, class Pred, class Wm>
+__device__ __forceinline__ bool cluster_threshold(const u32 (&key)[E], int ns, int bin, const Pred& pred, const Wm& wm,
+                                                  u64 target, int which, u32& t_out, u64& mass_ge, ClShared& cs) {
+  const int tid = threadIdx.x, nt = blockDim.x;
+  const u32 hi = (u32)bin + BIN_BASE;
+  if (tid == 0) cs.ccount[which] = 0;
+  __syncthreads();
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const u32 k = key[e];
+    if (e < ns && (k >> BIN_SHIFT) == hi && pred(k)) {
+      const u32 i = atomicAdd(&cs.ccount[which], 1u);
+      if (i < (u32)CAND_BLOCK) cs.clist[which][i] = k;
+    }
+  }
+  cl_sync();
+  u32 cnt[CL];
+  u32 n = 0;
+  bool fits = true;
+#pragma unroll
+  for (int b = 0; b < CL; ++b) {
+    cnt[b] = cl_map(&cs, (u32)b)->ccount[which];
+    fits = fits && cnt[b] <= (u32)CAND_BLOCK;
+    n += cnt[b];
+  }
+  if (!fits || n > (u32)min(CAND_ALL, nt)) return false;
+  if (tid < (int)n) {  // candidate tid: block b's entry tid - (entries of the blocks before b)
+    u32 i = (u32)tid;
+    int b = 0;
+    while (i >= cnt[b]) i -= cnt[b++];
+    cs.call[tid] = cl_map(&cs, (u32)b)->clist[which][i];
+  }
+  if (tid == 0) {
+    cs.tbest = 0;
+    cs.tmass = 0;
+  }
+  __syncthreads();
+  u32 mine = 0;
+  u64 mg = 0;
+  if (tid < (int)n) {
+    const u32 ki = cs.call[tid];
+    u64 w = 0;
+    for (u32 j = 0; j < n; ++j) {
+      const u32 kj = cs.call[j];
+      if (kj >= ki) {
+        const u64 m = wm(kj);
+        w += BY_MASS ? m : 1;
+        mg += m;
+      }
+    }
+    if (w >= target) mine = ki;
+  }
+  const u32 t = block_max_u32(mine, cs.sh);  // every candidate's weight reaches target at most at its own key
+  if (tid < (int)n && mine == t && t != 0u) cs.tmass = mg;  // the threads holding key t all computed the same mg
+  __syncthreads();
+  t_out = t;
+  mass_ge = cs.tmass;
+  return true;
 }
 
 template <class T>
@@ -414,9 +503,10 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
         GPK_SMC_STAMP(8);
         if (bk >= 0) {
           u64 mass_ge = 0;
-          tk = cluster_select<false>(key, ns, bk, [](u32) { return true; },
-                                     [&](u32 k) { return keepq(k) ? quant(k) : (u64)0; }, (u64)top_k - above, pass,
-                                     mass_ge, cs);
+          auto any = [](u32) { return true; };
+          auto wk = [&](u32 k) { return keepq(k) ? quant(k) : (u64)0; };
+          if (!cluster_threshold<false>(key, ns, bk, any, wk, (u64)top_k - above, 0, tk, mass_ge, cs))
+            tk = cluster_select<false>(key, ns, bk, any, wk, (u64)top_k - above, pass, mass_ge, cs);
           for (int b = tid; b < NB; b += nt) {  // the kept mass: keys >= tk
             if (b < bk) cs.mmass[b] = 0;
             if (b == bk) cs.mmass[b] = mass_ge;
@@ -436,8 +526,10 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
         GPK_SMC_STAMP(10);
         if (bp >= 0) {
           u64 unused = 0;
-          tp = cluster_select<true>(key, ns, bp, [&](u32 k) { return keepq(k) && k >= tk; },
-                                    [&](u32 k) { return quant(k); }, target - above, pass, unused, cs);
+          auto kept = [&](u32 k) { return keepq(k) && k >= tk; };
+          auto wq = [&](u32 k) { return quant(k); };
+          if (!cluster_threshold<true>(key, ns, bp, kept, wq, target - above, 1, tp, unused, cs))
+            tp = cluster_select<true>(key, ns, bp, kept, wq, target - above, pass, unused, cs);
         }
       }
     }

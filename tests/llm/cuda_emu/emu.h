@@ -96,6 +96,7 @@ inline unsigned __match_any_sync(unsigned, unsigned v) {
   w.bar.arrive_and_wait();
   return m;
 }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::warp().bar.arrive_and_wait(); }
 inline int __ffs(unsigned x) { return x ? __builtin_ctz(x) + 1 : 0; }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 
