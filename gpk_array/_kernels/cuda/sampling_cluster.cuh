@@ -270,21 +270,27 @@ __device__ __forceinline__ u32 cluster_select(const u32 (&key)[E], int ns, int b
 // bin `bin` satisfying pred (list `which`: 0 for top-k, 1 for top-p, so that a later threshold never overwrites a
 // list another block may still read), a cluster barrier, every block copies the cluster's lists and ranks them
 // (thread i: the weight of the keys >= key i). Returns false, having changed nothing the radix select reads, when
-// some block's list or the cluster's would overflow: every block decides alike from the same counts.
+// some block's list or the cluster's would overflow (at once, without a list, when the bin's count `in_bin`, an
+// upper bound, says so): every block decides alike from the same counts.
 template <bool BY_MASS, class Pred, class Wm>
-__device__ __forceinline__ bool cluster_threshold(const u32 (&key)[E], int ns, int bin, const Pred& pred, const Wm& wm,
-                                                  u64 target, int which, u32& t_out, u64& mass_ge, ClShared& cs) {
-  const int tid = threadIdx.x, nt = blockDim.x;
+__device__ __forceinline__ bool cluster_threshold(const u32 (&key)[E], int ns, int bin, u32 in_bin, const Pred& pred,
+                                                  const Wm& wm, u64 target, int which, u32& t_out, u64& mass_ge,
+                                                  ClShared& cs) {
+  const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31;
+  if (in_bin > (u32)min(CAND_ALL, nt)) return false;
   const u32 hi = (u32)bin + BIN_BASE;
   if (tid == 0) cs.ccount[which] = 0;
   __syncthreads();
 #pragma unroll
-  for (int e = 0; e < E; ++e) {
+  for (int e = 0; e < E; ++e) {  // one atomic per warp (e < ns is block-uniform)
     const u32 k = key[e];
-    if (e < ns && (k >> BIN_SHIFT) == hi && pred(k)) {
-      const u32 i = atomicAdd(&cs.ccount[which], 1u);
-      if (i < (u32)CAND_BLOCK) cs.clist[which][i] = k;
-    }
+    const bool in = e < ns && (k >> BIN_SHIFT) == hi && pred(k);
+    const unsigned mask = __ballot_sync(FULL, in);
+    u32 base = 0;
+    if (mask && lane == __ffs(mask) - 1) base = atomicAdd(&cs.ccount[which], (u32)__popc(mask));
+    base = __shfl_sync(FULL, base, __ffs(mask) - 1 < 0 ? 0 : __ffs(mask) - 1);
+    const u32 i = base + (u32)__popc(mask & ((1u << lane) - 1u));
+    if (in && i < (u32)CAND_BLOCK) cs.clist[which][i] = k;
   }
   cl_sync();
   u32 cnt[CL];
@@ -458,11 +464,11 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
     // -- probability keys, in registers --
     const bool inf_case = m == pos_inf();
     u32 key[E];
+    const bool t1 = temp == 1.f;  // z / 1 is z
 #pragma unroll
     for (int e = 0; e < E; ++e) {
-      const float v = y[e];
-      key[e] = __float_as_uint(inf_case ? (v == pos_inf() ? 1.f : 0.f)
-                                        : exp_fixed(__fdiv_rn(__fsub_rn(v, m), temp)));
+      const float v = y[e], z = __fsub_rn(v, m);
+      key[e] = __float_as_uint(inf_case ? (v == pos_inf() ? 1.f : 0.f) : exp_fixed(t1 ? z : __fdiv_rn(z, temp)));
     }
     GPK_SMC_STAMP(4);
     auto keepq = [&](u32 k) { return k != 0u && quant(k) >= qmin; };
@@ -505,7 +511,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
           u64 mass_ge = 0;
           auto any = [](u32) { return true; };
           auto wk = [&](u32 k) { return keepq(k) ? quant(k) : (u64)0; };
-          if (!cluster_threshold<false>(key, ns, bk, any, wk, (u64)top_k - above, 0, tk, mass_ge, cs))
+          if (!cluster_threshold<false>(key, ns, bk, cs.mcnt[bk], any, wk, (u64)top_k - above, 0, tk, mass_ge, cs))
             tk = cluster_select<false>(key, ns, bk, any, wk, (u64)top_k - above, pass, mass_ge, cs);
           for (int b = tid; b < NB; b += nt) {  // the kept mass: keys >= tk
             if (b < bk) cs.mmass[b] = 0;
@@ -528,7 +534,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
           u64 unused = 0;
           auto kept = [&](u32 k) { return keepq(k) && k >= tk; };
           auto wq = [&](u32 k) { return quant(k); };
-          if (!cluster_threshold<true>(key, ns, bp, kept, wq, target - above, 1, tp, unused, cs))
+          if (!cluster_threshold<true>(key, ns, bp, cs.mcnt[bp], kept, wq, target - above, 1, tp, unused, cs))
             tp = cluster_select<true>(key, ns, bp, kept, wq, target - above, pass, unused, cs);
         }
       }
