@@ -4,7 +4,8 @@ Rows: decode tokens/s at batch 1 and batch 64, greedy and sampled (temperature 1
 device, inside the captured step; the note gives the ratio to greedy, the target is 0.9x), ours with CUDA graphs
 and eager; ``generate()`` of 32 tokens called twice (the second call reuses the kept engine and its graphs; the
 note compares it with an engine reused by hand); prefill latency of 1,024 tokens; and the HTTP server with 64
-concurrent streaming clients (aggregate tokens/s, time to first token p50 and p99). Baselines: transformers'
+concurrent streaming clients of the official openai client (AsyncOpenAI, in 4 processes), at temperature 1 (the
+clients' default) and greedy: aggregate tokens/s, time to first token p50 and p99. Baselines: transformers'
 GPT2LMHeadModel on the same GPU, float16 and float32, eager attention, with its own KV cache, driven by the same
 kind of loop (one host sync per token; sampled rows with transformers' own temperature / top-k / top-p warpers
 and torch.multinomial).
@@ -210,30 +211,29 @@ def _free_port():
         return s.getsockname()[1]
 
 
-async def _clients(url, n, max_tokens, prompt_len, seed, vocab):
-    import httpx
+async def _clients(url, n, max_tokens, prompt_len, seed, vocab, temperature=0.0):
+    """n concurrent streaming completions with the official openai client (AsyncOpenAI, one connection pool):
+    (start, first token, end, completion tokens) of each, None for a request that failed."""
+    import openai
     rng = np.random.default_rng(seed)
 
     async def one(client, prompt):
-        body = {"model": "bench", "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stream": True,
-                "ignore_eos": True, "stream_options": {"include_usage": True}}
         start = time.perf_counter()
         first, tokens = None, 0
-        async with client.stream("POST", url + "/v1/completions", json=body) as r:
-            if r.status_code != 200:
-                return None
-            async for line in r.aiter_lines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                chunk = json.loads(line[6:])
-                if chunk.get("usage"):
-                    tokens = chunk["usage"]["completion_tokens"]
-                elif first is None and chunk["choices"] and chunk["choices"][0]["text"]:
+        try:
+            stream = await client.completions.create(
+                model="bench", prompt=prompt, max_tokens=max_tokens, temperature=temperature, stream=True,
+                stream_options={"include_usage": True}, extra_body={"ignore_eos": True}, seed=seed)
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    tokens = chunk.usage.completion_tokens
+                elif first is None and chunk.choices and chunk.choices[0].text:
                     first = time.perf_counter()
+        except openai.APIError:
+            return None
         return start, first, time.perf_counter(), tokens
 
-    limits = httpx.Limits(max_connections=n + 4, max_keepalive_connections=n + 4)
-    async with httpx.AsyncClient(timeout=httpx.Timeout(300.0), limits=limits) as client:
+    async with openai.AsyncOpenAI(base_url=url + "/v1", api_key="unused", timeout=300.0, max_retries=0) as client:
         prompts = [rng.integers(0, vocab - 1, prompt_len).tolist() for _ in range(n)]
         return await asyncio.gather(*(one(client, p) for p in prompts))
 
@@ -243,8 +243,10 @@ def _client_process(args):
 
 
 def server_bench(model_dir, clients=64, max_tokens=256, prompt_len=32, processes=4, device="cuda:0",
-                 dtype="float16"):
-    """Aggregate tokens/s and TTFT p50/p99 (ms) of concurrent streaming clients against `gpk serve`."""
+                 dtype="float16", temperatures=(1.0, 0.0)):
+    """{temperature: (aggregate tokens/s, TTFT p50 ms, TTFT p99 ms)} of `clients` concurrent streaming openai
+    clients (in `processes` processes) against one `gpk serve`, per temperature; a first untimed round at each
+    captures the CUDA graphs."""
     from gpk_array.llm import GPT2Config
     vocab = GPT2Config.from_json(model_dir).vocab_size
     port = _free_port()
@@ -272,17 +274,21 @@ def server_bench(model_dir, clients=64, max_tokens=256, prompt_len=32, processes
             time.sleep(0.5)
         per = clients // processes
         ctx = multiprocessing.get_context("spawn")
+        out = {}
         with ctx.Pool(processes) as pool:
-            for timed in (False, True):  # the first round captures the CUDA graphs
-                results = pool.map(_client_process, [(url, per, max_tokens, prompt_len, i, vocab)
-                                                           for i in range(processes)])
-        done = [r for part in results for r in part if r is not None]
-        if len(done) < clients:
-            raise RuntimeError(f"{clients - len(done)} of {clients} requests failed")
-        tokens = sum(r[3] for r in done)
-        span = max(r[2] for r in done) - min(r[0] for r in done)
-        ttft = np.array([r[1] - r[0] for r in done if r[1] is not None])
-        return tokens / span, 1e3 * float(np.percentile(ttft, 50)), 1e3 * float(np.percentile(ttft, 99))
+            for temperature in temperatures:
+                for timed in (False, True):
+                    results = pool.map(_client_process, [(url, per, max_tokens, prompt_len, i, vocab, temperature)
+                                                         for i in range(processes)])
+                done = [r for part in results for r in part if r is not None]
+                if len(done) < clients:
+                    raise RuntimeError(f"{clients - len(done)} of {clients} requests failed")
+                tokens = sum(r[3] for r in done)
+                span = max(r[2] for r in done) - min(r[0] for r in done)
+                ttft = np.array([r[1] - r[0] for r in done if r[1] is not None])
+                out[temperature] = (tokens / span, 1e3 * float(np.percentile(ttft, 50)),
+                                    1e3 * float(np.percentile(ttft, 99)))
+        return out
     finally:
         proc.terminate()
         try:
@@ -343,15 +349,42 @@ def run(quick=False, device="cuda:0"):
         hf.clear()  # free the GPU for the server process
         if "torch" in sys.modules:
             sys.modules["torch"].cuda.empty_cache()
-        try:
-            import starlette  # noqa: F401
-            import uvicorn  # noqa: F401
-            dtype = "float16" if gp.Device(device).kind == "cuda" else "float32"
-            tps, p50, p99 = server_bench(model_dir, max_tokens=64 if quick else 256, device=device, dtype=dtype)
-            row("server, 64 streaming clients", tps, "tok/s", target=TARGETS["server_64"],
-                note=f"TTFT p50 {p50:.1f} ms, p99 {p99:.1f} ms; {tokenizer} tokenizer")
-        except ImportError as e:
-            row("server, 64 streaming clients", None, "tok/s", target=TARGETS["server_64"], note=f"skipped: {e}")
+        _server_rows(row, model_dir, tokenizer, device, quick)
+    _print(rows)
+    return rows
+
+
+def _server_rows(row, model_dir, tokenizer, device, quick):
+    """The server rows (server_bench at temperature 1 and greedy), or rows saying why they were skipped."""
+    import gpk_array as gp
+    names = {1.0: "server, 64 streaming openai clients, t=1", 0.0: "server, 64 streaming openai clients, greedy"}
+    try:
+        import openai  # noqa: F401
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as e:
+        for name in names.values():
+            row(name, None, "tok/s", target=TARGETS["server_64"], note=f"skipped: {e}")
+        return
+    dtype = "float16" if gp.Device(device).kind == "cuda" else "float32"
+    res = server_bench(model_dir, max_tokens=64 if quick else 256, device=device, dtype=dtype)
+    for t, (tps, p50, p99) in res.items():
+        row(names[t], tps, "tok/s", target=TARGETS["server_64"],
+            note=f"TTFT p50 {p50:.1f} ms, p99 {p99:.1f} ms; {tokenizer} tokenizer")
+
+
+def server_only(quick=False, device="cuda:0"):
+    """Only the server rows, on a fresh random-weight checkpoint."""
+    rows = []
+
+    def row(name, ours, unit, hf16=None, hf32=None, target=None, note=""):
+        rows.append({"benchmark": name, "gpk_array": ours, "transformers_fp16": hf16, "transformers_fp32": hf32,
+                     "unit": unit, "target": target, "note": note})
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = pathlib.Path(tmp) / "gpt2-random"
+        model_dir.mkdir()
+        _server_rows(row, model_dir, make_model_dir(model_dir), device, quick)
     _print(rows)
     return rows
 
@@ -376,8 +409,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="fewer decode steps")
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--json", help="also write the rows to this file")
+    ap.add_argument("--server-only", action="store_true", help="only the server rows")
     args = ap.parse_args(argv)
-    rows = run(quick=args.quick, device=args.device)
+    rows = (server_only if args.server_only else run)(quick=args.quick, device=args.device)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(rows, indent=2) + "\n")
 
