@@ -301,15 +301,20 @@ def server_bench(model_dir, clients=64, max_tokens=256, prompt_len=32, processes
 # --- the table -----------------------------------------------------------------------------------------------
 
 
+def _row_adder(rows):
+    """row(name, ours, unit, hf16, hf32, target, note): append one table row to rows."""
+    def row(name, ours, unit, hf16=None, hf32=None, target=None, note=""):
+        rows.append({"benchmark": name, "gpk_array": ours, "transformers_fp16": hf16, "transformers_fp32": hf32,
+                     "unit": unit, "target": target, "note": note})
+    return row
+
+
 def run(quick=False, device="cuda:0"):
     import gpk_array as gp
     from gpk_array.llm import GPT2
     steps = 64 if quick else 256
     rows = []
-
-    def row(name, ours, unit, hf16=None, hf32=None, target=None, note=""):
-        rows.append({"benchmark": name, "gpk_array": ours, "transformers_fp16": hf16, "transformers_fp32": hf32,
-                     "unit": unit, "target": target, "note": note})
+    row = _row_adder(rows)
 
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = pathlib.Path(tmp) / "gpt2-random"
@@ -376,10 +381,7 @@ def _server_rows(row, model_dir, tokenizer, device, quick, processes=4):
 def server_only(quick=False, device="cuda:0", processes=4):
     """Only the server rows, on a fresh random-weight checkpoint."""
     rows = []
-
-    def row(name, ours, unit, hf16=None, hf32=None, target=None, note=""):
-        rows.append({"benchmark": name, "gpk_array": ours, "transformers_fp16": hf16, "transformers_fp32": hf32,
-                     "unit": unit, "target": target, "note": note})
+    row = _row_adder(rows)
 
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = pathlib.Path(tmp) / "gpt2-random"

@@ -24,6 +24,24 @@ SETTINGS = {
 }
 
 
+def _step(logits, kw, dev):
+    """One sampler step over the rows of logits with SamplingParams(**kw) in every slot (seed = the row), as a
+    function of no arguments; its buffers are made here, once."""
+    import gpk_array as gp
+    from gpk_array.llm.sampling import SamplingParams, SlotSampler
+    B, V = logits.shape
+    s = SlotSampler(B, V, dev)
+    for i in range(B):
+        s.set_slot(i, SamplingParams(**kw, seed=i), i, 4)
+    s.upload()
+    pos = gp.asarray(np.full(B, 10, np.int64), device=dev)
+    tok = gp.asarray(np.arange(B, dtype=np.int64), device=dev)
+    out = gp.zeros((B,), dtype=gp.int64, device=dev)
+    lp = gp.zeros((B, 21), dtype=gp.float32, device=dev)
+    ids = gp.zeros((B, 20), dtype=gp.int32, device=dev)
+    return lambda: s.run(logits, tok=tok, pos=pos, out=out, logprobs=lp, logprob_ids=ids)
+
+
 def run(out_json=None, V=50257, reps=200):
     import cupy as cp
 
@@ -31,7 +49,6 @@ def run(out_json=None, V=50257, reps=200):
     from benchmarks.diag.llm_profile import _graph_us
     from gpk_array._device import as_device
     from gpk_array._kernels import sampling as launcher
-    from gpk_array.llm.sampling import SamplingParams, SlotSampler
     dev = as_device("cuda:0")
     rows = []
     print(f"{'setting':18} {'batch':>5} {'spread':>6} {'block us':>9} {'cluster us':>10} {'x block':>8} "
@@ -43,18 +60,7 @@ def run(out_json=None, V=50257, reps=200):
             logits = gp.asarray((rng.standard_normal((B, V)) * spread).astype(np.float16), device=dev)
             greedy_us = None
             for name, kw in SETTINGS.items():
-                s = SlotSampler(B, V, dev)
-                for i in range(B):
-                    s.set_slot(i, SamplingParams(**kw, seed=i), i, 4)
-                s.upload()
-                pos = gp.asarray(np.full(B, 10, np.int64), device=dev)
-                tok = gp.asarray(np.arange(B, dtype=np.int64), device=dev)
-                out = gp.zeros((B,), dtype=gp.int64, device=dev)
-                lp = gp.zeros((B, 21), dtype=gp.float32, device=dev)
-                ids = gp.zeros((B, 20), dtype=gp.int32, device=dev)
-
-                def step():
-                    s.run(logits, tok=tok, pos=pos, out=out, logprobs=lp, logprob_ids=ids)
+                step = _step(logits, kw, dev)
                 us = {}
                 for kernel in ("block", "cluster"):
                     launcher.use_cluster = (lambda V, R=1: False) if kernel == "block" else (lambda V, R=1: True)
@@ -93,7 +99,6 @@ def phases(out_json=None, V=50257, B=1, spread=0.55, defines=()):
     from gpk_array._device import as_device
     from gpk_array._kernels import loader
     from gpk_array._kernels import sampling as launcher
-    from gpk_array.llm.sampling import SamplingParams, SlotSampler
     opts = ("-DGPK_SMC_STAMPS",) + tuple(f"-D{d}" for d in defines)
     real = loader.get_function
     loader.get_function = lambda f, name, options=(): real(f, name, opts if f == launcher.SAMPLING_FILE else options)
@@ -107,18 +112,10 @@ def phases(out_json=None, V=50257, B=1, spread=0.55, defines=()):
         for kernel in ("block", "cluster"):
             launcher.use_cluster = (lambda V, R=1: False) if kernel == "block" else (lambda V, R=1: True)
             for name, kw in SETTINGS.items():
-                s = SlotSampler(B, V, dev)
-                for i in range(B):
-                    s.set_slot(i, SamplingParams(**kw, seed=i), i, 4)
-                s.upload()
-                pos = gp.asarray(np.full(B, 10, np.int64), device=dev)
-                tok = gp.asarray(np.arange(B, dtype=np.int64), device=dev)
-                out = gp.zeros((B,), dtype=gp.int64, device=dev)
-                lp = gp.zeros((B, 21), dtype=gp.float32, device=dev)
-                ids = gp.zeros((B, 20), dtype=gp.int32, device=dev)
+                step = _step(logits, kw, dev)
                 for _ in range(3):
                     stamps.memset(0, 64 * 8)
-                    s.run(logits, tok=tok, pos=pos, out=out, logprobs=lp, logprob_ids=ids)
+                    step()
                     cp.cuda.get_current_stream().synchronize()
                 host = np.empty(64, np.int64)
                 stamps.copy_to_host(host.ctypes.data, 64 * 8)
