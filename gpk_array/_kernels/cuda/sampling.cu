@@ -562,6 +562,50 @@ __device__ long long gpk_smc_stamps[64];
 #define GPK_SMC_STAMP(i)
 #endif
 
+// ---- a slot's parameters (gpk_array.llm.sampling's table row, SLOT_WORDS words) ----------------------------------
+struct Slot {
+  u64 seed, qmin;
+  i64 plen;
+  float temp, rep, pres, freq;
+  u32 top_k, flags;
+  double top_p;
+
+  __device__ __forceinline__ static Slot load(const u64* w) {
+    Slot P;
+    P.seed = w[0];
+    P.plen = (i64)w[1];
+    P.temp = __uint_as_float((u32)w[2]);
+    P.top_k = (u32)(w[2] >> 32);
+    P.top_p = __longlong_as_double((i64)w[3]);
+    P.qmin = w[4];
+    P.rep = __uint_as_float((u32)w[5]);
+    P.pres = __uint_as_float((u32)(w[5] >> 32));
+    P.freq = __uint_as_float((u32)w[6]);
+    P.flags = (u32)(w[6] >> 32);
+    return P;
+  }
+
+  // Logit y of token j after the slot's penalties and bias (pen: any of them is on), NaN as -inf, in the order
+  // and float32 roundings of run_numpy.
+  __device__ __forceinline__ float penalize(float y, int j, bool pen, const int* cnt, const unsigned char* sn,
+                                            const float* bs) const {
+    if (y != y) y = neg_inf();
+    if (pen) {
+      if (flags & (REPETITION | COUNTS)) {
+        const int c = cnt[j];
+        if ((flags & REPETITION) && (c > 0 || sn[j] != 0)) y = y > 0.f ? __fdiv_rn(y, rep) : __fmul_rn(y, rep);
+        if ((flags & COUNTS) && c > 0) {
+          y = __fsub_rn(y, __fmul_rn(freq, (float)c));
+          y = __fsub_rn(y, pres);
+        }
+      }
+      if (flags & BIAS) y = __fadd_rn(y, bs[j]);
+      if (y != y) y = neg_inf();
+    }
+    return y;
+  }
+};
+
 // ---- one row ----------------------------------------------------------------------------------------------------
 template <class T>
 __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i64* __restrict__ slots,
@@ -574,16 +618,12 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   const int tid = threadIdx.x, nt = blockDim.x;
   const i64 r = blockIdx.x;
   const i64 s = slots != nullptr ? slots[r] : r;
-  const u64* w = table + s * SLOT_WORDS;
-  const u64 seed = w[0];
-  const i64 plen = (i64)w[1];
-  const float temp = __uint_as_float((u32)w[2]);
-  const u32 top_k = (u32)(w[2] >> 32);
-  const double top_p = __longlong_as_double((i64)w[3]);
-  const u64 qmin = w[4];
-  const float rep = __uint_as_float((u32)w[5]), pres = __uint_as_float((u32)(w[5] >> 32));
-  const float freq = __uint_as_float((u32)w[6]);
-  const u32 flags = (u32)(w[6] >> 32);
+  const Slot P = Slot::load(table + s * SLOT_WORDS);
+  const u64 seed = P.seed, qmin = P.qmin;
+  const i64 plen = P.plen;
+  const float temp = P.temp;
+  const u32 top_k = P.top_k, flags = P.flags;
+  const double top_p = P.top_p;
   const i64 p = pos[r], t_in = tok[r];
   int* cnt = counts + s * (i64)V;
   unsigned char* sn = seen + s * (i64)V;
@@ -618,19 +658,7 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   float best = neg_inf();
   int bi = 0x7fffffff;
   auto penalized = [&](int j, float y) {
-    if (y != y) y = neg_inf();
-    if (pen) {
-      if (flags & (REPETITION | COUNTS)) {
-        const int c = cnt[j];
-        if ((flags & REPETITION) && (c > 0 || sn[j] != 0)) y = y > 0.f ? __fdiv_rn(y, rep) : __fmul_rn(y, rep);
-        if ((flags & COUNTS) && c > 0) {
-          y = __fsub_rn(y, __fmul_rn(freq, (float)c));
-          y = __fsub_rn(y, pres);
-        }
-      }
-      if (flags & BIAS) y = __fadd_rn(y, bs[j]);
-      if (y != y) y = neg_inf();
-    }
+    y = P.penalize(y, j, pen, cnt, sn, bs);
     if (y > best || (y == best && j < bi)) {
       best = y;
       bi = j;

@@ -349,16 +349,12 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
   const u32 rank = cl_rank();
   const i64 r = blockIdx.x / CL;
   const i64 s = slots != nullptr ? slots[r] : r;
-  const u64* w = table + s * SLOT_WORDS;
-  const u64 seed = w[0];
-  const i64 plen = (i64)w[1];
-  const float temp = __uint_as_float((u32)w[2]);
-  const u32 top_k = (u32)(w[2] >> 32);
-  const double top_p = __longlong_as_double((i64)w[3]);
-  const u64 qmin = w[4];
-  const float rep = __uint_as_float((u32)w[5]), pres = __uint_as_float((u32)(w[5] >> 32));
-  const float freq = __uint_as_float((u32)w[6]);
-  const u32 flags = (u32)(w[6] >> 32);
+  const Slot P = Slot::load(table + s * SLOT_WORDS);
+  const u64 seed = P.seed, qmin = P.qmin;
+  const i64 plen = P.plen;
+  const float temp = P.temp;
+  const u32 top_k = P.top_k, flags = P.flags;
+  const double top_p = P.top_p;
   const i64 p = pos[r], t_in = tok[r];
   int* cnt = counts + s * (i64)V;
   unsigned char* sn = seen + s * (i64)V;
@@ -414,20 +410,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
     const int j = c0 + e * nt + tid;
     float v = neg_inf();
     if (e < ns && j < c1) {
-      v = to_f(x[j]);
-      if (v != v) v = neg_inf();
-      if (pen) {
-        if (flags & (REPETITION | COUNTS)) {
-          const int c = cnt[j];
-          if ((flags & REPETITION) && (c > 0 || sn[j] != 0)) v = v > 0.f ? __fdiv_rn(v, rep) : __fmul_rn(v, rep);
-          if ((flags & COUNTS) && c > 0) {
-            v = __fsub_rn(v, __fmul_rn(freq, (float)c));
-            v = __fsub_rn(v, pres);
-          }
-        }
-        if (flags & BIAS) v = __fadd_rn(v, bs[j]);
-        if (v != v) v = neg_inf();
-      }
+      v = P.penalize(to_f(x[j]), j, pen, cnt, sn, bs);
       if (v > best || (v == best && j < bi)) {
         best = v;
         bi = j;
