@@ -261,7 +261,7 @@ def _shape_of(shape):
 def reshape(a, /, shape=None, order="C", *, newshape=None, copy=None):
     """NumPy's ``reshape(a, shape, order='C', *, copy=None)`` (and the standard's)."""
     if shape.__class__ is tuple and a.__class__ is Array and order == "C" and copy is None and newshape is None \
-            and shape.count(-1) <= 1 and min(shape, default=0) >= -1:
+            and (not shape or min(shape) >= -1) and shape.count(-1) <= 1:
         try:  # fast path: a tuple shape, no copy asked for (the backend checks the ints and the size)
             return new(a._data.reshape(shape), a._device)
         except MemoryError as e:
