@@ -38,6 +38,10 @@ def _env():
         try:
             info["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                                             timeout=10).stdout.strip() or "unknown"
+            # tracked files that differ from that commit: the figures are not that commit's (a copied tree can
+            # carry a stale .git; export GPK_COMMIT there)
+            info["dirty"] = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                                capture_output=True, text=True, timeout=30).stdout.strip())
         except Exception:
             info["commit"] = "unknown"
     try:

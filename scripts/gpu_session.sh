@@ -15,7 +15,8 @@ set -uo pipefail
 out="${OUT:-gpu_out}"
 mkdir -p "$out"
 phase="${1:?usage: scripts/gpu_session.sh tests|bench|peers|dask|probe}"
-commit="$(git rev-parse --short HEAD 2>/dev/null || echo "${GPK_COMMIT:-unknown}")"
+# GPK_COMMIT first: the device copy's .git can be stale (it named an older commit than the tree it ran)
+commit="${GPK_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 summary="$out/summary_$phase.txt"
 : > "$summary"
 
