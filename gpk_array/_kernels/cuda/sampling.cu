@@ -218,6 +218,30 @@ __device__ __forceinline__ u64 warp_sum(u64 v) {
   return v;
 }
 
+// Inclusive prefix sum over the warp: lane l gets the sum of lanes 0..l.
+__device__ __forceinline__ u64 warp_prefix(u64 v) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u64 y = __shfl_up_sync(FULL, v, o);
+    if (lane >= o) v += y;
+  }
+  return v;
+}
+
+// Inclusive suffix sums of two series over the warp: lane l gets the sums of lanes l..31.
+__device__ __forceinline__ void warp_suffix2(u64& a, u64& b) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const u64 ya = __shfl_down_sync(FULL, a, o), yb = __shfl_down_sync(FULL, b, o);
+    if (lane + o < 32) {
+      a += ya;
+      b += yb;
+    }
+  }
+}
+
 // Warp w's contiguous piece of [0, n), in coalesced steps of 32: [begin, end).
 __device__ __forceinline__ void warp_segment(int n, int& begin, int& end) {
   const int nw = blockDim.x >> 5, w = threadIdx.x >> 5;
@@ -327,12 +351,7 @@ __device__ i64 choose_in_order(const u32* __restrict__ row, int n, const Wt& wei
         w[q] = weight(k[q]);
         mine += w[q];
       }
-      u64 inc = mine;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const u64 y = __shfl_up_sync(FULL, inc, o);
-        if (lane >= o) inc += y;
-      }
+      u64 inc = warp_prefix(mine);
       const unsigned hit = __ballot_sync(FULL, base + inc > u);
       if (hit) {
         if (lane == __ffs(hit) - 1) {
@@ -355,8 +374,8 @@ __device__ i64 choose_in_order(const u32* __restrict__ row, int n, const Wt& wei
 }
 
 // One element's part in a radix pass's histogram: its count (COUNT: weight 1, the low word only) or its weight,
-// with the bin's native 32-bit shared-memory atomics. (Grouping a warp's lanes by bin first, __match_any_sync and
-// __reduce_add_sync, measured slower on the H200: twice the cycles for counts, 2.6x for masses.)
+// with the bin's native 32-bit shared-memory atomics (grouping a warp's lanes by bin first is slower on the H200:
+// docs/measurements.md, token sampler kernels).
 template <bool COUNT>
 __device__ __forceinline__ void hist_add(bool in, u32 key, u64 w, int shift, Shared& sh) {
   if (!in) return;
@@ -389,12 +408,7 @@ __device__ u32 radix_select(const Fill& fill, u64 target, Shared& sh) {
         loc[i] = sh.hist[255 - 8 * lane - i].get();
         s += loc[i];
       }
-      u64 inc = s;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const u64 y = __shfl_up_sync(FULL, inc, o);
-        if (lane >= o) inc += y;
-      }
+      u64 inc = warp_prefix(s);
       const unsigned hit = __ballot_sync(FULL, above + inc >= target);
       const int first = hit ? __ffs(hit) - 1 : 31;
       if (lane == first) {
@@ -619,11 +633,6 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   const i64 r = blockIdx.x;
   const i64 s = slots != nullptr ? slots[r] : r;
   const Slot P = Slot::load(table + s * SLOT_WORDS);
-  const u64 seed = P.seed, qmin = P.qmin;
-  const i64 plen = P.plen;
-  const float temp = P.temp;
-  const u32 top_k = P.top_k, flags = P.flags;
-  const double top_p = P.top_p;
   const i64 p = pos[r], t_in = tok[r];
   int* cnt = counts + s * (i64)V;
   unsigned char* sn = seen + s * (i64)V;
@@ -634,27 +643,27 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   GPK_SMC_STAMP(40);
 
   // -- the slot's penalty state: reset by the sequence's first row, else count the fed token once --
-  if (prompt != nullptr && p == plen - 1) {
+  if (prompt != nullptr && p == P.plen - 1) {
     for (int j = tid; j < V; j += nt) cnt[j] = 0;
-    if (flags & REPETITION) {
+    if (P.flags & REPETITION) {
       for (int j = tid; j < V; j += nt) sn[j] = 0;
       __syncthreads();
       const i64* pr = prompt + r * prompt_stride;
-      for (i64 i = tid; i < plen; i += nt) {
+      for (i64 i = tid; i < P.plen; i += nt) {
         const i64 v = pr[i];
         if (0 <= v && v < V) sn[v] = 1;
       }
     }
     if (tid == 0) counted[s] = p;
-  } else if (tid == 0 && p >= plen && p > counted[s] && 0 <= t_in && t_in < V) {
+  } else if (tid == 0 && p >= P.plen && p > counted[s] && 0 <= t_in && t_in < V) {
     cnt[t_in] += 1;
     counted[s] = p;
   }
   __syncthreads();
 
   // -- penalized logits (kept in work for sampling), their max and first argmax --
-  const bool sampled = !(flags & GREEDY);
-  const bool pen = (flags & (REPETITION | COUNTS | BIAS)) != 0;
+  const bool sampled = !(P.flags & GREEDY);
+  const bool pen = (P.flags & (REPETITION | COUNTS | BIAS)) != 0;
   float best = neg_inf();
   int bi = 0x7fffffff;
   auto penalized = [&](int j, float y) {
@@ -679,10 +688,10 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
   if (m > neg_inf() && sampled) {
     // -- probabilities, in place: their float bits are the keys --
     const bool inf_case = m == pos_inf();
-    const bool t1 = temp == 1.f;  // z / 1 is z: the division (most of this pass's instructions) skipped
+    const bool t1 = P.temp == 1.f;  // z / 1 is z: the division (most of this pass's instructions) skipped
     auto prob = [&](float y) {
       const float z = __fsub_rn(y, m);
-      return __float_as_uint(inf_case ? (y == pos_inf() ? 1.f : 0.f) : exp_fixed(t1 ? z : __fdiv_rn(z, temp)));
+      return __float_as_uint(inf_case ? (y == pos_inf() ? 1.f : 0.f) : exp_fixed(t1 ? z : __fdiv_rn(z, P.temp)));
     };
     for (int j0 = 4 * tid; j0 < V; j0 += 16 * nt) {  // four float4 loads in flight before the stores
       float4 v[4];
@@ -707,16 +716,16 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
     __syncthreads();
     GPK_SMC_STAMP(43);
     u32 tk = 0;
-    if (top_k > 0 && top_k < (u32)V) {
+    if (P.top_k > 0 && P.top_k < (u32)V) {
       tk = radix_select([&](u32 mask, u32 prefix, int shift) {
         fill_keys<true>(wku, V, [](u32) { return true; }, mask, prefix, shift, sh);
-      }, (u64)top_k, sh);
+      }, (u64)P.top_k, sh);
     }
     GPK_SMC_STAMP(44);
-    auto keep = [&](u32 key) { return key >= tk && key != 0u && quant(key) >= qmin; };
-    const u64 R = token_bits(seed, (u64)(p - plen + 1));
+    auto keep = [&](u32 key) { return key >= tk && key != 0u && quant(key) >= P.qmin; };
+    const u64 R = token_bits(P.seed, (u64)(p - P.plen + 1));
     bool small = false;
-    if (tk != 0u && top_k <= (u32)CAND) {  // gather the survivors of top-k (ties may make them more than k)
+    if (tk != 0u && P.top_k <= (u32)CAND) {  // gather the survivors of top-k (ties may make them more than k)
       if (tid == 0) sh.count = 0;
       __syncthreads();
       for (int j = 4 * tid; j < V; j += 4 * nt) {
@@ -745,8 +754,8 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       for (int i = tid; i < n; i += nt) loc += quant(sh.ckey[i]);
       u64 total = block_sum(loc, sh);
       u32 tp = 0;
-      if (flags & TOP_P) {
-        u64 target = __double2ull_rz(__dmul_rn(__ull2double_rn(total), top_p));
+      if (P.flags & TOP_P) {
+        u64 target = __double2ull_rz(__dmul_rn(__ull2double_rn(total), P.top_p));
         target = target > total ? total : (target < 1 ? 1 : target);
         u32 bk = 0;
         for (int i = tid; i < n; i += nt) {
@@ -783,8 +792,8 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
       }
       u64 total = block_sum(loc, sh);
       u32 tp = 0;
-      if (flags & TOP_P) {
-        u64 target = __double2ull_rz(__dmul_rn(__ull2double_rn(total), top_p));
+      if (P.flags & TOP_P) {
+        u64 target = __double2ull_rz(__dmul_rn(__ull2double_rn(total), P.top_p));
         target = target > total ? total : (target < 1 ? 1 : target);
         tp = radix_select([&](u32 mask, u32 prefix, int shift) {
           fill_keys<false>(wku, V, keep, mask, prefix, shift, sh);
@@ -807,7 +816,7 @@ __device__ void sample_row(const T* __restrict__ logits, i64 ld, int V, const i6
     }
   }
 
-  if (flags & LOGPROBS) logprobs_row(x, V, r, token, flags, lp, lp_ids, sh);
+  if (P.flags & LOGPROBS) logprobs_row(x, V, r, token, P.flags, lp, lp_ids, sh);
 }
 
 }  // namespace gpk_smp

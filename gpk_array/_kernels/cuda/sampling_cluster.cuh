@@ -109,14 +109,7 @@ __device__ int search_top(const H& h, const H2& h2, int n, u64 target, u64& abov
     s2 += h2(i);
   }
   u64 v = s, v2 = s2;  // inclusive suffix sums within the warp (this lane and the lanes above it)
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const u64 y = __shfl_down_sync(FULL, v, o), y2 = __shfl_down_sync(FULL, v2, o);
-    if (lane + o < 32) {
-      v += y;
-      v2 += y2;
-    }
-  }
+  warp_suffix2(v, v2);
   Shared& sh = cs.sh;
   __syncthreads();
   if (lane == 0) {
@@ -126,14 +119,7 @@ __device__ int search_top(const H& h, const H2& h2, int n, u64 target, u64& abov
   if (tid == 0) cs.sel = -1;
   __syncthreads();
   u64 wv = lane < nw ? sh.red_u[lane] : 0, wv2 = lane < nw ? cs.red2[lane] : 0;  // suffix sums over the warps
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const u64 y = __shfl_down_sync(FULL, wv, o), y2 = __shfl_down_sync(FULL, wv2, o);
-    if (lane + o < 32) {
-      wv += y;
-      wv2 += y2;
-    }
-  }
+  warp_suffix2(wv, wv2);
   const u64 later = __shfl_sync(FULL, wv, (warp + 1) & 31), later2 = __shfl_sync(FULL, wv2, (warp + 1) & 31);
   u64 acc = v - s + (warp + 1 < 32 ? later : 0), acc2 = v2 - s2 + (warp + 1 < 32 ? later2 : 0);
   if (acc < target && target <= acc + s) {  // one thread
@@ -170,23 +156,13 @@ __device__ int search_first(const H& h, int n, u64 u, u64& before, ClShared& cs)
   const int lo = min(n, tid * g), hi = min(n, lo + g);
   u64 s = 0;
   for (int i = lo; i < hi; ++i) s += h(i);
-  u64 v = s;  // inclusive prefix sum within the warp
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const u64 y = __shfl_up_sync(FULL, v, o);
-    if (lane >= o) v += y;
-  }
+  u64 v = warp_prefix(s);  // inclusive prefix sum within the warp
   Shared& sh = cs.sh;
   __syncthreads();
   if (lane == 31) sh.red_u[warp] = v;
   if (tid == 0) cs.sel = -1;
   __syncthreads();
-  u64 wv = lane < nw ? sh.red_u[lane] : 0;  // prefix sums over the warps
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const u64 y = __shfl_up_sync(FULL, wv, o);
-    if (lane >= o) wv += y;
-  }
+  u64 wv = warp_prefix(lane < nw ? sh.red_u[lane] : 0);  // prefix sums over the warps
   const u64 earlier = __shfl_sync(FULL, wv, (warp + 31) & 31);
   u64 acc = v - s + (warp > 0 ? earlier : 0);
   if (acc <= u && u < acc + s) {  // one thread
@@ -350,11 +326,6 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
   const i64 r = blockIdx.x / CL;
   const i64 s = slots != nullptr ? slots[r] : r;
   const Slot P = Slot::load(table + s * SLOT_WORDS);
-  const u64 seed = P.seed, qmin = P.qmin;
-  const i64 plen = P.plen;
-  const float temp = P.temp;
-  const u32 top_k = P.top_k, flags = P.flags;
-  const double top_p = P.top_p;
   const i64 p = pos[r], t_in = tok[r];
   int* cnt = counts + s * (i64)V;
   unsigned char* sn = seen + s * (i64)V;
@@ -376,23 +347,23 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
   }
 
   // -- the slot's penalty state (as sample_row): each block resets its piece, block 0 marks and counts --
-  const bool reset = prompt != nullptr && p == plen - 1;
-  const bool pen = (flags & (REPETITION | COUNTS | BIAS)) != 0;
+  const bool reset = prompt != nullptr && p == P.plen - 1;
+  const bool pen = (P.flags & (REPETITION | COUNTS | BIAS)) != 0;
   if (reset) {
     for (int j = c0 + tid; j < c1; j += nt) cnt[j] = 0;
-    if (flags & REPETITION) {
+    if (P.flags & REPETITION) {
       for (int j = c0 + tid; j < c1; j += nt) sn[j] = 0;
       cl_sync();
       if (rank == 0) {
         const i64* pr = prompt + r * prompt_stride;
-        for (i64 i = tid; i < plen; i += nt) {
+        for (i64 i = tid; i < P.plen; i += nt) {
           const i64 v = pr[i];
           if (0 <= v && v < V) sn[v] = 1;
         }
       }
     }
     if (rank == 0 && tid == 0) counted[s] = p;
-  } else if (rank == 0 && tid == 0 && p >= plen && p > counted[s] && 0 <= t_in && t_in < V) {
+  } else if (rank == 0 && tid == 0 && p >= P.plen && p > counted[s] && 0 <= t_in && t_in < V) {
     cnt[t_in] += 1;
     counted[s] = p;
   }
@@ -401,7 +372,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
   GPK_SMC_STAMP(1);
 
   // -- penalized logits of this block's piece, its max and first argmax --
-  const bool sampled = !(flags & GREEDY);
+  const bool sampled = !(P.flags & GREEDY);
   float y[E];
   float best = neg_inf();
   int bi = 0x7fffffff;
@@ -447,16 +418,16 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
     // -- probability keys, in registers --
     const bool inf_case = m == pos_inf();
     u32 key[E];
-    const bool t1 = temp == 1.f;  // z / 1 is z
+    const bool t1 = P.temp == 1.f;  // z / 1 is z
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       const float v = y[e], z = __fsub_rn(v, m);
-      key[e] = __float_as_uint(inf_case ? (v == pos_inf() ? 1.f : 0.f) : exp_fixed(t1 ? z : __fdiv_rn(z, temp)));
+      key[e] = __float_as_uint(inf_case ? (v == pos_inf() ? 1.f : 0.f) : exp_fixed(t1 ? z : __fdiv_rn(z, P.temp)));
     }
     GPK_SMC_STAMP(4);
-    auto keepq = [&](u32 k) { return k != 0u && quant(k) >= qmin; };
-    const bool has_k = top_k > 0 && top_k < (u32)V;
-    const bool has_p = (flags & TOP_P) != 0;
+    auto keepq = [&](u32 k) { return k != 0u && quant(k) >= P.qmin; };
+    const bool has_k = P.top_k > 0 && P.top_k < (u32)V;
+    const bool has_p = (P.flags & TOP_P) != 0;
     u32 tk = 0, tp = 0;
     int pass = 0;
     if (has_k || has_p) {
@@ -466,7 +437,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
         if (e < ns && k != 0u) {
           const int b = bin_of(k);
           atomicAdd(&cs.hcnt[b], 1u);
-          if (quant(k) >= qmin) cs.hmass[b].add(quant(k));
+          if (quant(k) >= P.qmin) cs.hmass[b].add(quant(k));
         }
       }
       GPK_SMC_STAMP(5);
@@ -488,14 +459,14 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
       int bk = -1;
       if (has_k) {  // the k-th largest key (0 when fewer than k keys are nonzero: then only key != 0 filters)
         u64 above = 0;
-        bk = search_top([&](int i) { return (u64)cs.mcnt[i]; }, NB, (u64)top_k, above, cs);
+        bk = search_top([&](int i) { return (u64)cs.mcnt[i]; }, NB, (u64)P.top_k, above, cs);
         GPK_SMC_STAMP(8);
         if (bk >= 0) {
           u64 mass_ge = 0;
           auto any = [](u32) { return true; };
           auto wk = [&](u32 k) { return keepq(k) ? quant(k) : (u64)0; };
-          if (!cluster_threshold<false>(key, ns, bk, cs.mcnt[bk], any, wk, (u64)top_k - above, 0, tk, mass_ge, cs))
-            tk = cluster_select<false>(key, ns, bk, any, wk, (u64)top_k - above, pass, mass_ge, cs);
+          if (!cluster_threshold<false>(key, ns, bk, cs.mcnt[bk], any, wk, (u64)P.top_k - above, 0, tk, mass_ge, cs))
+            tk = cluster_select<false>(key, ns, bk, any, wk, (u64)P.top_k - above, pass, mass_ge, cs);
           for (int b = tid; b < NB; b += nt) {  // the kept mass: keys >= tk
             if (b < bk) cs.mmass[b] = 0;
             if (b == bk) cs.mmass[b] = mass_ge;
@@ -508,7 +479,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
         u64 loc = 0;
         for (int b = tid; b < NB; b += nt) loc += cs.mmass[b];
         const u64 total = block_sum(loc, cs.sh);
-        u64 target = __double2ull_rz(__dmul_rn(__ull2double_rn(total), top_p));
+        u64 target = __double2ull_rz(__dmul_rn(__ull2double_rn(total), P.top_p));
         target = target > total ? total : (target < 1 ? 1 : target);
         u64 above = 0;
         const int bp = search_top([&](int i) { return cs.mmass[i]; }, NB, target, above, cs);
@@ -546,7 +517,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
     }
     cl_sync();  // the last remote read is done
     GPK_SMC_STAMP(14);
-    const u64 u = __umul64hi(token_bits(seed, (u64)(p - plen + 1)), grand);
+    const u64 u = __umul64hi(token_bits(P.seed, (u64)(p - P.plen + 1)), grand);
     owner = grand == 0 ? rank == 0 : (base <= u && u < base + cs.total);
     if (owner && grand != 0) {  // block-uniform
       u64 before = 0;  // the (slice, warp) piece holding u, in token order
@@ -560,12 +531,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
 #pragma unroll
         for (int e = 0; e < E; ++e)
           if (e == fe) mine = weight(key[e]);
-        u64 inc = mine;
-#pragma unroll
-        for (int o = 1; o < 32; o <<= 1) {
-          const u64 v = __shfl_up_sync(FULL, inc, o);
-          if (lane >= o) inc += v;
-        }
+        u64 inc = warp_prefix(mine);
         const unsigned hit = __ballot_sync(FULL, acc + inc > u);
         if (hit && lane == __ffs(hit) - 1) cs.sh.token = c0 + fe * nt + fw * 32 + lane;
       }
@@ -582,7 +548,7 @@ __device__ void sample_row_cl(const T* __restrict__ logits, i64 ld, int V, const
       next_pos[s] = p + 1 < max_pos ? p + 1 : max_pos;
     }
   }
-  if (flags & LOGPROBS) logprobs_row(x, V, r, token, flags, lp, lp_ids, cs.sh);
+  if (P.flags & LOGPROBS) logprobs_row(x, V, r, token, P.flags, lp, lp_ids, cs.sh);
   GPK_SMC_STAMP(16);
 }
 
