@@ -11,10 +11,13 @@ against CUDA's limits and the device's before the launch, so a bad launch raises
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .._array import Array
 from .._errors import DeviceError
+from .launch import DTYPE_FORMAT, ParamBuffer
 
 _INT_KINDS = "iub"
 _MAX_GRID = (2 ** 31 - 1, 65535, 65535)
@@ -119,7 +122,9 @@ def _device_pointer(a, p, kname):
                     f"__cuda_array_interface__ or DLPack object) or None, got {type(a).__name__}")
 
 
-def _pointer_converter(param, kname):
+def _pointer_converter(param, kname, as_int=False):
+    """The converter of a pointer parameter: its value for CuPy's launch (a CuPy array or a numpy.uint64), or with
+    ``as_int`` the address as a Python int (for the packed launch)."""
     want = param.dtype
     label = param.describe()
 
@@ -134,14 +139,14 @@ def _pointer_converter(param, kname):
             elif dev[0] != i:
                 raise DeviceError(f"gpk_array: {kname}: parameter {label} is on cuda:{i}, other arguments on "
                                   f"cuda:{dev[0]}")
-            return d
+            return d.data.ptr if as_int else d
         if a is None:
-            return np.uint64(0)
+            return 0 if as_int else np.uint64(0)
         ptr, dt, d = _device_pointer(a, label, kname)
         if want is not None and dt is not None and dt != want:
             raise TypeError(f"gpk_array: {kname}: parameter {label} points to {want}, got an array of {dt}")
         _same_device(d, dev, label, kname)
-        return np.uint64(ptr)
+        return int(ptr) if as_int else np.uint64(ptr)
     return conv
 
 
@@ -255,14 +260,30 @@ def _unknown_converter(param, kname):
     return conv
 
 
-def converters(params, kname):
-    """One converter per parameter (None when the parameter list is unknown)."""
+def packed_format(params):
+    """The ``struct`` format of the parameter list for the packed launch (``launch.ParamBuffer``), or None where a
+    parameter is not a pointer or a scalar of a dtype it packs (structs, complex numbers, unknown types)."""
+    if params is None:
+        return None
+    fmt = ""
+    for p in params:
+        if p.kind == "pointer":
+            fmt += "P"
+        elif p.kind == "scalar" and p.dtype is not None and p.dtype.name in DTYPE_FORMAT:
+            fmt += DTYPE_FORMAT[p.dtype.name]
+        else:
+            return None
+    return fmt
+
+
+def converters(params, kname, packed=False):
+    """One converter per parameter (None when the parameter list is unknown); ``packed``: pointers as ints."""
     if params is None:
         return None
     out = []
     for p in params:
         if p.kind == "pointer":
-            out.append(_pointer_converter(p, kname))
+            out.append(_pointer_converter(p, kname, packed))
         elif p.kind == "scalar":
             out.append(_scalar_converter(p, kname))
         elif p.kind == "struct":
@@ -289,7 +310,13 @@ class JitKernel:
         self.name = name
         self.params = params
         self._label = f"kernel {name!r}"
-        self._convs = converters(params, self._label)
+        fmt = packed_format(params)
+        self._convs = converters(params, self._label, packed=fmt is not None)
+        # the packed launch (one buffer, cuLaunchKernel) where every parameter is a pointer or a plain scalar:
+        # lower host time per call than CuPy's Function call (benchmarks/diag/kernel_launch_diag.py)
+        self._packed = None if fmt is None else ParamBuffer(fmt)
+        self._lock = threading.Lock()
+        self._fptr: dict = {}
         self._fns: dict = {}
         self._raw: dict = {}
         self._limits: dict = {}
@@ -332,6 +359,7 @@ class JitKernel:
                 self._raw[dev] = fn
                 # launch through the loaded function itself (what RawKernel.__call__ does after a lookup per call)
                 fn = getattr(fn, "kernel", fn)
+                self._fptr[dev] = fn.ptr
             self._fns[dev] = fn
         return fn
 
@@ -366,6 +394,19 @@ class JitKernel:
                 self._checked[key] = checked
         if stream is not None:
             stream = getattr(stream, "cupy_stream", stream)
+        packed = self._packed
+        if packed is not None:
+            sptr = cp.cuda.get_current_stream().ptr if stream is None else stream.ptr
+            (gx, gy, gz), (bx, by, bz), shm = checked
+            with self._lock:
+                packed.pack(packed.buf, 0, *vals)
+                if dev != cur:
+                    with cp.cuda.Device(dev):
+                        cp.cuda.driver.launchKernel(self._fptr[dev], gx, gy, gz, bx, by, bz, shm, sptr, 0,
+                                                    packed.addr)
+                else:
+                    cp.cuda.driver.launchKernel(self._fptr[dev], gx, gy, gz, bx, by, bz, shm, sptr, 0, packed.addr)
+            return
         if dev != cur:
             with cp.cuda.Device(dev):
                 fn(checked[0], checked[1], tuple(vals), shared_mem=checked[2], stream=stream)

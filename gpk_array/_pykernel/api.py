@@ -11,6 +11,7 @@ import numpy as np
 from .. import _config
 from . import types as T
 from .analysis import KernelInfo, write_nodes
+from . import launch
 from .cpu import Lowered, run_threads
 
 _MAX_BLOCK = (1024, 1024, 64)
@@ -29,7 +30,7 @@ class Specialization:
     None before the first CUDA call)."""
 
     __slots__ = ("key", "cname", "_source", "function", "calls", "shared_bytes", "_kernel", "reason",
-                 "array_names")
+                 "array_names", "binders")
 
     def __init__(self, kernel, key, index):
         self._kernel = kernel
@@ -39,6 +40,7 @@ class Specialization:
         self.function = None
         self.calls = 0
         self.shared_bytes = 0
+        self.binders = {}   # device index -> launch.binder's function (or None)
 
     @property
     def source(self):
@@ -79,6 +81,7 @@ class Kernel:
         self._specs: dict = {}
         self._lock = threading.Lock()
         self._host_geom = None
+        self._bound = None   # the direct-call function of the last specialization launched on CUDA
         self._info = None
         try:
             self._build()
@@ -109,6 +112,9 @@ class Kernel:
     # ---- public ---------------------------------------------------------------------------------------
     def __call__(self, *args):
         """Run the kernel on ``args`` (on their device)."""
+        b = self._bound
+        if b is not None and b(*args):
+            return None
         return self._launch(args, None)
 
     def __getitem__(self, geometry):
@@ -181,10 +187,26 @@ class Kernel:
                 node = write_nodes(self._info.main, p)
                 raise ValueError(f"gpk_array.kernel: {self.__name__!r} writes its argument {p!r} "
                                  f"(line {getattr(node, 'lineno', '?')}), which is read-only")
+        if str(device) != "cpu":
+            key += (self._launch_class(norm),)
         spec = self._specs.get(key)
         if spec is None:
             spec = self._specialize(key, norm)
         return norm, key, spec, device
+
+    def _launch_class(self, norm):
+        """The last key entry of a CUDA call, ``("R", unroll, noalias)`` (codegen's docstring says what each does):
+        unroll is launch.UNROLL for a 1-D loop domain of at least launch.UNROLL_MIN iterations, else 1; noalias
+        whether no array the kernel writes overlaps another array argument."""
+        unroll = 1
+        if self._info.domain[0] == "range":
+            try:
+                n = self._domain_dims([a.value for a in norm])[0]
+            except (TypeError, ValueError):
+                n = 0   # the launch geometry raises the error
+            if n >= launch.UNROLL_MIN:
+                unroll = launch.UNROLL
+        return ("R", unroll, launch.no_alias(norm, self._writes))
 
     def _specialize(self, key, norm):
         with self._lock:
@@ -215,8 +237,17 @@ class Kernel:
         else:
             self._run_cuda(spec, norm, values, geometry, device)
 
-    def _geometry(self, values, geometry):
-        """('loop', None) for a loop domain run as a loop, or ('threads', (grid, block)); None: nothing to run."""
+    def _range_block(self):
+        return self.block or _DEFAULT_BLOCK[1]
+
+    def _host_geom_fn(self):
+        if self._host_geom is None:
+            self._host_geom = self._compile_host()
+        return self._host_geom
+
+    def _geometry(self, values, geometry, unroll=1):
+        """(grid, block) of a CUDA launch (a loop domain's grid covers ``unroll`` iterations per thread); None:
+        nothing to run."""
         kind = self._info.domain[0]
         if geometry is not None:
             total, block = geometry
@@ -239,16 +270,15 @@ class Kernel:
                 return None
             b = self.block or _DEFAULT_BLOCK[len(dims)]
             rev = list(dims[::-1]) + [1] * (3 - len(dims))
-            grid = tuple(min(-(-d // bb), g) for d, bb, g in zip(rev, b, _MAX_GRID))
+            tile = (b[0] * unroll,) + b[1:]
+            grid = tuple(min(-(-d // bb), g) for d, bb, g in zip(rev, tile, _MAX_GRID))
             return grid, b
         raise TypeError(f"gpk_array.kernel: {self.__name__!r} has no launch domain: write its body as "
                         f"`for i in range(n):` (1-D) or `for i, j in gpk_array.ndindex(shape):`, add a "
                         f"`gpk_array.kernel.work_size(n)` statement, or launch it as k[(total, block)](...)")
 
     def _host_eval(self, values):
-        if self._host_geom is None:
-            self._host_geom = self._compile_host()
-        return self._host_geom(*values)
+        return self._host_geom_fn()(*values)
 
     def _domain_dims(self, values):
         r = self._host_eval(values)
@@ -328,7 +358,7 @@ class Kernel:
 
     # ---- CUDA ------------------------------------------------------------------------------------------
     def _run_cuda(self, spec, norm, values, geometry, device):
-        g = self._geometry(values, geometry)
+        g = self._geometry(values, geometry, spec.key[-1][1])
         if g is None:
             return
         grid, block = g
@@ -363,6 +393,12 @@ class Kernel:
                 fn(grid, block, tuple(cargs))
         if self.debug:
             self._check_device_error(spec, idx, norm)
+            return
+        # the next calls of this signature take the direct path
+        bound = spec.binders.get(idx, False)
+        if bound is False:
+            bound = spec.binders[idx] = launch.make_binder(self, spec, idx, fn, device)
+        self._bound = bound
 
     def _check_device_error(self, spec, idx, norm):
         """Debug mode on CUDA: read (and clear) the kernel's error record; IndexError for a bad index."""
@@ -395,7 +431,7 @@ class Kernel:
                "work_size": "kernel.work_size(n)", "none": "none (needs k[(total, block)])"}[kind]
         lines.append(f"launch domain: {dom}" + (f", line {node.lineno}" if node is not None else ""))
         try:
-            g = self._geometry(values, geometry)
+            g = self._geometry(values, geometry, key[-1][1] if str(device) != "cpu" else 1)
             lines.append("launch geometry (CUDA): " + ("nothing to run" if g is None else
                                                         f"grid {g[0]}, block {g[1]}"))
         except TypeError as e:
@@ -425,14 +461,25 @@ class Kernel:
 
 class _Launch:
     """``k[(total, block)]``: call it with the kernel's arguments."""
-    __slots__ = ("kernel", "geometry")
+    __slots__ = ("kernel", "geometry", "checked")
 
     def __init__(self, kernel, geometry):
         self.kernel, self.geometry = kernel, geometry
+        try:   # the CUDA (grid, block) for the direct path, () for nothing to run; None: the general path checks
+            g = kernel._geometry(None, geometry)
+            if g is not None:
+                kernel._check_geometry(*g)
+            self.checked = g or ()
+        except (TypeError, ValueError):
+            self.checked = None
 
     def __call__(self, *args):
         """Run the kernel with this launch geometry."""
-        return self.kernel._launch(args, self.geometry)
+        k = self.kernel
+        b = k._bound
+        if b is not None and self.checked is not None and b(*args, _geom=self.checked):
+            return None
+        return k._launch(args, self.geometry)
 
     def explain(self, *args, file=None, print_=True):
         """``Kernel.explain`` with this launch geometry."""
@@ -453,6 +500,12 @@ def _why_new(params, key, old_keys):
                     out += [f"{p}: {w} {x} -> {y}" for w, x, y in zip(what, a[1:], b[1:]) if x != y]
                 else:
                     out.append(f"{p}: {_show(a)} -> {_show(b)}")
+        if len(old) > len(params) and len(key) > len(params) and old[-1] != key[-1]:
+            (_, u0, a0), (_, u1, a1) = old[-1], key[-1]
+            if u0 != u1:
+                out.append(f"iterations per thread {u0} -> {u1}")
+            if a0 != a1:
+                out.append("arrays overlap" if not a1 else "arrays no longer overlap")
         return out
     best = min((diff(k) for k in old_keys), key=len)
     return "; ".join(best)

@@ -6,6 +6,11 @@ computes in the types the CPU execution does. Arrays are passed as a pointer plu
 elements) per dimension; a C-contiguous array is indexed from its shape. A loop-domain kernel becomes a
 grid-stride loop over the domain (the bounds guard), a ``work_size(n)`` kernel returns the threads past ``n``.
 Helper functions become ``__device__`` functions, one per call signature (``<name>__<n>``).
+
+A CUDA call's key ends with its launch class ``("R", unroll, noalias)`` (``api.launch_class``): ``unroll`` > 1
+makes each thread of a 1-D loop domain run that many iterations ``blockDim.x`` apart in one tile (the loads of
+all of them in flight together); ``noalias`` (no array the kernel writes overlaps another array argument) marks
+the kernel's pointers ``__restrict__``, which lets the compiler issue those loads before the stores.
 """
 from __future__ import annotations
 
@@ -334,6 +339,19 @@ class FunctionGen(ExprLowering):
             self.emit(d, f"const i64 __a = {start}, __b = {stop}, __s = {step};")
             self.emit(d, "const i64 __n = __s > 0 ? (__b > __a ? (__b - __a + __s - 1) / __s : 0) "
                          ": (__a > __b ? (__a - __b - __s - 1) / (-__s) : 0);")
+            u = self.gen.unroll
+            if u > 1:   # tiles of u * blockDim.x iterations, each thread's u of them blockDim.x apart
+                self.emit(d, f"for (i64 __o = (i64)blockIdx.x * blockDim.x * {u} + threadIdx.x; __o < __n; "
+                             f"__o += (i64)gridDim.x * blockDim.x * {u}) {{")
+                self.emit(d + 1, "#pragma unroll")
+                self.emit(d + 1, f"for (int __u = 0; __u < {u}; __u++) {{")
+                self.emit(d + 2, "const i64 __t = __o + (i64)__u * blockDim.x;")
+                self.emit(d + 2, "if (__t >= __n) break;")
+                self.emit(d + 2, f"{self.var_c(name)} = __a + __t * __s;")
+                self.block(st.body, d + 2)
+                self.emit(d + 1, "}")
+                self.emit(d, "}")
+                return
             self.emit(d, "for (i64 __t = (i64)blockIdx.x * blockDim.x + threadIdx.x; __t < __n; "
                          "__t += (i64)gridDim.x * blockDim.x) {")
             self.emit(d + 1, f"{self.var_c(name)} = __a + __t * __s;")
@@ -395,6 +413,8 @@ class Generator:
         self.helper_order = []
         self.uses_complex = any("complex" in str(k[1]) for k in key)
         fi = ki.main
+        lc = key[len(fi.params)] if len(key) > len(fi.params) else ("R", 1, False)
+        self.unroll, self.noalias = lc[1], lc[2]
         types_, self.params = [], []
         for p, k in zip(fi.params, key):
             if k[0] == "A":
@@ -457,7 +477,8 @@ class Generator:
         for p in g.fi.params:
             t = g.params[p]
             if isinstance(t, ArrayT):
-                out.append(f"{ctype(t.dtype)}* {p}")
+                restrict = " __restrict__" if g.is_kernel and self.noalias else ""
+                out.append(f"{ctype(t.dtype)}*{restrict} {p}")
                 out += [f"const i64 {p}_s{d}" for d in range(t.ndim)]
                 out += [f"const i64 {p}_t{d}" for d in range(t.ndim)]
             elif _is_half(t):

@@ -15,6 +15,7 @@ import operator
 
 import numpy as np
 
+from .. import _array as _arr
 from .._array import Array
 from .._device import Device
 from .._dtypes import SUPPORTED
@@ -66,6 +67,8 @@ def normalize(value, param):
     if t is Array:
         dev = value._device
         data = value._data
+        if _arr._any_readonly and dev is not _CPU and _arr.readonly(value):
+            readonly = True   # x.flags.writeable = False on a CUDA device (NumPy keeps its own flag)
         return _array(data, dev, readonly, param, value, dev)
     if t is np.ndarray:
         return _array(value, _CPU, readonly or not value.flags.writeable, param, value, None)

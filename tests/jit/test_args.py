@@ -31,10 +31,33 @@ def kernel(name, src=SRC):
 def test_pointer_and_scalar_conversion():
     k = kernel("saxpy")
     vals, dev = k.convert((FakeCuda(np.float32, ptr=16), FakeCuda(np.float32, ptr=32), 2, 10))
-    assert [type(v) for v in vals] == [np.uint64, np.uint64, np.float32, np.int32]
-    assert [int(v) if i < 2 else v for i, v in enumerate(vals)] == [16, 32, 2.0, 10] and dev is None
+    # pointers as addresses (the packed launch), scalars as the parameter's dtype
+    assert [type(v) for v in vals] == [int, int, np.float32, np.int32]
+    assert vals == [16, 32, 2.0, 10] and dev is None
     vals, _ = k.convert((None, FakeCuda(np.float32), np.float64(0.5), np.int64(3)))
     assert int(vals[0]) == 0 and vals[2].dtype == np.float32 and vals[3].dtype == np.int32
+
+
+def test_packed_parameters_follow_the_c_layout():
+    """The packed launch's buffer read back through a ctypes Structure of the C parameter list (ctypes lays it
+    out as the C ABI does): pointers, a 1-byte bool, a 2-byte half and a double after them land where C puts them."""
+    import ctypes
+    src = 'extern "C" __global__ void mixed(const float* x, bool flag, __half h, double d, char c, float* y) {}'
+    k = JitKernel(None, "mixed", kernel_params(src, "mixed"))
+    vals, _ = k.convert((FakeCuda(np.float32, ptr=0x1000), True, np.float16(1.5), 2.25, np.int8(-4),
+                         FakeCuda(np.float32, ptr=0x2000)))
+    p = k._packed
+    p.pack(p.buf, 0, *vals)
+
+    class C(ctypes.Structure):
+        _fields_ = [("x", ctypes.c_void_p), ("flag", ctypes.c_bool), ("h", ctypes.c_uint16), ("d", ctypes.c_double),
+                    ("c", ctypes.c_byte), ("y", ctypes.c_void_p)]
+    assert p.size.value == ctypes.sizeof(C)
+    got = C.from_buffer_copy(ctypes.string_at(p.buf, p.size.value))
+    assert (got.x, got.flag, got.d, got.c, got.y) == (0x1000, True, 2.25, -4, 0x2000)
+    assert got.h == np.array(1.5, np.float16).view(np.uint16)
+    structs = 'struct P { int a; float b; }; extern "C" __global__ void s(P p, float* y) {}'
+    assert JitKernel(None, "s", kernel_params(structs, "s"))._packed is None   # CuPy's launch for structs
 
 
 def test_wrong_count_names_the_parameters():

@@ -46,3 +46,23 @@ def test_debug_mode_source_compiles():
     assert spec.array_names == ["out", "x"] or set(spec.array_names) == {"out", "x"}
     cubin = compile_only(spec.source, "90a", backend="nvcc")
     assert spec.cname in cubin_symbols(cubin) and "gpk_err" in cubin_symbols(cubin)
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(not HAS_NVCC, reason="nvcc not installed")
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_cuda_launch_class_source_compiles_for_sm90a(case):
+    """The source of a CUDA call's launch class (api.launch_class): __restrict__ pointers, and a 1-D loop domain
+    unrolled as a large domain makes it."""
+    from gpk_array._pykernel import launch
+    from gpk_array._pykernel.codegen import Generator
+    _, kernel, make, geometry = case
+    args = make()
+    k = kernel if geometry is None else kernel[geometry]
+    k.explain(*args, print_=False)
+    key = tuple(a.key for a in map(_norm, args, kernel.params))
+    unroll = launch.UNROLL if kernel._info.domain[0] == "range" else 1
+    src = Generator(kernel._info, key + (("R", unroll, True),), "gpk_lc").source()
+    assert "__restrict__" in src
+    cubin = compile_only(src, "90a", backend="nvcc")
+    assert "gpk_lc" in cubin_symbols(cubin)

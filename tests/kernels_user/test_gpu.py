@@ -17,13 +17,30 @@ def _run(kernel, geometry, args):
     (kernel if geometry is None else kernel[geometry])(*args)
 
 
+def _fresh(kernel):
+    """The same kernel with an empty cache (its first CUDA call takes the general path, the next the direct one)."""
+    return type(kernel)(kernel.__wrapped__, readonly=kernel.readonly, block=kernel.block, name=kernel.__name__)
+
+
+@pytest.mark.parametrize("call", ["first", "cached"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_cuda_matches_cpu_device(case):
+def test_cuda_matches_cpu_device(case, call, monkeypatch):
+    """The first call (general path: specialize, compile, CuPy's launch) and a second call of the same signature
+    (the direct path of launch.py: the general path must not run) both give the CPU device's result."""
     name, kernel, make, geometry = case
+    kernel = _fresh(kernel)
     cpu_args = list(make())
     gpu_args = [gk.asarray(a, device="cuda:0") if isinstance(a, np.ndarray) else a for a in make()]
     _run(kernel, geometry, cpu_args)
+    if call == "cached":
+        _run(kernel, geometry, [gk.asarray(a, device="cuda:0") if isinstance(a, np.ndarray) else a
+                                for a in make()])
+        assert kernel._bound is not None
+        monkeypatch.setattr(kernel, "_launch", lambda *a: pytest.fail("the cached call took the general path"))
     _run(kernel, geometry, gpu_args)
+    if call == "cached":
+        (spec,) = [s for k, s in kernel.specializations.items() if len(k) > len(kernel.params)]
+        assert spec.calls == 2
     for c, g in zip(cpu_args, gpu_args):
         if not isinstance(c, np.ndarray):
             continue
@@ -102,3 +119,71 @@ def test_strided_and_negative_stride_views():
     got = np.asarray(o.to_device("cpu"))
     np.testing.assert_array_equal(got[::2], 2 * np.arange(0, 20, 2) + np.arange(1, 20, 2))
     np.testing.assert_array_equal(got[1::2], 0)
+
+
+def _saxpy_ref(a, x, y):
+    return (np.float32(a) * x + y).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [1000, (1 << 21) + 3])
+def test_direct_path_with_overlapping_arguments(n):
+    """The __restrict__ specialization serves calls whose written array overlaps no other argument; in-place and
+    overlapping calls get the plain one (a launch class of their own), on the direct path too, and every result
+    is NumPy's. Large domains take the unrolled source."""
+    from .examples import saxpy
+    k = _fresh(saxpy)
+    r = np.random.default_rng(3)
+    hx, hy = r.standard_normal(n).astype(np.float32), r.standard_normal(n).astype(np.float32)
+    for _ in range(2):
+        x, y = gk.asarray(hx, device="cuda:0"), gk.asarray(hy, device="cuda:0")
+        out = gk.zeros(n, dtype=gk.float32, device="cuda:0")
+        k(2.0, x, y, out)
+        np.testing.assert_allclose(np.asarray(out.to_device("cpu")), _saxpy_ref(2.0, hx, hy), rtol=1e-6, atol=1e-6)
+        k(2.0, x, y, y)                      # in place: y = 2x + y
+        np.testing.assert_allclose(np.asarray(y.to_device("cpu")), _saxpy_ref(2.0, hx, hy), rtol=1e-6, atol=1e-6)
+        z = gk.asarray(hx, device="cuda:0")
+        k(3.0, z, z, z)                      # one array three times: z = 4z
+        np.testing.assert_allclose(np.asarray(z.to_device("cpu")), 4 * hx, rtol=1e-6)
+    classes = sorted(key[-1] for key in k.specializations)
+    unroll = 4 if n >= 1 << 21 else 1
+    assert classes == [("R", unroll, False), ("R", unroll, True)]
+    assert all(s.calls == 4 or s.calls == 2 for s in k.specializations.values())
+    src = k.specializations[[key for key in k.specializations if key[-1][2]][0]].source
+    assert "__restrict__" in src and (("#pragma unroll" in src) is (unroll > 1))
+
+
+def test_direct_path_follows_the_current_stream_and_graph_capture():
+    from .examples import saxpy
+    k = _fresh(saxpy)
+    n = 4096
+    x, y = gk.ones(n, dtype=gk.float32, device="cuda:0"), gk.ones(n, dtype=gk.float32, device="cuda:0")
+    out = gk.zeros(n, dtype=gk.float32, device="cuda:0")
+    k(0.0, x, y, out)                        # compile, load, bind
+    gk.cuda.Device(0).synchronize()
+    with gk.cuda.graph() as g:
+        k(1.0, x, y, out)                    # direct path, captured: nothing runs yet
+    np.testing.assert_array_equal(np.asarray(out.to_device("cpu")), np.ones(n, np.float32))
+    g.upload()
+    g.launch()
+    gk.cuda.Device(0).synchronize()
+    np.testing.assert_array_equal(np.asarray(out.to_device("cpu")), np.full(n, 2.0, np.float32))
+    s = gk.cuda.Stream()
+    with s:
+        k(5.0, x, y, out)
+    s.synchronize()
+    np.testing.assert_array_equal(np.asarray(out.to_device("cpu")), np.full(n, 6.0, np.float32))
+
+
+def test_read_only_cuda_array_is_refused_on_every_call():
+    from .examples import saxpy
+    k = _fresh(saxpy)
+    x = gk.ones(64, dtype=gk.float32, device="cuda:0")
+    out = gk.zeros(64, dtype=gk.float32, device="cuda:0")
+    k(1.0, x, x, out)
+    k(1.0, x, x, out)                        # the direct path is bound
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="'out'.*read-only"):
+        k(1.0, x, x, out)
+    np.testing.assert_array_equal(np.asarray(out.to_device("cpu")), np.full(64, 2.0, np.float32))
+    k(1.0, out, out, x)                      # reading it is fine
+    np.testing.assert_array_equal(np.asarray(x.to_device("cpu")), np.full(64, 4.0, np.float32))
