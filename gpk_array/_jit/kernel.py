@@ -17,7 +17,7 @@ import numpy as np
 
 from .._array import Array
 from .._errors import DeviceError
-from .launch import DTYPE_FORMAT, ParamBuffer
+from .launch import DTYPE_FORMAT, ParamBuffer, direct_call
 
 _INT_KINDS = "iub"
 _MAX_GRID = (2 ** 31 - 1, 65535, 65535)
@@ -317,6 +317,7 @@ class JitKernel:
         self._packed = None if fmt is None else ParamBuffer(fmt)
         self._lock = threading.Lock()
         self._fptr: dict = {}
+        self._direct = None      # launch.direct_call's function, made at the first launch
         self._fns: dict = {}
         self._raw: dict = {}
         self._limits: dict = {}
@@ -367,6 +368,9 @@ class JitKernel:
         """Launch on ``grid`` blocks of ``block`` threads (ints or 1-3 tuples) with ``args`` (a tuple), ``shared_mem``
         bytes of dynamic shared memory, on ``stream`` (a gpk_array.cuda.Stream, a CuPy stream, or None: the current
         stream, which gpk_array's own operations use too)."""
+        d = self._direct
+        if d and type(args) is tuple and d(grid, block, args, shared_mem, stream):
+            return
         if type(args) is not tuple:
             if not isinstance(args, list):
                 raise TypeError(f"gpk_array: {self._label}: args must be a tuple of arguments, got "
@@ -406,12 +410,27 @@ class JitKernel:
                                                     packed.addr)
                 else:
                     cp.cuda.driver.launchKernel(self._fptr[dev], gx, gy, gz, bx, by, bz, shm, sptr, 0, packed.addr)
+            if self._direct is None:
+                self._direct = self._make_direct(cp)
             return
         if dev != cur:
             with cp.cuda.Device(dev):
                 fn(checked[0], checked[1], tuple(vals), shared_mem=checked[2], stream=stream)
         else:
             fn(checked[0], checked[1], tuple(vals), shared_mem=checked[2], stream=stream)
+
+    def _make_direct(self, cp):
+        """launch.direct_call's function for this kernel (False where it has none)."""
+        ns = {"Array": Array, "CHECKED": self._checked, "FPTR": self._fptr, "LOCK": self._lock,
+              "GCS": cp.cuda.get_current_stream, "LAUNCH": cp.cuda.driver.launchKernel,
+              "GETDEV": cp.cuda.runtime.getDevice, "MULTI": cp.cuda.runtime.getDeviceCount() > 1}
+        src = direct_call(self.params, self._packed, ns)
+        if src is None:
+            return False
+        exec(compile(src, f"<gpk_array.jit direct call {self.name}>", "exec"), ns)  # noqa: S102 - generated here
+        fn = ns["call"]
+        fn.source = src
+        return fn
 
     def __getitem__(self, config):
         """``k[total, block]`` (or ``k[total, block, shared_mem]``, ``k[total, block, shared_mem, stream]``): a

@@ -397,7 +397,7 @@ class Kernel:
         # the next calls of this signature take the direct path
         bound = spec.binders.get(idx, False)
         if bound is False:
-            bound = spec.binders[idx] = launch.make_binder(self, spec, idx, fn, device)
+            bound = spec.binders[idx] = launch.make_binder(self, spec, idx, getattr(fn, "kernel", fn), device)
         self._bound = bound
 
     def _check_device_error(self, spec, idx, norm):

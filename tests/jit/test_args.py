@@ -202,3 +202,71 @@ def test_unknown_parameter_types_take_sized_values_only():
     assert len(raw.convert((np.int32(1), FakeCuda(np.int8), None))[0]) == 3
     with pytest.raises(TypeError, match="NumPy scalar"):
         raw.convert((1.5,))
+
+
+class _Dev:
+    kind, index = "cuda", 0
+
+
+def _cuda_array(a, dev=_Dev):
+    """A gpk_array Array on a stand-in CUDA device: the attributes the direct call reads, over host memory."""
+    import types
+    from gpk_array._array import Array
+    x = object.__new__(Array)
+    data = types.SimpleNamespace(dtype=a.dtype, data=types.SimpleNamespace(ptr=a.__array_interface__["data"][0]))
+    x._data, x._device, x._base, x._ro = data, dev, None, False
+    return x
+
+
+def _direct(k, checked):
+    """The kernel's direct call against a recording launch; returns (call, launches)."""
+    import ctypes
+    from gpk_array._jit.launch import direct_call
+    launches = []
+
+    def launch(f, gx, gy, gz, bx, by, bz, shm, stream, params, extra):
+        ex = (ctypes.c_void_p * 5).from_address(extra)
+        size = ctypes.c_size_t.from_address(ex[3]).value
+        launches.append((f, (gx, gy, gz), (bx, by, bz), shm, stream, ctypes.string_at(ex[1], size)))
+    import threading
+    import types
+    ns = {"Array": __import__("gpk_array._array", fromlist=["Array"]).Array, "CHECKED": checked,
+          "FPTR": {0: 0xF00D}, "LOCK": threading.Lock(), "GCS": lambda: types.SimpleNamespace(ptr=7),
+          "LAUNCH": launch, "GETDEV": lambda: 0, "MULTI": False}
+    src = direct_call(k.params, k._packed, ns)
+    exec(compile(src, "<test>", "exec"), ns)
+    return ns["call"], launches
+
+
+def test_direct_call_packs_what_the_general_path_would():
+    import ctypes
+    k = kernel("saxpy")
+    x, y = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    checked = {((1,), (32,), 0, 0): ((1, 1, 1), (32, 1, 1), 0)}
+    call, launches = _direct(k, checked)
+    gx, gy = _cuda_array(x), _cuda_array(y)
+    assert call((1,), (32,), (gx, gy, 2.5, 10), 0, None) is True
+    f, grid, block, shm, stream, buf = launches[0]
+    assert (f, grid, block, shm, stream) == (0xF00D, (1, 1, 1), (32, 1, 1), 0, 7)
+
+    class C(ctypes.Structure):
+        _fields_ = [("x", ctypes.c_void_p), ("y", ctypes.c_void_p), ("a", ctypes.c_float), ("n", ctypes.c_int)]
+    got = C.from_buffer_copy(buf)
+    assert (got.x, got.y, got.a, got.n) == (x.__array_interface__["data"][0], y.__array_interface__["data"][0],
+                                            2.5, 10)
+    assert call((1,), (32,), (gx, gy, np.float32(1.5), np.int32(3)), 0, None) is True
+    assert call((1,), (32,), (gx, gy, 1e300, 3), 0, None) is True        # inf, as numpy.float32(1e300) is
+    assert C.from_buffer_copy(launches[-1][-1]).a == np.inf
+    # the general path's cases: each returns None and launches nothing
+    other = type("_Dev1", (), {"kind": "cuda", "index": 1})
+    for args, geo, stream in [((gx, gy, 2.5, 2**31), (1,), None),      # int out of range
+                              ((gx, gy, 2, 10), (1,), None),           # an int for a float parameter
+                              ((gx, gy, 2.5, np.int64(3)), (1,), None),  # another NumPy dtype
+                              ((x, gy, 2.5, 10), (1,), None),          # a NumPy array
+                              ((_cuda_array(np.zeros(4)), gy, 2.5, 10), (1,), None),   # float64 for float*
+                              ((gx, _cuda_array(y, other), 2.5, 10), (1,), None),      # another device
+                              ((gx, gy, 2.5), (1,), None),             # count
+                              ((gx, gy, 2.5, 10), (2,), None),         # a launch size not checked yet
+                              ((gx, gy, 2.5, 10), (1,), object())]:    # an explicit stream
+        assert call(geo, (32,), args, 0, stream) is None
+    assert len(launches) == 3
