@@ -156,7 +156,7 @@ class Kernel:
         return self._explain(args, None, file, print_)
 
     # ---- calls ----------------------------------------------------------------------------------------
-    def _prepare(self, args):
+    def _prepare(self, args, geometry=None):
         if self._info is None:
             self._build()
         if len(args) != self._nparams:
@@ -188,25 +188,37 @@ class Kernel:
                 raise ValueError(f"gpk_array.kernel: {self.__name__!r} writes its argument {p!r} "
                                  f"(line {getattr(node, 'lineno', '?')}), which is read-only")
         if str(device) != "cpu":
-            key += (self._launch_class(norm),)
+            key += (self._launch_class(norm, geometry),)
         spec = self._specs.get(key)
         if spec is None:
             spec = self._specialize(key, norm)
         return norm, key, spec, device
 
-    def _launch_class(self, norm):
-        """The last key entry of a CUDA call, ``("R", unroll, noalias)`` (codegen's docstring says what each does):
-        unroll is launch.UNROLL for a 1-D loop domain of at least launch.UNROLL_MIN iterations, else 1; noalias
-        whether no array the kernel writes overlaps another array argument."""
-        unroll = 1
-        if self._info.domain[0] == "range":
+    def _launch_class(self, norm, geometry):
+        """The last key entry of a CUDA call, ``("R", unroll, noalias, cover)`` (codegen's docstring says what each
+        does): unroll is launch.UNROLL for a 1-D loop domain of at least launch.UNROLL_MIN iterations, else 1;
+        noalias whether no array the kernel writes overlaps another array argument; cover whether the launch has a
+        thread (a tile of unroll, in 1-D) for every point of a loop domain (the implicit geometry within CUDA's
+        grid limits)."""
+        unroll, cover = 1, False
+        kind = self._info.domain[0]
+        if kind in ("range", "ndindex"):
             try:
-                n = self._domain_dims([a.value for a in norm])[0]
+                dims = self._domain_dims([a.value for a in norm])
             except (TypeError, ValueError):
-                n = 0   # the launch geometry raises the error
-            if n >= launch.UNROLL_MIN:
-                unroll = launch.UNROLL
-        return ("R", unroll, launch.no_alias(norm, self._writes))
+                dims = None   # the launch geometry raises the error
+            if dims is not None:
+                if kind == "range" and dims[0] >= launch.UNROLL_MIN:
+                    unroll = launch.UNROLL
+                cover = geometry is None and self._covers(dims, unroll)
+        return ("R", unroll, launch.no_alias(norm, self._writes), cover)
+
+    def _covers(self, dims, unroll):
+        """Whether the implicit launch of a loop domain of ``dims`` has a thread (tile) for every point."""
+        b = self.block or _DEFAULT_BLOCK[len(dims)]
+        rev = list(dims[::-1])
+        tile = (b[0] * unroll,) + b[1:]
+        return all(-(-d // bb) <= g for d, bb, g in zip(rev, tile, _MAX_GRID))
 
     def _specialize(self, key, norm):
         with self._lock:
@@ -229,7 +241,7 @@ class Kernel:
         return spec
 
     def _launch(self, args, geometry):
-        norm, key, spec, device = self._prepare(args)
+        norm, key, spec, device = self._prepare(args, geometry)
         spec.calls += 1
         values = [a.value for a in norm]
         if str(device) == "cpu":
@@ -419,7 +431,7 @@ class Kernel:
                          f" (line {int(err[4])})")
 
     def _explain(self, args, geometry, file, print_):
-        norm, key, spec, device = self._prepare(args)
+        norm, key, spec, device = self._prepare(args, geometry)
         values = [a.value for a in norm]
         fi = self._info.main
         kind, node = self._info.domain
@@ -501,11 +513,13 @@ def _why_new(params, key, old_keys):
                 else:
                     out.append(f"{p}: {_show(a)} -> {_show(b)}")
         if len(old) > len(params) and len(key) > len(params) and old[-1] != key[-1]:
-            (_, u0, a0), (_, u1, a1) = old[-1], key[-1]
+            (_, u0, a0, c0), (_, u1, a1, c1) = old[-1], key[-1]
             if u0 != u1:
                 out.append(f"iterations per thread {u0} -> {u1}")
             if a0 != a1:
                 out.append("arrays overlap" if not a1 else "arrays no longer overlap")
+            if c0 != c1:
+                out.append("one thread per point" if c1 else "threads stride over the domain")
         return out
     best = min((diff(k) for k in old_keys), key=len)
     return "; ".join(best)

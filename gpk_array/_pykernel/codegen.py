@@ -7,10 +7,12 @@ elements) per dimension; a C-contiguous array is indexed from its shape. A loop-
 grid-stride loop over the domain (the bounds guard), a ``work_size(n)`` kernel returns the threads past ``n``.
 Helper functions become ``__device__`` functions, one per call signature (``<name>__<n>``).
 
-A CUDA call's key ends with its launch class ``("R", unroll, noalias)`` (``api.launch_class``): ``unroll`` > 1
-makes each thread of a 1-D loop domain run that many iterations ``blockDim.x`` apart in one tile (the loads of
-all of them in flight together); ``noalias`` (no array the kernel writes overlaps another array argument) marks
-the kernel's pointers ``__restrict__``, which lets the compiler issue those loads before the stores.
+A CUDA call's key ends with its launch class ``("R", unroll, noalias, cover)`` (``Kernel._launch_class``):
+``unroll`` > 1 makes each thread of a 1-D loop domain run that many iterations ``blockDim.x`` apart in one tile
+(the loads of all of them in flight together); ``noalias`` (no array the kernel writes overlaps another array
+argument) marks the kernel's pointers ``__restrict__``, which lets the compiler issue those loads before the
+stores; ``cover`` (the launch has a thread or tile per point) makes each domain loop run at most once, so no
+64-bit loop counter stays live (fewer registers, more threads resident).
 """
 from __future__ import annotations
 
@@ -341,19 +343,33 @@ class FunctionGen(ExprLowering):
                          ": (__a > __b ? (__a - __b - __s - 1) / (-__s) : 0);")
             u = self.gen.unroll
             if u > 1:   # tiles of u * blockDim.x iterations, each thread's u of them blockDim.x apart
-                self.emit(d, f"for (i64 __o = (i64)blockIdx.x * blockDim.x * {u} + threadIdx.x; __o < __n; "
-                             f"__o += (i64)gridDim.x * blockDim.x * {u}) {{")
-                self.emit(d + 1, "#pragma unroll")
-                self.emit(d + 1, f"for (int __u = 0; __u < {u}; __u++) {{")
-                self.emit(d + 2, "const i64 __t = __o + (i64)__u * blockDim.x;")
-                self.emit(d + 2, "if (__t >= __n) break;")
-                self.emit(d + 2, f"{self.var_c(name)} = __a + __t * __s;")
-                self.block(st.body, d + 2)
+                if self.gen.cover:
+                    self.emit(d, f"for (i64 __o = (i64)blockIdx.x * blockDim.x * {u} + threadIdx.x; __o < __n; "
+                                 f"__o = __n) {{")
+                else:
+                    self.emit(d, f"for (i64 __o = (i64)blockIdx.x * blockDim.x * {u} + threadIdx.x; __o < __n; "
+                                 f"__o += (i64)gridDim.x * blockDim.x * {u}) {{")
+                # a thread's whole tile in range: no bound checks between its iterations (their loads can
+                # issue together); the last tile checks each iteration
+                self.emit(d + 1, f"if (__o + (i64)({u - 1}) * blockDim.x < __n) {{")
+                self.emit(d + 2, "#pragma unroll")
+                self.emit(d + 2, f"for (int __u = 0; __u < {u}; __u++) {{")
+                self.emit(d + 3, "const i64 __t = __o + (i64)__u * blockDim.x;")
+                self.emit(d + 3, f"{self.var_c(name)} = __a + __t * __s;")
+                self.block(st.body, d + 3)
+                self.emit(d + 2, "}")
+                self.emit(d + 1, "} else {")
+                self.emit(d + 2, f"for (int __u = 0; __u < {u}; __u++) {{")
+                self.emit(d + 3, "const i64 __t = __o + (i64)__u * blockDim.x;")
+                self.emit(d + 3, "if (__t >= __n) break;")
+                self.emit(d + 3, f"{self.var_c(name)} = __a + __t * __s;")
+                self.block(st.body, d + 3)
+                self.emit(d + 2, "}")
                 self.emit(d + 1, "}")
                 self.emit(d, "}")
                 return
-            self.emit(d, "for (i64 __t = (i64)blockIdx.x * blockDim.x + threadIdx.x; __t < __n; "
-                         "__t += (i64)gridDim.x * blockDim.x) {")
+            step = "__t = __n" if self.gen.cover else "__t += (i64)gridDim.x * blockDim.x"
+            self.emit(d, f"for (i64 __t = (i64)blockIdx.x * blockDim.x + threadIdx.x; __t < __n; {step}) {{")
             self.emit(d + 1, f"{self.var_c(name)} = __a + __t * __s;")
             self.block(st.body, d + 1)
             self.emit(d, "}")
@@ -366,8 +382,9 @@ class FunctionGen(ExprLowering):
             self.emit(d, f"const i64 __n{k} = {dims[k]};")
         depth = d
         for k, (n, ax) in enumerate(zip(names, axes)):
+            step = f"__t{k} = __n{k}" if self.gen.cover else f"__t{k} += (i64)gridDim.{ax} * blockDim.{ax}"
             self.emit(depth, f"for (i64 __t{k} = (i64)blockIdx.{ax} * blockDim.{ax} + threadIdx.{ax}; "
-                             f"__t{k} < __n{k}; __t{k} += (i64)gridDim.{ax} * blockDim.{ax}) {{")
+                             f"__t{k} < __n{k}; {step}) {{")
             depth += 1
             self.emit(depth, f"{self.var_c(n)} = __t{k};")
         self.block(st.body, depth)
@@ -413,8 +430,8 @@ class Generator:
         self.helper_order = []
         self.uses_complex = any("complex" in str(k[1]) for k in key)
         fi = ki.main
-        lc = key[len(fi.params)] if len(key) > len(fi.params) else ("R", 1, False)
-        self.unroll, self.noalias = lc[1], lc[2]
+        lc = key[len(fi.params)] if len(key) > len(fi.params) else ("R", 1, False, False)
+        self.unroll, self.noalias, self.cover = lc[1], lc[2], lc[3]
         types_, self.params = [], []
         for p, k in zip(fi.params, key):
             if k[0] == "A":

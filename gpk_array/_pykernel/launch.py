@@ -12,6 +12,8 @@ handle gets (complex numbers, debug mode).
 """
 from __future__ import annotations
 
+import ast
+import re
 import struct
 import threading
 
@@ -70,8 +72,8 @@ def binder(kernel, spec, index, function, cuda):
     where the signature has a part it does not handle."""
     params = kernel.params
     key = spec.key
-    lclass = key[len(params)] if len(key) > len(params) else ("R", 1, False)
-    unroll, noalias = lclass[1], lclass[2]
+    lclass = key[len(params)] if len(key) > len(params) else ("R", 1, False, False)
+    _, unroll, noalias, cover = lclass
     kind = kernel._info.domain[0]
     args = [f"a{i}" for i in range(len(params))]
     ns = {"Array": Array, "_arr": _array, "SPEC": spec, "K": kernel, "span": span, "error": struct.error,
@@ -122,41 +124,67 @@ def binder(kernel, spec, index, function, cuda):
             if layout == "S":
                 lines.append(f"    b{i}, e{i} = span(d{i})")
             else:
-                lines.append(f"    b{i} = p{i}; e{i} = p{i} + d{i}.nbytes")
-        pairs = [f"(b{j} < e{i} and b{i} < e{j})" for i in written for j, *_ in arrays if j != i]
+                lines.append(f"    e{i} = p{i} + d{i}.size * {item}")
+        lo = {i: (f"b{i}" if layout == "S" else f"p{i}") for i, _, layout, _ in arrays}
+        pairs = [f"({lo[j]} < e{i} and {lo[i]} < e{j})" for i in written for j, *_ in arrays if j != i]
         lines.append(f"    if ({' or '.join(pairs)}) is {noalias}:")
         lines.append("        return None")
     elif not noalias:
         return None
     # the launch domain
+    shape_of = None
     if kind == "range":
-        lines.append(f"    r = HOST({', '.join(host_vals)})")
-        lines.append("    n = len(range(*[int(v) for v in r]))")
-        lines.append(f"    if (n >= {UNROLL_MIN}) is not {unroll > 1}:")
+        shape_of = _shape_domain(kernel, key)
+        if shape_of is not None:   # range(x.shape[k]) alone in the kernel: n read from x directly
+            i, axis = shape_of
+            lines.append(f"    n = d{i}.size" if key[i][2] == 1 else f"    n = d{i}._shape[{axis}]")
+        else:
+            lines.append(f"    r = HOST({', '.join(host_vals)})")
+            lines.append("    n = len(range(*[int(v) for v in r]))")
+        lines.append(f"    if n {'<' if unroll > 1 else '>='} {UNROLL_MIN}:")
         lines.append("        return None")
-        lines.append("    if _geom is None:")
-        lines.append("        if n <= 0:")
-        lines.append("            SPEC.calls += 1")
-        lines.append("            return True")
         block = kernel._range_block()
         tile = block[0] * unroll
-        lines.append(f"        g = ((-(-n // {tile}) if n < {MAX_GRID_X * tile} else {MAX_GRID_X}, 1, 1), BLOCK)")
-        ns["BLOCK"] = block
+        most = MAX_GRID_X * tile          # the most iterations a covering launch has threads for
+        if cover:
+            lines.append(f"    if _geom is not None or n > {most}:")
+            lines.append("        return None")
+            lines.append("    if n <= 0:")
+            lines.append("        SPEC.calls += 1")
+            lines.append("        return True")
+            lines.append(f"    gx = -(-n // {tile}); gy = gz = 1; bx = {block[0]}; by = {block[1]}; bz = {block[2]}")
+        else:
+            lines.append("    if _geom is None:")
+            lines.append(f"        if n <= {most}:")
+            lines.append("            return None")
+            lines.append(f"        gx = {MAX_GRID_X}; gy = gz = 1; bx = {block[0]}; by = {block[1]}; bz = {block[2]}")
+            _explicit(lines)
     else:
         if unroll != 1:
             return None
+        hv = f"[{', '.join(host_vals)}]"
         lines.append("    if _geom is None:")
-        lines.append(f"        g = K._geometry([{', '.join(host_vals)}], None)")
+        if kind == "ndindex":
+            lines.append(f"        if K._covers(K._domain_dims({hv}), 1) is not {cover}:")
+            lines.append("            return None")
+        elif cover:
+            return None
+        lines.append(f"        g = K._geometry({hv}, None)")
         lines.append("        if g is None:")
         lines.append("            SPEC.calls += 1")
         lines.append("            return True")
         lines.append("        K._check_geometry(*g)")
-    lines.append("    else:")
-    lines.append("        g = _geom")
-    lines.append("        if not g:")
-    lines.append("            SPEC.calls += 1")
-    lines.append("            return True")
-    # the parameters, in codegen's order: per array its pointer, shape, strides (elements); per number its value
+        lines.append("        (gx, gy, gz), (bx, by, bz) = g")
+        if cover:
+            lines.append("    else:")
+            lines.append("        return None")
+        else:
+            _explicit(lines)
+    # the parameters, in codegen's order: per array its pointer, shape, strides (elements); per number its value.
+    # A shape or stride the kernel's body never reads (a C-contiguous array is indexed from its shape, a 1-D one
+    # from nothing) is passed as 0.
+    src = spec.source
+    body = src[src.index("{", src.index(f" {spec.cname}(")):]
     pvals = []
     vi = iter(vals)
     arr_of = {i: (nd, item) for i, nd, _, item in arrays}
@@ -169,14 +197,22 @@ def binder(kernel, spec, index, function, cuda):
             continue
         nd, item = arr_of[i]
         fmt += "P" + "q" * (2 * nd)
-        if nd:
-            lines.append(f"    sh{i} = d{i}._shape; st{i} = d{i}._strides")
+        shapes = [re.search(rf"\b{p}_s{j}\b", body) is not None for j in range(nd)]
+        strides = [re.search(rf"\b{p}_t{j}\b", body) is not None for j in range(nd)]
+        if nd == 1 and shapes[0]:
+            shapes[0] = False
+            sizes = ["n" if kind == "range" and shape_of is not None and shape_of[0] == i else f"d{i}.size"]
+        else:
+            sizes = [f"sh{i}[{j}]" if u else "0" for j, u in enumerate(shapes)]
+        if any(shapes):
+            lines.append(f"    sh{i} = d{i}._shape")
+        if any(strides):
+            lines.append(f"    st{i} = d{i}._strides")
         pvals.append(f"p{i}")
-        pvals += [f"sh{i}[{j}]" for j in range(nd)]
-        pvals += [f"st{i}[{j}] // {item}" for j in range(nd)]
+        pvals += sizes
+        pvals += [f"st{i}[{j}] // {item}" if u else "0" for j, u in enumerate(strides)]
     packed = ParamBuffer(fmt)
     ns.update(PACK=packed.pack, BUF=packed.buf, XADDR=packed.addr, PACKED=packed)
-    lines.append("    (gx, gy, gz), (bx, by, bz) = g")
     lines.append("    with LOCK:")
     lines.append("        try:")
     lines.append(f"            PACK(BUF, 0, {', '.join(pvals)})")
@@ -186,6 +222,39 @@ def binder(kernel, spec, index, function, cuda):
     lines.append("    SPEC.calls += 1")
     lines.append("    return True")
     return lines, ns
+
+
+def _explicit(lines):
+    """The branch of a call with an explicit geometry (``k[(total, block)]``: checked, or () for nothing to run)."""
+    lines.append("    else:")
+    lines.append("        if not _geom:")
+    lines.append("            SPEC.calls += 1")
+    lines.append("            return True")
+    lines.append("        (gx, gy, gz), (bx, by, bz) = _geom")
+
+
+def _shape_domain(kernel, key):
+    """(array argument index, axis) when the kernel is only ``for i in range(x.shape[axis]): ...`` with x an array
+    parameter (the bound then needs no host evaluation), else None."""
+    fi = kernel._info.main
+    node = kernel._info.domain[1]
+    body = [st for st in fi.tree.body
+            if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str))]
+    if body != [node] or len(node.iter.args) != 1:
+        return None
+    b = node.iter.args[0]
+    if not (isinstance(b, ast.Subscript) and isinstance(b.value, ast.Attribute) and b.value.attr == "shape"
+            and isinstance(b.value.value, ast.Name) and isinstance(b.slice, ast.Constant)
+            and type(b.slice.value) is int):
+        return None
+    name = b.value.value.id
+    if name not in kernel.params:
+        return None
+    i = kernel.params.index(name)
+    axis = b.slice.value
+    if key[i][0] != "A" or not 0 <= axis < key[i][2]:
+        return None
+    return i, axis
 
 
 def make_binder(kernel, spec, index, function, device, cuda=None):

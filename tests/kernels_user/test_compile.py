@@ -62,7 +62,7 @@ def test_cuda_launch_class_source_compiles_for_sm90a(case):
     k.explain(*args, print_=False)
     key = tuple(a.key for a in map(_norm, args, kernel.params))
     unroll = launch.UNROLL if kernel._info.domain[0] == "range" else 1
-    src = Generator(kernel._info, key + (("R", unroll, True),), "gpk_lc").source()
+    src = Generator(kernel._info, key + (("R", unroll, True, True),), "gpk_lc").source()
     assert "__restrict__" in src
     cubin = compile_only(src, "90a", backend="nvcc")
     assert "gpk_lc" in cubin_symbols(cubin)

@@ -115,7 +115,7 @@ def _mix_args():
 
 def test_parameters_are_packed_as_the_c_abi_lays_them_out():
     args = _mix_args()
-    spec = _spec(mix, args, ("R", 1, True))
+    spec = _spec(mix, args, ("R", 1, True, True))
     cuda = _Cuda()
     b = _bind(mix, spec, cuda)
     gargs = args[:5] + [_arr(a) for a in args[5:]]
@@ -128,7 +128,14 @@ def test_parameters_are_packed_as_the_c_abi_lays_them_out():
             "x": ptr[0], "x_s0": 10, "x_t0": 1,
             "y2": ptr[1], "y2_s0": 3, "y2_s1": 10, "y2_t0": 1, "y2_t1": 3,
             "out": ptr[2], "out_s0": 10, "out_t0": 2}
-    assert got == want
+    # a shape or stride the kernel body never names is passed as 0; every one it names is the array's
+    body = spec.source[spec.source.index("{", spec.source.index(f" {spec.cname}(")):]
+    for name, v in want.items():
+        if re.search(rf"\b{name}\b", body) or name.startswith("p_") or name in ("x", "y2", "out"):
+            assert got[name] == v, name
+        else:
+            assert got[name] in (v, 0), name
+    assert re.search(r"\bout_t0\b", body) and re.search(r"\bout_s0\b", body)   # the strided output's
     assert rec["f"] == 0xF00D and rec["stream"] == 0x5157 and rec["shmem"] == 0 and rec["params"] == 0
     assert rec["block"] == (256, 1, 1) and rec["grid"] == (1, 1, 1)
     assert spec.calls == 1
@@ -139,7 +146,7 @@ def test_a_large_domain_unrolls_and_its_grid_covers_it_once():
     x = np.zeros(n, np.float32)
     y = np.zeros(n, np.float32)
     o = np.zeros(n, np.float32)
-    spec = _spec(saxpy, (2.0, x, y, o), ("R", launch.UNROLL, True))
+    spec = _spec(saxpy, (2.0, x, y, o), ("R", launch.UNROLL, True, True))
     cuda = _Cuda()
     b = _bind(saxpy, spec, cuda)
     assert b(2.0, _arr(x), _arr(y), _arr(o)) is True
@@ -155,7 +162,7 @@ def test_a_large_domain_unrolls_and_its_grid_covers_it_once():
                                     "not an Array", "int out of range"])
 def test_a_call_that_differs_from_the_specialization_takes_the_general_path(change, monkeypatch):
     x, y, o = (np.zeros(64, np.float32) for _ in range(3))
-    spec = _spec(saxpy, (2.0, x, y, o), ("R", 1, True))
+    spec = _spec(saxpy, (2.0, x, y, o), ("R", 1, True, True))
     cuda = _Cuda()
     b = _bind(saxpy, spec, cuda)
     args = [2.0, _arr(x), _arr(y), _arr(o)]
@@ -183,7 +190,7 @@ def test_a_call_that_differs_from_the_specialization_takes_the_general_path(chan
     elif change == "not an Array":
         args[1] = x
     elif change == "int out of range":
-        ik = _spec(mix, _mix_args(), ("R", 1, True))
+        ik = _spec(mix, _mix_args(), ("R", 1, True, True))
         bi = _bind(mix, ik, cuda)
         margs = _mix_args()
         margs = margs[:5] + [_arr(a) for a in margs[5:]]
@@ -197,7 +204,7 @@ def test_a_call_that_differs_from_the_specialization_takes_the_general_path(chan
 
 def test_aliased_specialization_only_takes_aliased_calls():
     x, o = np.zeros(64, np.float32), np.zeros(64, np.float32)
-    spec = _spec(saxpy, (2.0, x, x, x), ("R", 1, False))
+    spec = _spec(saxpy, (2.0, x, x, x), ("R", 1, False, True))
     cuda = _Cuda()
     b = _bind(saxpy, spec, cuda)
     ax = _arr(x)
@@ -211,14 +218,17 @@ def test_aliased_specialization_only_takes_aliased_calls():
 def test_explicit_geometry_and_empty_domains():
     x = np.zeros(64, np.float32)
     o = np.zeros(64, np.float32)
-    spec = _spec(saxpy, (2.0, x, x, o), ("R", 1, True))
+    spec = _spec(saxpy, (2.0, x, x, o), ("R", 1, True, False))     # an explicit geometry need not cover
     cuda = _Cuda()
     b = _bind(saxpy, spec, cuda)
+    assert b(2.0, _arr(x), _arr(x), _arr(o)) is None                # the implicit call is the covering one's
+    covering = _bind(saxpy, _spec(saxpy, (2.0, x, x, o), ("R", 1, True, True)), cuda)
+    assert covering(2.0, _arr(x), _arr(x), _arr(o), _geom=((3, 1, 1), (32, 1, 1))) is None
     assert b(2.0, _arr(x), _arr(x), _arr(o), _geom=((3, 1, 1), (32, 1, 1))) is True
     assert cuda.launches[-1]["grid"] == (3, 1, 1) and cuda.launches[-1]["block"] == (32, 1, 1)
     assert b(2.0, _arr(x), _arr(x), _arr(o), _geom=()) is True     # k[(0, b)]: nothing to run
     e = np.zeros(0, np.float32)
-    spec0 = _spec(saxpy, (2.0, e, e, e), ("R", 1, True))
+    spec0 = _spec(saxpy, (2.0, e, e, e), ("R", 1, True, True))
     b0 = _bind(saxpy, spec0, cuda)
     assert b0(2.0, _arr(e), _arr(e), _arr(e)) is True
     assert len(cuda.launches) == 1 and spec.calls == 2 and spec0.calls == 1
@@ -227,7 +237,7 @@ def test_explicit_geometry_and_empty_domains():
 def test_two_d_domain_and_several_devices():
     u = np.zeros((37, 53))
     out = np.zeros((37, 53))
-    spec = _spec(stencil, (u, out), ("R", 1, True))
+    spec = _spec(stencil, (u, out), ("R", 1, True, True))
     cuda = _Cuda()
     b = _bind(stencil, spec, cuda)
     assert b(_arr(u), _arr(out)) is True
@@ -242,13 +252,13 @@ def test_two_d_domain_and_several_devices():
 def test_no_binder_for_complex_numbers_or_without_a_device():
     x = np.zeros(4)
     spec = _spec(saxpy, (2.0 + 1j, x.astype(np.complex128), x.astype(np.complex128), x.astype(np.complex128)),
-                 ("R", 1, True))
+                 ("R", 1, True, True))
     assert launch.make_binder(saxpy, spec, 0, types.SimpleNamespace(ptr=1), DEV, cuda=_Cuda()) is None
-    spec = _spec(saxpy, (2.0, x, x, x), ("R", 1, False))
+    spec = _spec(saxpy, (2.0, x, x, x), ("R", 1, False, True))
     assert launch.make_binder(saxpy, spec, 0, types.SimpleNamespace(ptr=1), "cuda:0", cuda=_Cuda()) is None
 
 
-@pytest.mark.parametrize("lclass", [("R", 1, False), ("R", 1, True), ("R", 4, False), ("R", 4, True)])
+@pytest.mark.parametrize("lclass", [("R", u, a, c) for u in (1, 4) for a in (False, True) for c in (False, True)])
 def test_launch_class_source(lclass):
     x = np.zeros(8, np.float32)
     _, key, _, _ = saxpy._prepare((2.0, x, x, x))
@@ -258,6 +268,27 @@ def test_launch_class_source(lclass):
     assert ("#pragma unroll" in src) is (lclass[1] > 1)
     if lclass[1] > 1:
         assert f"blockDim.x * {lclass[1]}" in src
+    assert ("gridDim" in src) is not lclass[3]     # a covering launch strides nowhere
+
+
+def test_launch_class_of_calls():
+    """What the general path puts in the key: unroll from the domain's size, noalias from the arrays' memory,
+    cover from the launch form and the grid limits."""
+    from gpk_array._pykernel.types import normalize
+    x, o = np.zeros(100, np.float32), np.zeros(100, np.float32)
+    big = np.zeros(launch.UNROLL_MIN, np.float32)
+
+    def lc(args, geometry=None, k=saxpy):
+        return k._launch_class([normalize(a, p) for a, p in zip(args, k.params)], geometry)
+    assert lc((2.0, x, x, o)) == ("R", 1, True, True)
+    assert lc((2.0, x, x, x)) == ("R", 1, False, True)
+    assert lc((2.0, x, o[:50], o[25:75])) == ("R", 1, False, True)
+    assert lc((2.0, big, big, big[:])) == ("R", launch.UNROLL, False, True)
+    assert lc((2.0, x, x, o), ((64,), (32,))) == ("R", 1, True, False)
+    u = np.zeros((10, 10))
+    assert lc((u, np.zeros((10, 10))), k=stencil) == ("R", 1, True, True)
+    tall = np.zeros((65535 * 8 + 1, 1), np.float32)     # more rows than a grid's y blocks of 8 cover
+    assert lc((tall, np.zeros_like(tall)), k=stencil) == ("R", 1, True, False)
 
 
 def test_span_of_negative_strides():
