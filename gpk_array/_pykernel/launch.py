@@ -238,8 +238,8 @@ def _shape_domain(kernel, key):
     parameter (the bound then needs no host evaluation), else None."""
     fi = kernel._info.main
     node = kernel._info.domain[1]
-    body = [st for st in fi.tree.body
-            if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant) and isinstance(st.value.value, str))]
+    body = [st for st in fi.tree.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
+                                              and isinstance(st.value.value, str))]
     if body != [node] or len(node.iter.args) != 1:
         return None
     b = node.iter.args[0]
