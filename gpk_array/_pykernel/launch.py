@@ -214,10 +214,15 @@ def binder(kernel, spec, index, function, cuda):
     packed = ParamBuffer(fmt)
     ns.update(PACK=packed.pack, BUF=packed.buf, XADDR=packed.addr, PACKED=packed)
     lines.append("    with LOCK:")
-    lines.append("        try:")
-    lines.append(f"            PACK(BUF, 0, {', '.join(pvals)})")
-    lines.append("        except error:")
-    lines.append("            return None")
+    scalar_fmts = [_SCALAR_FMT[k[1].name if isinstance(k[1], np.dtype) else k[1]] for k in key[:len(params)]
+                   if k[0] == "S"]
+    if any(f in "bBhHiIqQ" for f in scalar_fmts):   # an integer out of its C type's range: the general path's error
+        lines.append("        try:")
+        lines.append(f"            PACK(BUF, 0, {', '.join(pvals)})")
+        lines.append("        except error:")
+        lines.append("            return None")
+    else:
+        lines.append(f"        PACK(BUF, 0, {', '.join(pvals)})")
     lines.append("        LAUNCH(FPTR, gx, gy, gz, bx, by, bz, 0, GCS().ptr, 0, XADDR)")
     lines.append("    SPEC.calls += 1")
     lines.append("    return True")

@@ -146,7 +146,7 @@ def test_direct_path_with_overlapping_arguments(n):
         np.testing.assert_allclose(np.asarray(z.to_device("cpu")), 4 * hx, rtol=1e-6)
     classes = sorted(key[-1] for key in k.specializations)
     unroll = 4 if n >= 1 << 21 else 1
-    assert classes == [("R", unroll, False), ("R", unroll, True)]
+    assert classes == [("R", unroll, False, True), ("R", unroll, True, True)]
     assert all(s.calls == 4 or s.calls == 2 for s in k.specializations.values())
     src = k.specializations[[key for key in k.specializations if key[-1][2]][0]].source
     assert "__restrict__" in src and (("#pragma unroll" in src) is (unroll > 1))
