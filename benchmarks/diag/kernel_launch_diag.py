@@ -17,15 +17,31 @@ import ctypes
 import json
 import os
 import struct
-import subprocess
 import sys
 import threading
 import time
 
 import numpy as np
 
+from benchmarks.pykernel_bench import _cupyx_saxpy, _gpu_time, _triton_saxpy, numba_row
+
 N_BIG = 1 << 28
 N_SMALL = 1024
+
+def _tiled(u, restrict):
+    """Each thread ``u`` iterations ``blockDim.x`` apart, one tile per block; ``__restrict__`` pointers or not."""
+    r = " __restrict__" if restrict else ""
+    return (f"#define U {u}\n"
+            f'extern "C" __global__ void k(const double a, const float*{r} x, const float*{r} y, float*{r} out, '
+            "const long long n) {\n"
+            "    long long base = (long long)blockIdx.x * blockDim.x * U + threadIdx.x;\n"
+            "    #pragma unroll\n"
+            "    for (int u = 0; u < U; u++) {\n"
+            "        long long t = base + (long long)u * blockDim.x;\n"
+            "        if (t < n) out[t] = (float)a * x[t] + y[t];\n"
+            "    }\n"
+            "}\n")
+
 
 _VARIANTS = {
     # name: (block, source); every kernel is (double a, float* x, float* y, float* out, i64 n)
@@ -46,39 +62,10 @@ extern "C" __global__ void k(const double a, const float* __restrict__ x, const 
     for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (long long)gridDim.x * blockDim.x)
         out[t] = (float)a * x[t] + y[t];
 }"""),
-    "unroll4 b128": (128, r"""
-#define U 4
-extern "C" __global__ void k(const double a, float* x, float* y, float* out, const long long n) {
-    long long base = (long long)blockIdx.x * blockDim.x * U + threadIdx.x;
-    #pragma unroll
-    for (int u = 0; u < U; u++) {
-        long long t = base + (long long)u * blockDim.x;
-        if (t < n) out[t] = (float)a * x[t] + y[t];
-    }
-}"""),
-    "restrict unroll4 b128": (128, r"""
-#define U 4
-extern "C" __global__ void k(const double a, const float* __restrict__ x, const float* __restrict__ y,
-                             float* __restrict__ out, const long long n) {
-    long long base = (long long)blockIdx.x * blockDim.x * U + threadIdx.x;
-    #pragma unroll
-    for (int u = 0; u < U; u++) {
-        long long t = base + (long long)u * blockDim.x;
-        if (t < n) out[t] = (float)a * x[t] + y[t];
-    }
-}"""),
+    "unroll4 b128": (128, _tiled(4, False)),
+    "restrict unroll4 b128": (128, _tiled(4, True)),
     "restrict unroll4 b256": (256, None),
-    "restrict unroll8 b128": (128, r"""
-#define U 8
-extern "C" __global__ void k(const double a, const float* __restrict__ x, const float* __restrict__ y,
-                             float* __restrict__ out, const long long n) {
-    long long base = (long long)blockIdx.x * blockDim.x * U + threadIdx.x;
-    #pragma unroll
-    for (int u = 0; u < U; u++) {
-        long long t = base + (long long)u * blockDim.x;
-        if (t < n) out[t] = (float)a * x[t] + y[t];
-    }
-}"""),
+    "restrict unroll8 b128": (128, _tiled(8, True)),
     "loads first unroll4 b128": (128, r"""
 #define U 4
 extern "C" __global__ void k(const double a, float* x, float* y, float* out, const long long n) {
@@ -99,62 +86,13 @@ extern "C" __global__ void k(const double a, float* x, float* y, float* out, con
 _UNROLL = {"unroll4 b128": 4, "restrict unroll4 b128": 4, "restrict unroll4 b256": 4, "restrict unroll8 b128": 8,
            "loads first unroll4 b128": 4}
 
-_NUMBA_CHILD = r"""
-import time, numpy as np
-from numba import cuda
-@cuda.jit
-def nsaxpy(a, x, y, out):
-    i = cuda.grid(1)
-    if i < out.size:
-        out[i] = a * x[i] + y[i]
-res = {"numpy": np.__version__}
-for n, key in ((1 << 28, "big"), (1024, "small")):
-    x = cuda.to_device(np.ones(n, np.float32)); y = cuda.to_device(np.ones(n, np.float32))
-    o = cuda.device_array(n, np.float32)
-    g = (n + 255) // 256
-    nsaxpy[g, 256](np.float32(2.0), x, y, o); cuda.synchronize()
-    if key == "big":
-        s, e = cuda.event(), cuda.event(); s.record()
-        for _ in range(20): nsaxpy[g, 256](np.float32(2.0), x, y, o)
-        e.record(); e.synchronize(); res["TBps"] = 12 * n / (cuda.event_elapsed_time(s, e) / 1e3 / 20) / 1e12
-    else:
-        best = 1e9
-        for _ in range(5):
-            t = time.perf_counter()
-            for _ in range(2000): nsaxpy[g, 256](np.float32(2.0), x, y, o)
-            cuda.synchronize(); best = min(best, (time.perf_counter() - t) / 2000)
-        res["launch_us"] = best * 1e6
-print("RESULT", res)
-"""
 
 
-def _host(fn, n=3000, repeats=5):
+def _host(fn):
+    """Microseconds per call of back-to-back calls with a final synchronization (overhead.py's timer)."""
     import cupy
-    sync = cupy.cuda.get_current_stream().synchronize
-    for _ in range(100):
-        fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for _ in range(n):
-            fn()
-        sync()
-        best = min(best, (time.perf_counter() - t) / n)
-    return best * 1e6
-
-
-def _gpu(fn, reps=20):
-    import cupy
-    fn()
-    cupy.cuda.get_current_stream().synchronize()
-    s, e = cupy.cuda.Event(), cupy.cuda.Event()
-    s.record()
-    for _ in range(reps):
-        fn()
-    e.record()
-    e.synchronize()
-    return cupy.cuda.get_elapsed_time(s, e) / 1e3 / reps
+    from benchmarks.overhead import _per_call
+    return _per_call(fn, cupy.cuda.get_current_stream().synchronize, n=3000, warmup=100) * 1e6
 
 
 def _packed(fn_ptr, fmt):
@@ -224,20 +162,14 @@ def launches(res):
     out["jit k((4,), (256,), args)"] = _host(lambda: jk((4,), (256,), (2.0, gx, gy, go, N_SMALL)))
     # cupyx.jit
     try:
-        from cupyx import jit
-
-        @jit.rawkernel()
-        def jsaxpy(a, x, y, out, n):
-            i = jit.blockIdx.x * jit.blockDim.x + jit.threadIdx.x
-            if i < n:
-                out[i] = a * x[i] + y[i]
+        jsaxpy = _cupyx_saxpy()
         ja = (np.float32(2.0), x, y, o, np.int32(N_SMALL))
         out["cupyx.jit.rawkernel"] = _host(lambda: jsaxpy((4,), (256,), ja))
     except Exception as e:  # noqa: BLE001 - a baseline that cannot run is reported, not fatal
         out["cupyx.jit.rawkernel"] = f"error: {type(e).__name__}: {e}"
     # Triton (torch tensors)
     try:
-        tri = _triton()
+        tri = _triton_saxpy()
         import torch
         tx = torch.ones(N_SMALL, device="cuda")
         ty = torch.ones(N_SMALL, device="cuda")
@@ -246,18 +178,6 @@ def launches(res):
     except Exception as e:  # noqa: BLE001
         out["triton"] = f"error: {type(e).__name__}: {e}"
     res["launch_host_us"] = out
-
-
-def _triton():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def tsaxpy(x_ptr, y_ptr, out_ptr, a, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        m = offs < n
-        tl.store(out_ptr + offs, a * tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
-    return tsaxpy
 
 
 def bandwidth(res):
@@ -280,10 +200,10 @@ def bandwidth(res):
         o.fill(0)
         f()
         ok = bool(cupy.allclose(o[:4096], want)) and bool(cupy.allclose(o[-4096:], 2.0 * x[-4096:] + y[-4096:]))
-        out[name] = {"TBps": nbytes / _gpu(f) / 1e12, "correct": ok}
-    out["device copy"] = {"TBps": 8 * N_BIG / _gpu(lambda: cupy.copyto(o, x)) / 1e12}
+        out[name] = {"TBps": nbytes / _gpu_time(f) / 1e12, "correct": ok}
+    out["device copy"] = {"TBps": 8 * N_BIG / _gpu_time(lambda: cupy.copyto(o, x)) / 1e12}
     try:
-        tri = _triton()
+        tri = _triton_saxpy()
         import torch
         tx = torch.randn(N_BIG, device="cuda")
         ty = torch.randn(N_BIG, device="cuda")
@@ -291,27 +211,22 @@ def bandwidth(res):
         for blk in (1024, 4096):
             def f(blk=blk):
                 tri[(N_BIG // blk,)](tx, ty, to, 2.0, N_BIG, BLOCK=blk)
-            out[f"triton BLOCK={blk}"] = {"TBps": nbytes / _gpu(f) / 1e12}
-        out["torch a*x+y (2 kernels)"] = {"TBps": nbytes / _gpu(lambda: torch.add(ty, tx, alpha=2.0, out=to)) / 1e12}
+            out[f"triton BLOCK={blk}"] = {"TBps": nbytes / _gpu_time(f) / 1e12}
+        t_add = _gpu_time(lambda: torch.add(ty, tx, alpha=2.0, out=to))
+        out["torch.add(y, x, alpha=a)"] = {"TBps": nbytes / t_add / 1e12}
     except Exception as e:  # noqa: BLE001
         out["triton"] = f"error: {type(e).__name__}: {e}"
     import gpk_array as gk
     from tests.kernels_user.examples import saxpy
     gx, gy, go = gk.asarray(x), gk.asarray(y), gk.asarray(o)
-    out["@kernel saxpy (today)"] = {"TBps": nbytes / _gpu(lambda: saxpy(2.0, gx, gy, go)) / 1e12}
+    out["@kernel saxpy (today)"] = {"TBps": nbytes / _gpu_time(lambda: saxpy(2.0, gx, gy, go)) / 1e12}
     res["saxpy_2^28_f32"] = out
 
 
 def numba(res, path):
-    env = dict(os.environ)
     if path:
-        env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
-    try:
-        r = subprocess.run([sys.executable, "-c", _NUMBA_CHILD], capture_output=True, text=True, env=env, timeout=240)
-        line = [s for s in r.stdout.splitlines() if s.startswith("RESULT ")]
-        res["numba"] = eval(line[-1][7:]) if line else {"error": (r.stderr or r.stdout)[-600:]}  # noqa: S307
-    except Exception as e:  # noqa: BLE001
-        res["numba"] = {"error": f"{type(e).__name__}: {e}"}
+        os.environ["GPK_BENCH_NUMBA_PATH"] = path
+    res["numba"] = numba_row()
 
 
 def main(argv=None):
