@@ -477,13 +477,17 @@ class _Launch:
 
     def __init__(self, kernel, geometry):
         self.kernel, self.geometry = kernel, geometry
-        try:   # the CUDA (grid, block) for the direct path, () for nothing to run; None: the general path checks
-            g = kernel._geometry(None, geometry)
-            if g is not None:
-                kernel._check_geometry(*g)
-            self.checked = g or ()
-        except (TypeError, ValueError):
-            self.checked = None
+        # the CUDA (grid, block) for the direct path, () for nothing to run; None: the general path checks
+        total, block = geometry
+        if any(t == 0 for t in total):
+            self.checked = ()
+        else:
+            grid = tuple(-(-t // b) for t, b in zip(total, block))
+            try:
+                kernel._check_geometry(grid, block)
+                self.checked = (grid, block)
+            except ValueError:
+                self.checked = None
 
     def __call__(self, *args):
         """Run the kernel with this launch geometry."""

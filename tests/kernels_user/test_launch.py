@@ -299,3 +299,26 @@ def test_span_of_negative_strides():
     touched = [base + 8 * (r * 6 + c) for r in range(4) for c in range(1, 6, 2)]
     assert lo == min(touched) and hi == max(touched) + 8
     assert launch.span(np.zeros(0))[0] == launch.span(np.zeros(0))[1]
+
+
+def test_explicit_geometry_before_a_later_helper_is_defined(tmp_path, monkeypatch):
+    """k[(total, block)] of a kernel whose helper is defined below it works before the first call (the launcher
+    checks its geometry without the analysis, which waits for the helper)."""
+    import importlib
+    (tmp_path / "later_mod.py").write_text(
+        "import gpk_array as gk\n"
+        "@gk.kernel\n"
+        "def later(x):\n"
+        "    i = gk.kernel.global_id(0)\n"
+        "    if i < x.shape[0]:\n"
+        "        x[i] = _twice(x[i])\n"
+        "LAUNCHER = later[(8, 4)]\n"
+        "def _twice(v):\n"
+        "    return 2 * v\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("later_mod")
+    assert mod.LAUNCHER.checked == ((2, 1, 1), (4, 1, 1))
+    x = np.arange(8.0)
+    mod.LAUNCHER(x)
+    np.testing.assert_array_equal(x, 2 * np.arange(8.0))
+    assert mod.later[(0, 4)].checked == ()
