@@ -69,14 +69,14 @@ class _Kernel:
     def cache_info():
         """The specialization caches of this process's kernels: counts of kernels, specializations, hits and
         misses, and per kernel why each specialization was made (which argument's dtype, ndim or layout changed)."""
-        from .api import cache_info
+        from .cache import cache_info
         return cache_info()
 
     @staticmethod
     def warmup(k, signatures, max_workers=None):
         """Make ``k``'s specializations for ``signatures`` (tuples of example arguments) ahead of the first call;
         on CUDA they are compiled in parallel and loaded."""
-        from .api import warmup
+        from .cache import warmup
         return warmup(k, signatures, max_workers)
 
     # ---- launch domain and argument marks ----------------------------------------------------------
