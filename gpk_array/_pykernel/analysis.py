@@ -171,7 +171,7 @@ class FunctionInfo:
                 self.error(node, None, TypeError, f"gpk_array.kernel: the builtin {obj.__name__}() is not supported "
                                                   f"in a kernel (in {self.name!r}, line {node.lineno})")
             return Resolved("py", obj.__name__, obj)
-        if obj in (_pybuiltins.float, _pybuiltins.int, _pybuiltins.bool):
+        if obj is _pybuiltins.float or obj is _pybuiltins.int or obj is _pybuiltins.bool:
             return Resolved("py", obj.__name__, obj)
         mod = getattr(obj, "__module__", None) or ""
         if callable(obj) and not isinstance(obj, type) and mod.startswith("gpk_array") \
@@ -182,7 +182,11 @@ class FunctionInfo:
             return Resolved("dtype", str(dt), dt)
         if isinstance(obj, types.FunctionType):
             return Resolved("helper", obj.__name__, obj)
-        if isinstance(obj, (staticmethod, classmethod)):
+        if isinstance(obj, classmethod):
+            self.error(node, None, TypeError, f"gpk_array.kernel: {name} is a classmethod: a kernel cannot pass its "
+                                              f"class; make it a staticmethod or a plain function (in {self.name!r}, "
+                                              f"line {node.lineno})")
+        if isinstance(obj, staticmethod):
             return Resolved("helper", obj.__func__.__name__, obj.__func__)
         if isinstance(obj, CONSTANT_TYPES):
             return Resolved("const", name, obj)

@@ -511,7 +511,8 @@ def _why_new(params, key, old_keys):
     def diff(old):
         out = []
         for p, a, b in zip(params, old, key):
-            if a != b:
+            # (a dtype equals its character code: ("S", "f") == ("S", dtype("float32")) in Python)
+            if a != b or any(type(x) is not type(y) for x, y in zip(a, b)):
                 what = ("dtype", "ndim", "layout")
                 if a[0] == b[0] == "A":
                     out += [f"{p}: {w} {x} -> {y}" for w, x, y in zip(what, a[1:], b[1:]) if x != y]

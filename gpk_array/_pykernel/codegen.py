@@ -382,11 +382,12 @@ class FunctionGen(ExprLowering):
             self.emit(d, f"const i64 __n{k} = {dims[k]};")
         depth = d
         for k, (n, ax) in enumerate(zip(names, axes)):
-            step = f"__t{k} = __n{k}" if self.gen.cover else f"__t{k} += (i64)gridDim.{ax} * blockDim.{ax}"
-            self.emit(depth, f"for (i64 __t{k} = (i64)blockIdx.{ax} * blockDim.{ax} + threadIdx.{ax}; "
-                             f"__t{k} < __n{k}; {step}) {{")
+            step = f"__d{k} = __n{k}" if self.gen.cover else f"__d{k} += (i64)gridDim.{ax} * blockDim.{ax}"
+            # (__d: new_tmp's temporaries are __t1, __t2, ...)
+            self.emit(depth, f"for (i64 __d{k} = (i64)blockIdx.{ax} * blockDim.{ax} + threadIdx.{ax}; "
+                             f"__d{k} < __n{k}; {step}) {{")
             depth += 1
-            self.emit(depth, f"{self.var_c(n)} = __t{k};")
+            self.emit(depth, f"{self.var_c(n)} = __d{k};")
         self.block(st.body, depth)
         for k in range(len(names)):
             depth -= 1

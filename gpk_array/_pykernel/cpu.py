@@ -117,7 +117,11 @@ def _make_debug(kname):
     def st(a, idx, v, aname, line):
         _check(kname, aname, a, idx, line)
         a[idx] = v
-    return ld, st
+
+    def at(fn, aname, line, a, idx, *rest):   # an atomic: its index checked like a store's
+        _check(kname, aname, a, idx, line)
+        return fn(a, idx, *rest)
+    return ld, st, at
 
 
 # ---- the rewrite ---------------------------------------------------------------------------------------
@@ -156,6 +160,9 @@ class _Rewriter(ast.NodeTransformer):
                 node.args = [ast.Constant((self.fi.name, node.lineno, node.col_offset))] + node.args
             else:
                 node.func = _name(self.low.bind(f"__gpk_b_{n}", r.obj))
+                if self.low.debug and n.startswith("atomic") and node.args and isinstance(node.args[0], ast.Name):
+                    node.args = [node.func, ast.Constant(node.args[0].id), ast.Constant(node.lineno)] + node.args
+                    node.func = _name("__gpk_at")
         elif r.kind == "dtype":
             node.func = _name(self.low.bind(f"__gpk_dt_{r.obj.name}", r.obj.type))
         return node
@@ -235,8 +242,8 @@ class Lowered:
         if g is None:
             g = dict(fi.globals)
             g.update(fi.closure)
-            ld, st = self._debug_fns
-            g.update(__gpk_shared=_shared, __gpk_ld=ld, __gpk_st=st)
+            ld, st, at = self._debug_fns
+            g.update(__gpk_shared=_shared, __gpk_ld=ld, __gpk_st=st, __gpk_at=at)
             self._dicts[fi.func] = g
         return g
 

@@ -66,6 +66,7 @@ CASES = [
     ("vectors", KS.vectors, lambda: (_f((20, 4)), _f((20, 4), seed=1), np.zeros((20, 5), np.float32)), None),
     ("imported_helper", KS.imported_helper, lambda: (np.linspace(-3, 3, 7), np.zeros(7)), None),
     ("closure_factory", KS.affine_2_1, lambda: (np.arange(5, dtype=np.float32), np.zeros(5, np.float32)), None),
+    ("unpack_2d", KS.unpack_2d, lambda: (_f((5, 7)), _f((5, 7), seed=1), np.zeros((5, 7), np.float32)), None),
     ("casts_f64", KS.casts, lambda: (np.array([-2.3, -0.4, 0.0, 0.6, 1.9, 5.5]), np.zeros((6, 4))), None),
 ]
 
@@ -73,4 +74,4 @@ CASES = [
 # operation per result; elsewhere (FMA contraction, tanhf/sqrtf ulps, atomics order) a tolerance
 EXACT = {"stencil", "histogram", "transpose", "where_bool", "intops", "gid_fill", "atomics_i32", "annotated",
          "alias", "helper_writer", "shuffles", "scale_add_i8", "scale_add_u16", "casts", "step_range",
-         "closure_factory"}
+         "closure_factory", "unpack_2d"}

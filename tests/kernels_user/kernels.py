@@ -265,3 +265,12 @@ def make_affine(scale, offset):
 
 
 affine_2_1 = make_affine(2.0, 1.0)
+
+
+@gk.kernel
+def unpack_2d(x, y, out):
+    """Tuple unpacking (its temporaries) inside a 2-D domain."""
+    for i, j in gk.ndindex(out.shape):
+        a, b = x[i, j], y[i, j]
+        a, b = b, a
+        out[i, j] = a - b

@@ -235,3 +235,68 @@ def test_debug_mode_bounds_checks(tmp_path):
         k(np.zeros(5), np.zeros(5))
     neg = gk.kernel(debug=True)(KS.scale_add.__wrapped__)
     neg(np.zeros(3), 1.0, np.zeros(3))
+
+
+def _module(tmp_path, monkeypatch, name, text):
+    """Import ``text`` as module ``name`` from a file (kernels need their source on disk)."""
+    import importlib
+    (tmp_path / f"{name}.py").write_text("import numpy as np\nimport gpk_array as gk\n" + textwrap.dedent(text))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module(name)
+
+
+def test_captured_array_and_classmethod_name_the_line(tmp_path, monkeypatch):
+    """A NumPy array captured from the module is refused naming it and the line (it raised NumPy's 'truth value
+    of an array is ambiguous' before); a classmethod called from a kernel is refused naming it (it failed with a
+    missing argument), a staticmethod works."""
+    with pytest.raises(TypeError, match=r"'TABLE' is a ndarray captured from outside the kernel.*line 8"):
+        _module(tmp_path, monkeypatch, "captured_arr", """
+            TABLE = np.arange(4.0)
+            @gk.kernel
+            def uses_table(out):
+                for i in range(out.shape[0]):
+                    out[i] = TABLE[i]
+        """)
+    with pytest.raises(TypeError, match=r"C\.cm is a classmethod.*staticmethod.*line 11"):
+        _module(tmp_path, monkeypatch, "class_cm", """
+            class C:
+                @classmethod
+                def cm(cls, v):
+                    return v * 2
+            @gk.kernel
+            def uses_cm(x, out):
+                for i in range(out.shape[0]):
+                    out[i] = C.cm(x[i])
+        """)
+    m = _module(tmp_path, monkeypatch, "class_sm", """
+        class C:
+            @staticmethod
+            def sm(v):
+                return v * 3
+        @gk.kernel
+        def uses_sm(x, out):
+            for i in range(out.shape[0]):
+                out[i] = C.sm(x[i])
+    """)
+    out = np.zeros(3)
+    m.uses_sm(np.arange(3.0), out)
+    np.testing.assert_array_equal(out, 3 * np.arange(3.0))
+
+
+def test_debug_mode_checks_atomic_indices_on_the_cpu(tmp_path, monkeypatch):
+    """GPK_KERNEL_DEBUG's checks cover atomics too (NumPy raised its own IndexError, and a negative index
+    wrapped)."""
+    m = _module(tmp_path, monkeypatch, "atomic_oob", """
+        @gk.kernel(debug=True)
+        def bad_atomic(x, acc, off):
+            for i in range(x.shape[0]):
+                gk.kernel.atomic_add(acc, i + off, x[i])
+    """)
+    with pytest.raises(IndexError, match=r"'bad_atomic': index 4 is out of bounds for argument 'acc' of shape "
+                                         r"\(4,\) \(line 7\)"):
+        m.bad_atomic(np.ones(4), np.zeros(4), 3)
+    with pytest.raises(IndexError, match=r"index -1 is out of bounds for argument 'acc'"):
+        m.bad_atomic(np.ones(4), np.zeros(4), -1)
+    acc = np.zeros(4)
+    m.bad_atomic(np.ones(4), acc, 0)
+    np.testing.assert_array_equal(acc, np.ones(4))

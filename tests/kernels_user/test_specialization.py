@@ -295,3 +295,23 @@ def test_helper_from_another_module():
     out = np.zeros(7)
     KS.imported_helper(x, out)
     np.testing.assert_allclose(out, 1 / (1 + np.exp(-x)) + 0.5, rtol=1e-15)
+
+
+def test_tuple_unpacking_in_a_2d_domain():
+    """Tuple unpacking's temporaries in a 2-D domain (their CUDA names collided with the loop counters: nvcc
+    refused the source; tests/kernels_user/cases.py compiles it)."""
+    r = np.random.default_rng(5)
+    x, y = r.standard_normal((5, 7)).astype(np.float32), r.standard_normal((5, 7)).astype(np.float32)
+    out = np.zeros((5, 7), np.float32)
+    KS.unpack_2d(x, y, out)
+    np.testing.assert_array_equal(out, y - x)
+
+
+def test_why_names_a_python_float_becoming_a_numpy_scalar():
+    """A dtype equals its character code in Python (dtype('float32') == 'f'), so the reason was empty."""
+    k = gk.kernel(KS.scale_add.__wrapped__)
+    x = np.arange(4, dtype=np.float32)
+    k(x, 2.0, np.zeros(4, np.float32))
+    k(x, np.float32(2.0), np.zeros(4, np.float32))
+    why = list(k.cache_info()["why"].values())
+    assert why[0] == "first call" and why[1] == "s: float number -> float32 number"
