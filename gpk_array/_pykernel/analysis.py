@@ -367,11 +367,25 @@ def effects(fi, ki, _memo=None):
     if fi.func in memo:
         return memo[fi.func]
     alias = {p: {p} for p in fi.params}
-    for node in ast.walk(fi.tree):   # y = x (x a parameter or an alias of one)
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in alias:
-            for t in node.targets:
+    pairs = []   # (target name, value expression) of every assignment
+    for node in ast.walk(fi.tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
                 if isinstance(t, ast.Name):
-                    alias.setdefault(t.id, set()).update(alias[node.value.id])
+                    pairs.append((t.id, node.value))
+                elif isinstance(t, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)) \
+                        and len(t.elts) == len(node.value.elts):   # a, b = out, x
+                    pairs += [(e.id, v) for e, v in zip(t.elts, node.value.elts) if isinstance(e, ast.Name)]
+    changed = True
+    while changed:   # y = x, y = out if c else x, a, b = out, x: to a fixed point (any order, chains)
+        changed = False
+        for target, value in pairs:
+            src = set()
+            for name in _alias_sources(value):
+                src |= alias.get(name, set())
+            if src - alias.get(target, set()):
+                alias.setdefault(target, set()).update(src)
+                changed = True
     eff = {p: set() for p in fi.params}
 
     def mark(name, what):
@@ -404,6 +418,15 @@ def effects(fi, ki, _memo=None):
     out = {p: "".join(c for c in "RW" if c in e) for p, e in eff.items()}
     memo[fi.func] = out
     return out
+
+
+def _alias_sources(value):
+    """The names an assignment's value may be the very object of: a name, either branch of a conditional."""
+    if isinstance(value, ast.Name):
+        return {value.id}
+    if isinstance(value, ast.IfExp):
+        return _alias_sources(value.body) | _alias_sources(value.orelse)
+    return set()
 
 
 def builtin_uses(ki):

@@ -300,3 +300,36 @@ def test_debug_mode_checks_atomic_indices_on_the_cpu(tmp_path, monkeypatch):
     acc = np.zeros(4)
     m.bad_atomic(np.ones(4), acc, 0)
     np.testing.assert_array_equal(acc, np.ones(4))
+
+
+def test_writes_through_tuple_and_conditional_aliases_are_seen(tmp_path, monkeypatch):
+    """``a, b = out, x`` and ``t = out if flag else x`` make aliases of ``out``: its write is found, and an array
+    passed read-only for it is refused before running (the CPU device wrote into it)."""
+    m = _module(tmp_path, monkeypatch, "alias_forms", """
+        @gk.kernel
+        def tuple_alias(x, out):
+            for i in range(out.shape[0]):
+                a, b = out, x
+                a[i] = b[i] + 1
+        @gk.kernel
+        def cond_alias(x, out, flag):
+            for i in range(out.shape[0]):
+                t = out if flag else x
+                t[i] = 5.0
+        @gk.kernel
+        def chain_alias(x, out):
+            for i in range(out.shape[0]):
+                for k in range(2):
+                    if k == 1:
+                        c[i] = 7.0
+                    c = b
+                    b = out
+    """)
+    assert m.tuple_alias.effects == {"x": "R", "out": "W"}
+    assert m.chain_alias.effects["out"] == "W"   # c = b before b = out, in a loop
+    assert m.cond_alias.effects["out"] == "W" and "W" in m.cond_alias.effects["x"]
+    for k, args in ((m.tuple_alias, (np.zeros(3),)), (m.cond_alias, (np.zeros(3), True))):
+        frozen = np.zeros(3)
+        with pytest.raises(ValueError, match="'out'.*read-only"):
+            k(np.zeros(3), gk.kernel.readonly(frozen), *args[1:])
+        assert (frozen == 0).all()
