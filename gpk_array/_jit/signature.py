@@ -261,6 +261,7 @@ def _params(raw: list[str], struct_types: dict) -> list[Param] | None:
 def source_structs(text: str) -> dict:
     """``{name: numpy structured dtype}`` of the plain structs in comment-free ``text`` (see ``structs``)."""
     out: dict = {}
+    aligns: dict = {}   # name -> the struct's alignment in C (its __align__, or its widest field's)
     for m in re.finditer(r"\b(typedef\s+)?struct\s+(?:__align__\s*\(\s*(\d+)\s*\)\s*)?([A-Za-z_]\w*)?\s*\{", text):
         end = _match(text, m.end() - 1, "{", "}")
         if end < 0:
@@ -272,14 +273,17 @@ def source_structs(text: str) -> dict:
                 name = tail.group(1)
         if not name:
             continue
-        dt = _struct_dtype(text[m.end():end], out, int(m.group(2)) if m.group(2) else None)
-        if dt is not None:
-            out[name] = dt
+        made = _struct_dtype(text[m.end():end], out, aligns, int(m.group(2)) if m.group(2) else None)
+        if made is not None:
+            out[name], aligns[name] = made
     return out
 
 
-def _struct_dtype(body: str, known: dict, align: int | None):
-    names, formats = [], []
+def _struct_dtype(body: str, known: dict, aligns: dict, align: int | None):
+    """(dtype, alignment) of a struct body with C's layout: each field at the next multiple of its alignment
+    (a nested struct's is its own ``__align__``, which NumPy's dtypes do not carry), the size a multiple of the
+    struct's alignment; None where a field is not plain."""
+    fields = []   # (name, dtype, dims, alignment)
     for decl in body.split(";"):
         decl = decl.strip()
         if not decl:
@@ -292,24 +296,31 @@ def _struct_dtype(body: str, known: dict, align: int | None):
             return None
         base = _normalize(m.group(1))
         if "*" in base:
-            dt = np.dtype(np.uint64)                                    # a pointer field: 8 bytes
-            base = base.replace("*", "").strip()
+            dt, a = np.dtype(np.uint64), 8                              # a pointer field: 8 bytes
         else:
-            dt = scalar_dtype(base) or known.get(base)
+            dt = scalar_dtype(base)
+            a = None if dt is None else dt.alignment
+            if dt is None and base in known:
+                dt, a = known[base], aligns[base]
         if dt is None:
             return None
         for item in m.group(2).split(","):
             fm = re.match(r"\s*([A-Za-z_]\w*)\s*((?:\[\s*\d+\s*\])*)", item)
             dims = tuple(int(d) for d in re.findall(r"\d+", fm.group(2)))
-            names.append(fm.group(1))
-            formats.append((dt, dims) if dims else dt)
-    if not names:
+            fields.append((fm.group(1), dt, dims, a))
+    if not fields:
         return None
-    dt = np.dtype({"names": names, "formats": formats}, align=True)
-    if align and dt.itemsize % align:
-        dt = np.dtype({"names": names, "formats": formats, "offsets": [dt.fields[n][1] for n in names],
-                       "itemsize": -(-dt.itemsize // align) * align}, align=True)
-    return dt
+    offsets, off, amax = [], 0, 1
+    for _, dt, dims, a in fields:
+        off = -(-off // a) * a
+        offsets.append(off)
+        off += dt.itemsize * int(np.prod(dims, dtype=np.int64))
+        amax = max(amax, a)
+    if align:
+        amax = max(amax, align)
+    dt = np.dtype({"names": [f[0] for f in fields], "formats": [(f[1], f[2]) if f[2] else f[1] for f in fields],
+                   "offsets": offsets, "itemsize": -(-off // amax) * amax})
+    return dt, amax
 
 
 def structs(source: str) -> dict:
