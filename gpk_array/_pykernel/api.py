@@ -44,6 +44,13 @@ class Specialization:
         self.binders = {}   # device index -> launch.binder's function (or None)
 
     @property
+    def identity(self):
+        """What names this specialization across processes in the compile cache's records: the kernel's module,
+        qualified name and key."""
+        k = self._kernel
+        return f"@kernel {k.__module__}.{k.__qualname__} {T.show_key(self.key)}"
+
+    @property
     def source(self):
         """The CUDA C++ of this specialization."""
         if self._source is None:
@@ -387,7 +394,7 @@ class Kernel:
             from .backend import compile_and_load
             source = spec.source
             with cupy.cuda.Device(idx):
-                fn = fns[idx] = compile_and_load(source, spec.cname)
+                fn = fns[idx] = compile_and_load(source, spec.cname, spec.identity)
         cargs = []
         for a in norm:
             k = a.key

@@ -1,17 +1,18 @@
 """Compile generated CUDA C++ and load it: the one place the Python-kernel layer touches the compiler and the
 driver (so that it can be pointed at another compile cache without touching the rest).
 
-``compile_and_load(source, name)`` compiles ``source`` for the current device (NVRTC, else nvcc, through
-``gpk_array._kernels.loader``, whose content-hashed disk cache under ``GPK_CACHE_DIR`` it shares), loads the cubin
-with CuPy and returns the ``extern "C"`` kernel ``name`` as a ``cupy.RawKernel``. ``compile_only(source, arch)``
-compiles to a cubin without a GPU (the CI checks).
+``compile_and_load(source, name, identity)`` compiles ``source`` for the current device through the run-time
+compile cache ``gpk_array._jit.cache`` (NVRTC, else nvcc; content-hashed cubins under ``GPK_CACHE_DIR``, a lock
+across processes, each compile's reason in ``gpk_array.kernel.cache_info()["disk"]``), loads the cubin with CuPy
+and returns the ``extern "C"`` kernel ``name`` as a ``cupy.RawKernel``. ``compile_only(source, arch)`` compiles
+to a cubin without a GPU (the CI checks).
 """
 from __future__ import annotations
 
 import threading
 
 _lock = threading.Lock()
-_modules: dict = {}   # (source hash key, device) -> RawModule
+_modules: dict = {}   # (source, device) -> RawModule
 
 # the options every generated kernel is compiled with (the loader adds -std=c++17)
 OPTIONS = ()
@@ -25,20 +26,6 @@ def _include_dirs(source):
     return ()
 
 
-def _compile(source, arch, name):
-    """NVRTC (or the one GPK_KERNEL_BACKEND names), then nvcc where NVRTC fails and nvcc is installed."""
-    from .. import _config
-    from .._kernels import loader
-    from .._kernels.errors import KernelCompileError
-    inc = _include_dirs(source)
-    try:
-        return loader.compile_cubin(source, OPTIONS, arch, name=f"{name}.cu", include_dirs=inc)
-    except KernelCompileError:
-        if _config.is_set("GPK_KERNEL_BACKEND") or loader.default_backend() == "nvcc" or not loader.nvcc_path():
-            raise
-        return loader.compile_cubin(source, OPTIONS, arch, backend="nvcc", name=f"{name}.cu", include_dirs=inc)
-
-
 def compile_only(source: str, arch="90a", backend=None) -> bytes:
     """The cubin of ``source`` for ``sm_<arch>``; no GPU needed. KernelCompileError with the log on failure."""
     from .._kernels import loader
@@ -46,30 +33,46 @@ def compile_only(source: str, arch="90a", backend=None) -> bytes:
                                 include_dirs=_include_dirs(source))
 
 
-def load_module(source: str, name: str = "gpk_pykernel"):
-    """The ``cupy.RawModule`` of ``source`` on the current device (compiled on a disk-cache miss)."""
+def _compile_entry(source, arch, name, identity):
+    """The compile cache's entry (``gpk_array._jit.cache``: lock across processes, why it compiled) for
+    ``source``; NVRTC first, nvcc where NVRTC fails and nvcc is installed (both give the same key)."""
+    from .. import _config
+    from .._jit import cache
+    from .._kernels import loader
+    from .._kernels.errors import KernelCompileError
+    kw = dict(name=f"{name}.cu", options=OPTIONS, arch=arch, identity=identity or name,
+              include_dirs=_include_dirs(source))
+    try:
+        return cache.compile(source, **kw)
+    except KernelCompileError:
+        if _config.is_set("GPK_KERNEL_BACKEND") or loader.default_backend() == "nvcc" or not loader.nvcc_path():
+            raise
+        return cache.compile(source, backend="nvcc", **kw)
+
+
+def load_module(source: str, name: str = "gpk_pykernel", identity: str | None = None):
+    """The ``cupy.RawModule`` of ``source`` on the current device (compiled on a disk-cache miss, outside any
+    process-wide lock, so that warmup's threads compile in parallel)."""
     from .._kernels import loader
     import cupy
     dev = loader.current_device_id()
     arch = loader.device_arch(dev)
-    key = loader.cache_key(source, OPTIONS, arch)
-    mkey = (key, dev)
+    mkey = (source, dev)
     mod = _modules.get(mkey)
     if mod is not None:
         return mod
+    entry = _compile_entry(source, arch, name, identity)
     with _lock:
         mod = _modules.get(mkey)
         if mod is None:
-            path = loader.cache_path(key, arch)
-            if not path.is_file():
-                loader.write_atomic(path, _compile(source, arch, name))
-            mod = _modules[mkey] = cupy.RawModule(path=str(path))
+            mod = _modules[mkey] = cupy.RawModule(path=str(entry.path))
     return mod
 
 
-def compile_and_load(source: str, name: str):
-    """The kernel ``name`` of ``source``, compiled for the current device (disk-cached) and loaded."""
-    return load_module(source, name).get_function(name)
+def compile_and_load(source: str, name: str, identity: str | None = None):
+    """The kernel ``name`` of ``source``, compiled for the current device (disk-cached) and loaded;
+    ``identity`` names it in the compile cache's "why it compiled" records."""
+    return load_module(source, name, identity).get_function(name)
 
 
 def get_global(source: str, symbol: str, device: int):

@@ -64,7 +64,7 @@ def warmup(kernel, signatures, max_workers=None):
         idx = int(s.split(":")[1]) if ":" in s else 0
         source = spec.source
         with cupy.cuda.Device(idx):
-            fn = compile_and_load(source, spec.cname)
+            fn = compile_and_load(source, spec.cname, spec.identity)
         if spec.function is None:
             spec.function = {}
         spec.function[idx] = fn

@@ -171,3 +171,25 @@ def test_a_disk_hit_updates_the_last_inputs(cache_dir):
     assert cache.compile(SRC, arch="90", **ident).cached       # back to the first: on disk
     e = cache.compile(SRC, arch="80", **ident)
     assert e.reason == "arch changed"                          # not "options changed": compared with the hit
+
+
+def test_python_kernels_compile_through_this_cache(cache_dir):
+    """@gpk_array.kernel's CUDA goes through this cache (its lock, its records): the first compile of a
+    specialization is a miss named by the kernel and its key, the source changing (another launch class) says so,
+    gk.kernel.cache_info() shows it under "disk"."""
+    import numpy as np
+    sys.path.insert(0, ROOT)
+    from tests.kernels_user.examples import saxpy
+    from gpk_array._pykernel.api import Specialization
+    from gpk_array._pykernel.backend import _compile_entry
+    x = np.zeros(8, np.float32)
+    _, key, _, _ = saxpy._prepare((2.0, x, x, x))
+    spec = Specialization(saxpy, key + (("R", 1, True, True),), 0)
+    e = _compile_entry(spec.source, "90", spec.cname, spec.identity)
+    assert not e.cached and e.reason == "new source" and spec.cname in loader.cubin_symbols(e.path.read_bytes())
+    assert spec.identity.startswith("@kernel tests.kernels_user.examples.saxpy ((")
+    other = Specialization(saxpy, key + (("R", 1, False, True),), 0)   # another source under that identity
+    e2 = _compile_entry(other.source, "90", other.cname, spec.identity)
+    assert e2.reason == "source changed" and e2.path.parent == cache_dir / "sm_90"
+    disk = gp.kernel.cache_info()["disk"]
+    assert [r["identity"] for r in disk["compiles"]] == [spec.identity, spec.identity]
