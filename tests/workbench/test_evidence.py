@@ -163,3 +163,31 @@ def test_reduction_candidate_selector(tmp_path):
                              min_elements=1 << 20, base=tmp_path)
     assert meta["selector"] == "reduce/f32/sum/rows/cuda"
     assert api._incumbent_threshold(meta, registry.load()) == 1 << 24
+
+
+def test_environment_records_the_commit_of_the_tree(monkeypatch, tmp_path):
+    """environment()["commit"]: GPK_COMMIT when set, else ``git rev-parse HEAD`` of the checkout gpk_array is
+    imported from, else "unknown" (no checkout, no git, git failing): never an error."""
+    import pathlib
+    import subprocess
+    root = pathlib.Path(evidence.__file__).resolve().parents[2]
+    monkeypatch.delenv("GPK_COMMIT", raising=False)
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert evidence.environment()["commit"] == head.strip() and len(head.strip()) == 40
+    meta = candidates.create("gemm", "c", family="fr96", where="m=:1024", base=tmp_path)
+    assert evidence.record("validation", meta, ["test"], True)["env"]["commit"] == head.strip()
+    monkeypatch.setenv("GPK_COMMIT", "abc123")
+    assert evidence.environment()["commit"] == "abc123"
+    monkeypatch.delenv("GPK_COMMIT")
+    monkeypatch.setattr(evidence, "_checkout_root", lambda: tmp_path)          # not a checkout
+    assert evidence.commit() == "unknown"
+    (tmp_path / ".git").mkdir()                                               # a broken one: git fails
+    assert evidence.commit() == "unknown"
+
+    def no_git(*a, **k):
+        raise FileNotFoundError("git")
+    monkeypatch.setattr(evidence.subprocess, "run", no_git)
+    monkeypatch.setattr(evidence, "_checkout_root", lambda: root)
+    assert evidence.commit() == "unknown"
+    before = evidence.fingerprint(_fake.H200)
+    assert evidence.fingerprint(dict(_fake.H200, commit="x")) == before      # the commit is no fingerprint field
