@@ -151,4 +151,12 @@ def summarize(results: list[dict]) -> dict:
                                                         if r["case"] == "family"),
             "cases": len(results), "declined": len(results) - len(ran), "failed": len(failed),
             "worst_rel": max((r.get("rel", 0.0) for r in ran), default=None),
-            "failures": [f"{r['case']} {r.get('shape') or r.get('size')}: {r.get('why')}" for r in failed][:20]}
+            "failures": [f"{r['case']} {_where(r)}: {r.get('why')}" for r in failed][:20]}
+
+
+def _where(r):
+    """What a result record was run on, for its line in ``failures``: a compile case's instance (GEMM) or op and
+    dtype (routing), else its shape or size."""
+    if r["case"] == "compile":
+        return r.get("instance") or f"{r.get('op')} {r.get('dtype')}"
+    return r.get("shape") or r.get("size")
