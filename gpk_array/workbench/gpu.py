@@ -119,6 +119,8 @@ def _gemm_case(meta, case, rng, tol):
     dx, dw = _to_dev(x), _to_dev(w)
     db = None if bias is None else _to_dev(bias)
     rec = {"case": case["case"], "shape": shape}
+    if "in_class" in case:
+        rec["in_class"] = case["in_class"]
     out = _run_candidate(meta, dx, dw, db, np.nan)
     if out is None:
         rec.update(declined=True, why="the instance does not take these operands (dispatch falls back)")
@@ -377,6 +379,8 @@ def _routing_case(meta, case, rng, tol):
     ref = _reference(meta, op, host)
     args = [_to_dev(a) for a in host]
     rec = {"case": case["case"], "op": op, "dtype": dt, "size": size}
+    if "in_class" in case:
+        rec["in_class"] = case["in_class"]
     if case["case"] == "aliasing":
         out = _ours(meta, op, args, out=args[0])
     elif case["case"] == "stale_memory":

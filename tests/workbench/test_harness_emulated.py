@@ -169,3 +169,40 @@ def test_other_errors_still_raise(host_device, monkeypatch, tmp_path):
     meta = candidates.create("gemm", "c", family="fr96", shapes="256x192x128", base=tmp_path)
     with pytest.raises(ZeroDivisionError):
         gpu.gemm_validate(meta, checks.plan(meta))
+
+
+def _declining(what, tile=(128, 96)):
+    """A kernel that computes honestly but declines (returns False, as an instance that cannot take the operands
+    does) the inputs a cheat case is made of: shapes off the tile grid, or non-finite inputs."""
+    honest = _kernel()
+
+    def gemm_into(key, x, w, out, dev, bias=None):
+        if what == "tails" and (out.shape[0] % tile[0] or out.shape[1] % tile[1]):
+            return False
+        if what == "nan_inf" and not np.isfinite(x).all():
+            return False
+        return honest(key, x, w, out, dev, bias)
+    return gemm_into
+
+
+@pytest.mark.parametrize("what", ["tails", "nan_inf"])
+def test_declining_a_cheat_case_does_not_pass(host_device, monkeypatch, tmp_path, what):
+    """A candidate of a class off the tile grid in M (n pinned to whole tiles) that declines every tail, or the
+    NaN/inf input: before, those cases were 'declined' and the validation passed."""
+    from gpk_array._kernels.cutlass import launch_sm90
+    monkeypatch.setattr(launch_sm90, "gemm_into", _declining(what))
+    meta = candidates.create("gemm", "c", family="fr96", where="m=256:1024,n=3072:3072,k=768:768",
+                             shapes="256x3072x768", base=tmp_path)
+    plan = checks.plan(meta)
+    inside = [c for c in plan["cases"] if c["case"] == "tail" and c.get("in_class")]
+    assert inside and all(registry_holds(meta, c["shape"]) for c in inside)
+    results = gpu.gemm_validate(meta, plan)
+    s = checks.summarize(results)
+    assert not s["passed"] and any("declined" in f and f.startswith(what.rstrip("s")) for f in s["failures"]), s
+    monkeypatch.setattr(launch_sm90, "gemm_into", _kernel())
+    assert checks.summarize(gpu.gemm_validate(meta, plan))["passed"]          # the honest kernel still passes
+
+
+def registry_holds(meta, shape):
+    from gpk_array.workbench import registry
+    return registry.where_holds(meta["where"], *shape)
