@@ -180,6 +180,8 @@ VARS = {v.name: v for v in (
         "none: any path (the empty text: the default)", "the package's gpk_array/_kernels/registry/"),
     Var("GPK_WORKBENCH_DIR", _path(expand=True), None, [(_D + "workbench/candidates.py", EACH_USE)],
         "none: any path (the empty text: the default)", "~/.cache/gpk_array/workbench (the reader's)"),
+    Var("GPK_COMMIT", _text, None, [(_D + "workbench/evidence.py", EACH_USE)],
+        "none: any text (the empty text: unset)", "git rev-parse HEAD of the checkout, else 'unknown' (the reader's)"),
     Var("GPK_RED_CONFIG", _settings, (), [(_D + "_kernels/reduction.py", IMPORT)],
         "syntax never fails here; the reader raises ValueError for an unknown key"),
 )}

@@ -41,10 +41,21 @@ def _evidence_dir(meta):
     return pathlib.Path(meta["workspace"]) / "evidence"
 
 
+def _load_current(name, base, what):
+    """The metadata of candidate ``name``; WorkbenchError where its source changed since it was created
+    (``candidates.source_drift``): evidence of ``what`` would be made for a source it does not record."""
+    meta = candidates.load(name, base)
+    drift = candidates.source_drift(meta)
+    if drift:
+        raise WorkbenchError(f"{what} {name}: {drift}")
+    return meta
+
+
 def validate(name, *, dry_run=False, base=None, command=None):
     """Validate candidate ``name`` against float64 references (checks.plan); write the evidence record into its
-    workspace and return (path, record). ``dry_run``: the plan only, marked planned (no GPU needed)."""
-    meta = candidates.load(name, base)
+    workspace and return (path, record). ``dry_run``: the plan only, marked planned (no GPU needed). WorkbenchError
+    where the candidate's source changed since it was created (nothing written)."""
+    meta = _load_current(name, base, "validate")
     plan = checks.plan(meta)
     cmd = command or evidence.command_line()
     if dry_run:
@@ -86,10 +97,11 @@ def bench_summary(rows, kind):
 
 def bench(name, *, warmup=3, repeats=10, dry_run=False, base=None, command=None):
     """Benchmark candidate ``name`` beside the incumbent of its selector, cuBLASLt and torch (GEMM) or CuPy
-    (routing), same run; write the evidence record and return (path, record). ``dry_run``: planned only."""
+    (routing), same run; write the evidence record and return (path, record). ``dry_run``: planned only.
+    WorkbenchError where the candidate's source changed since it was created (nothing written)."""
     if warmup < 0 or repeats < 1:
         raise WorkbenchError(f"bench: --warmup must be >= 0 and --repeats >= 1, got {warmup}, {repeats}")
-    meta = candidates.load(name, base)
+    meta = _load_current(name, base, "bench")
     cmd = command or evidence.command_line()
     settings = {"warmup": warmup, "repeats": repeats, "calls_per_graph": 20,
                 "gpu_time": "CUDA graphs of 20 calls (GEMM)", "routing_time": "per call, 20 back to back"}
@@ -219,9 +231,12 @@ def promote(name, validation, bench_path, *, bootstrap=False, registry_dir=None,
     """The gate: add candidate ``name`` to the registry (``registry_dir``, default the one dispatch reads) as a
     promoted record, its evidence copied into ``<registry>/evidence/``; PromotionRefused (every reason, nothing
     changed) without a passing validation, benchmark evidence from the target GPU, or a >= 2% median improvement
-    over the incumbent of its selector (``bootstrap``: a selector's first promoted record, within 2%)."""
+    over the incumbent of its selector (``bootstrap``: a selector's first promoted record, within 2%), or where
+    the candidate's source changed since it was created (``candidates.source_drift``: the evidence is the old
+    source's)."""
     meta = candidates.load(name, base)
-    reasons = []
+    drift = candidates.source_drift(meta)
+    reasons = [drift] if drift else []
     recs = {}
     for what, p in (("validation", validation), ("bench", bench_path)):
         try:
@@ -233,8 +248,8 @@ def promote(name, validation, bench_path, *, bootstrap=False, registry_dir=None,
         tables = registry.load(rdir)
     except registry.RegistryError as e:
         raise PromotionRefused(name, [f"the registry does not load: {e}"]) from None
-    if not reasons:
-        reasons = gate(meta, recs["validation"], recs["bench"], tables, bootstrap)
+    if len(recs) == 2:
+        reasons += gate(meta, recs["validation"], recs["bench"], tables, bootstrap)
     if reasons:
         raise PromotionRefused(name, reasons)
     val, b = recs["validation"], recs["bench"]

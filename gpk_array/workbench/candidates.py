@@ -106,6 +106,42 @@ def _manifest_entry(key: str):
     return None
 
 
+def source_drift(meta: dict) -> str | None:
+    """Why the source a candidate runs is no longer the one it was created with (None: unchanged, or a candidate
+    with no source of its own: routing thresholds run the namespace's kernels): its instance gone from the CUTLASS
+    MANIFEST the runtime reads, or the MANIFEST's sha256 of the instance's ``.cu`` file, or the file itself, other
+    than the ``source_sha256`` that ``candidate.json`` records. Read from disk at each call (the runtime's cached
+    copy would not see a re-emission in the same process). Evidence made before a re-emission was made for the
+    old source: validate, bench and promote refuse such a candidate; create it again (``--force``)."""
+    want = meta.get("source_sha256")
+    key = meta.get("instance")
+    if not key or not want:
+        return None
+    from .._kernels.cutlass import params
+    path = params.MANIFEST_PATH
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))["instances"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return f"the CUTLASS MANIFEST {path} cannot be read ({e}): the source of {key} cannot be checked"
+    entry = next((e for e in entries if e.get("key") == key and e.get("arch") == 90), None)
+    if entry is None:
+        return f"instance {key} is no longer in {path}: the candidate's source (sha256 {want}) is gone"
+    have = entry.get("sha256")
+    again = "create the candidate again (--force) and validate and bench it anew"
+    if have != want:
+        return (f"the source of {key} changed since the candidate was created (re-emitted?): candidate.json "
+                f"records source_sha256 {want}, the MANIFEST now has {have}: {again}")
+    src = path.parent / str(entry.get("file"))
+    try:
+        on_disk = hashlib.sha256(src.read_bytes()).hexdigest()
+    except OSError as e:
+        return f"the source of {key} ({src}) cannot be read ({e}): the candidate's sha256 {want} cannot be checked"
+    if on_disk != want:
+        return (f"the source of {key} changed since the candidate was created (edited by hand?): candidate.json "
+                f"and the MANIFEST record source_sha256 {want}, {src.name} now has {on_disk}: {again}")
+    return None
+
+
 def candidate_hash(meta: dict) -> str:
     """The SHA-256 (hex) of a candidate's contract fields."""
     body = {k: meta.get(k) for k in _HASHED}

@@ -16,47 +16,101 @@ SEED = 20
 ACT = ("relu", "gelu", "gelu_tanh", "silu")
 
 
+def _near(v, lo, hi, step, tile):
+    """Values off the ``tile`` grid, multiples of ``step``, within [lo, hi] (None: open), nearest to ``v`` first
+    (one past v before one short of it): the extents an in-class tail may take."""
+    lo, hi = max(step, lo or step), hi
+    raw = {v + step, v - step, v + tile // 2, v - tile // 2, lo, lo + step}
+    if hi is not None:
+        raw |= {hi, hi - step}
+    out = {x // step * step for x in raw}
+    out = [x for x in out if x >= lo and (hi is None or x <= hi) and x % tile]
+    return sorted(out, key=lambda x: (abs(x - v), x < v))
+
+
+def _in_class_tail(meta, tm, tn, align):
+    """A shape inside the candidate's class (``where``) with M or N off the tile grid, N a multiple of ``align``:
+    from the family's shapes, M and N both ragged where the class allows, else one of them; None where every shape
+    of the class is whole tiles in M and N."""
+    from .registry import where_holds
+    where = meta["where"]
+    best = None
+    for m, n, k in meta["shapes"]:
+        ms = _near(m, *where.get("m", [None, None]), 1, tm)
+        ns = _near(n, *where.get("n", [None, None]), align, tn)
+        for rank, pairs in ((0, [(a, b) for a in ms for b in ns]), (1, [(a, n) for a in ms]),
+                            (1, [(m, b) for b in ns])):
+            hit = next(([a, b, k] for a, b in pairs if where_holds(where, a, b, k)), None)
+            if hit is not None and (best is None or rank < best[0]):
+                best = (rank, hit)
+                break
+        if best is not None and best[0] == 0:
+            break
+    return None if best is None else best[1]
+
+
 def gemm_plan(meta: dict) -> dict:
     """The validation plan of a GEMM candidate: every shape of its family, then the cheat-catching cases: tails
     (M and N one past whole tiles, N kept a multiple of 8, the instances' alignment), NaN/inf propagation, and an
     output that must not depend on the memory it overwrites (the output buffer filled with NaN, then with 7e3,
-    before two runs whose results must be bit-identical)."""
-    tile = (meta.get("launch") or {}).get("tile") or [128, 128, 64]
+    before two runs whose results must be bit-identical). Each case says whether its shape is ``in_class`` (inside
+    the candidate's ``where``: dispatch would send it there). Where neither fixed tail is in the class, one more
+    tail inside it (``_in_class_tail``: the family's shapes moved off the tile grid) is added, and
+    ``in_class_tail`` names it (or says why there is none: a class of whole tiles has no tail to take)."""
+    from .registry import where_holds
+    launch = meta.get("launch") or {}
+    tile = launch.get("tile") or [128, 128, 64]
+    align = max([8] + [int(v) for v in (launch.get("alignment") or {}).values()])
     m0, n0, k0 = meta["shapes"][0]
     cases = [{"case": "family", "shape": list(s)} for s in meta["shapes"]]
     tm, tn = int(tile[0]), int(tile[1])
     tail_n = ((2 * tn + 1) + 7) // 8 * 8
     cases.append({"case": "tail", "shape": [2 * tm + 1, tail_n, k0]})
     cases.append({"case": "tail", "shape": [tm - 1, tn + 8, k0 + 8]})
+    inside = next((c["shape"] for c in cases[-2:] if where_holds(meta["where"], *c["shape"])), None)
+    if inside is None:
+        inside = _in_class_tail(meta, tm, tn, align)
+        if inside is not None:
+            cases.append({"case": "tail", "shape": inside})
     cases.append({"case": "nan_inf", "shape": [max(m0, 2), n0, k0]})
     cases.append({"case": "stale_memory", "shape": [m0, n0, k0], "fills": [float("nan"), 7e3]})
+    for c in cases:
+        c["in_class"] = where_holds(meta["where"], *c["shape"])
     dtype = meta["dtype"]
     return {"seed": SEED, "dtype": dtype, "cases": cases, "reference": "float64 NumPy on the host",
             "aliasing": "not applicable: the dispatch path writes a fresh output array",
+            "in_class_tail": inside if inside is not None else
+            f"none: no shape of the class {meta['where']} is off the {tm}x{tn} tile grid in M or N",
             "tolerance": _tol(meta, dtype), "tolerance_is": "relative to the output scale max|ref|"}
 
 
 def routing_plan(meta: dict) -> dict:
     """The validation plan of an elementwise/reduction candidate: every op x dtype x size of its family, tails
-    (sizes 1, 7, 4097 and one past each size), NaN/inf propagation, aliasing (elementwise: the output is the first
-    input), stale memory (the output buffer filled with NaN, then 7e3)."""
+    (sizes 1, 7, 4097, one past the first size, and an odd size from the candidate's threshold on: ``own_from``
+    or one more, which is in its class), NaN/inf propagation, aliasing (elementwise: the output is the first
+    input), stale memory (the output buffer filled with NaN, then 7e3). ``in_class``: the size is one the
+    candidate gives our kernels (at least ``own_from``)."""
     cases = []
     dtypes = meta["dtype"].split(",")
     sizes = [s[0] for s in meta["shapes"]]
+    own_from = meta["choice"]["own_from"]
+    tails = list(dict.fromkeys((1, 7, 4097, sizes[0] + 1, own_from | 1)))
     for op in meta["ops"]:
         for dt in dtypes:
             for n in sizes:
                 cases.append({"case": "family", "op": op, "dtype": dt, "size": n})
-            for n in (1, 7, 4097, sizes[0] + 1):
+            for n in tails:
                 cases.append({"case": "tail", "op": op, "dtype": dt, "size": n})
             cases.append({"case": "nan_inf", "op": op, "dtype": dt, "size": sizes[0]})
             if meta["kind"] == "elementwise":
                 cases.append({"case": "aliasing", "op": op, "dtype": dt, "size": sizes[0]})
                 cases.append({"case": "stale_memory", "op": op, "dtype": dt, "size": sizes[0],
                               "fills": [float("nan"), 7e3]})
+    for c in cases:
+        c["in_class"] = c["size"] >= own_from
     return {"seed": SEED, "dtype": meta["dtype"], "cases": cases, "reference": "float64 NumPy on the host",
             "axis_kind": meta.get("axis_kind"), "tolerance": {dt: _tol(meta, dt) for dt in dtypes},
-            "tolerance_is": "relative to the output scale max|ref|"}
+            "in_class_tail": own_from | 1, "tolerance_is": "relative to the output scale max|ref|"}
 
 
 def _tol(meta, dtype):
@@ -142,13 +196,39 @@ def compare(out, ref, tol: float) -> dict:
     return out_rec
 
 
+CHEATS = ("tail", "nan_inf", "stale_memory", "aliasing")
+
+
 def summarize(results: list[dict]) -> dict:
-    """passed (every checked case passed, at least one family case ran), counts, and the worst rel error."""
+    """passed, counts, and the worst rel error. Passed: at least one family case ran, none was declined, no case
+    that ran failed, and no cheat case (CHEATS) was declined where that leaves it unchecked: inside the candidate's
+    class (``in_class``: dispatch would send it there, so it must run) or where no case of its kind ran at all.
+    A declined cheat case outside the class passes where another case of its kind ran (records without
+    ``in_class``, written before it existed, are judged by that second rule alone)."""
     ran = [r for r in results if not r.get("declined")]
     fam = [r for r in ran if r["case"] == "family"]
     failed = [r for r in ran if not r.get("passed")]
-    return {"passed": bool(fam) and not failed and all(not r.get("declined") for r in results
-                                                        if r["case"] == "family"),
+    kinds_ran = {r["case"] for r in ran}
+    unchecked = []
+    for r in results:
+        if r.get("declined") and r["case"] in CHEATS:
+            if r.get("in_class"):
+                unchecked.append(dict(r, why="declined inside the candidate's class (dispatch would send it "
+                                             "there): the case is not checked"))
+            elif r["case"] not in kinds_ran:
+                unchecked.append(dict(r, why=f"declined, and no {r['case']} case ran: the check is not made"))
+    bad = failed + unchecked
+    return {"passed": bool(fam) and not bad and all(not r.get("declined") for r in results
+                                                     if r["case"] == "family"),
             "cases": len(results), "declined": len(results) - len(ran), "failed": len(failed),
+            "unchecked": len(unchecked),
             "worst_rel": max((r.get("rel", 0.0) for r in ran), default=None),
-            "failures": [f"{r['case']} {r.get('shape') or r.get('size')}: {r.get('why')}" for r in failed][:20]}
+            "failures": [f"{r['case']} {_where(r)}: {r.get('why')}" for r in bad][:20]}
+
+
+def _where(r):
+    """What a result record was run on, for its line in ``failures``: a compile case's instance (GEMM) or op and
+    dtype (routing), else its shape or size."""
+    if r["case"] == "compile":
+        return r.get("instance") or f"{r.get('op')} {r.get('dtype')}"
+    return r.get("shape") or r.get("size")

@@ -2,6 +2,8 @@
 clock, driver; CUDA runtime, NVRTC, CUTLASS, CuPy, NumPy and gpk_array versions), a fingerprint of the toolchain and
 GPU, and the JSON files validate/bench/profile write.
 
+``env`` also holds ``commit``, the git commit of the tree (``commit()``), recorded beside the fingerprint.
+
 An evidence record is a JSON object::
 
     {"schema": 1, "type": "validation" | "bench" | "profile", "planned": false,
@@ -24,6 +26,8 @@ import platform
 import shutil
 import subprocess
 import sys
+
+from .. import _config
 
 SCHEMA = 1
 FINGERPRINT_FIELDS = ("gpu_name", "compute_capability", "sm_count", "driver", "cuda_runtime", "nvrtc", "cutlass",
@@ -109,10 +113,37 @@ def toolchain() -> dict:
     return out
 
 
+def _checkout_root() -> pathlib.Path:
+    """The directory above the gpk_array package: the repository root when gpk_array runs from a checkout."""
+    return pathlib.Path(__file__).resolve().parents[2]
+
+
+def commit() -> str:
+    """The commit of the tree the evidence was made with: ``GPK_COMMIT`` when set (a copied tree without ``.git``
+    names its commit there), else ``git rev-parse HEAD`` of the checkout gpk_array is imported from (only where
+    that directory has a ``.git``: an installed package inside someone else's repository is not that commit),
+    else "unknown". Never raises."""
+    env = _config.get("GPK_COMMIT")
+    if env:
+        return env.strip()
+    root = _checkout_root()
+    try:
+        if not (root / ".git").exists():
+            return "unknown"
+        r = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                           timeout=10)
+        head = r.stdout.strip()
+        return head if r.returncode == 0 and head else "unknown"
+    except Exception:  # noqa: BLE001 - no git, a broken checkout, a timeout: the record says "unknown"
+        return "unknown"
+
+
 def environment(device: int = 0) -> dict:
-    """``{"gpu": gpu_info() or None, "toolchain": toolchain(), "host": ...}``: what an evidence record stores."""
+    """``{"gpu": gpu_info() or None, "toolchain": toolchain(), "host": ..., "commit": commit()}``: what an evidence
+    record stores (the commit is recorded, not part of the fingerprint)."""
     return {"gpu": gpu_info(device), "toolchain": toolchain(),
-            "host": {"machine": platform.machine(), "system": platform.system(), "cpus": os.cpu_count()}}
+            "host": {"machine": platform.machine(), "system": platform.system(), "cpus": os.cpu_count()},
+            "commit": commit()}
 
 
 def fingerprint(env: dict) -> dict:

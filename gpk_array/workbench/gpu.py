@@ -8,6 +8,9 @@ installed. GPU time: ``calls`` calls recorded in a CUDA graph, replayed ``repeat
 replay; median and spread); host time: the median time to issue one call. Elementwise and reduction candidates are
 routing thresholds, which the namespace chose on time per call (host and GPU): they are timed per call, ours
 against CuPy's, back to back.
+
+A candidate whose code does not build or load (``build_failure``) is a failed "compile" case of its validation,
+not an exception: validate writes it as evidence, and the gate refuses it naming the case.
 """
 from __future__ import annotations
 
@@ -43,6 +46,38 @@ def _filled(shape, fill, dtype):
     return _to_dev(np.full(shape, fill, dtype=np.float32).astype(dtype))
 
 
+# --- build and load failures --------------------------------------------------------------------------------------
+
+LOG_TAIL = 4000       # characters of the compiler log a "compile" case keeps
+_LOAD_ERRORS = ("CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU", "CUDA_ERROR_INVALID_PTX",
+                "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_SOURCE", "CUDA_ERROR_SHARED_OBJECT",
+                "CUDA_ERROR_JIT_COMPILER_NOT_FOUND", "CUDA_ERROR_NOT_FOUND", "cuModuleLoad")
+
+
+def build_failure(e: BaseException) -> dict | None:
+    """The failed "compile" case of an exception that says the candidate's code does not build or load, or None
+    for any other exception (a launch failure, a bug: those are raised). Build failures: ``KernelCompileError``
+    (stage "compile", with the compiler log's last LOG_TAIL characters and the first line it blames) and
+    ``CutlassUnavailable`` (no cubin and nothing to compile it with, a wrong device, a module the driver rejects);
+    load failures: a CUDA driver error of loading a module (``CUDADriverError`` naming a bad image, a missing
+    binary for the GPU, PTX the driver cannot take)."""
+    from .._errors import KernelCompileError
+    from .._kernels.cutlass.launch_sm90 import CutlassUnavailable
+    text = str(e)
+    if isinstance(e, KernelCompileError):
+        rec = {"stage": "compile", "why": f"the candidate does not compile: {e.message}",
+               "log_tail": e.log[-LOG_TAIL:], "line": e.line, "backend": e.backend, "file": e.file}
+    elif isinstance(e, CutlassUnavailable):
+        stage = "compile" if "compile" in text and "cannot load" not in text else "load"
+        rec = {"stage": stage, "why": f"the candidate does not {'build' if stage == 'compile' else 'load'}: "
+                                      f"{text.splitlines()[0] if text else type(e).__name__}"}
+    elif type(e).__name__ == "CUDADriverError" and any(c in text for c in _LOAD_ERRORS):
+        rec = {"stage": "load", "why": f"the driver does not load the candidate's module: {text.splitlines()[0]}"}
+    else:
+        return None
+    return dict({"case": "compile", "passed": False, "error": type(e).__name__}, **rec)
+
+
 # --- GEMM --------------------------------------------------------------------------------------------------------
 
 
@@ -73,38 +108,50 @@ def _run_candidate(meta, x, w, bias, fill):
     return out if ok else None
 
 
+def _gemm_case(meta, case, rng, tol):
+    """The result record of one case of a GEMM plan (its operands drawn from ``rng``)."""
+    shape = case["shape"]
+    x, w, bias = _gemm_operands(meta, shape, rng)
+    if case["case"] == "nan_inf":
+        x[0, 0] = np.nan
+        x[1, 0] = np.inf
+    ref = checks.gemm_reference(x, w, meta["layout"], bias, _act(meta))
+    dx, dw = _to_dev(x), _to_dev(w)
+    db = None if bias is None else _to_dev(bias)
+    rec = {"case": case["case"], "shape": shape}
+    if "in_class" in case:
+        rec["in_class"] = case["in_class"]
+    out = _run_candidate(meta, dx, dw, db, np.nan)
+    if out is None:
+        rec.update(declined=True, why="the instance does not take these operands (dispatch falls back)")
+        return rec
+    rec.update(checks.compare(_to_host(out), ref, tol))
+    if case["case"] == "stale_memory":
+        again = _run_candidate(meta, dx, dw, db, case["fills"][1])
+        bits = np.uint16 if out.itemsize == 2 else np.uint32
+        same = again is not None and bool(np.array_equal(_cp().asnumpy(out).view(bits),
+                                                         _cp().asnumpy(again).view(bits)))
+        rec["bit_identical_over_fills"] = same
+        if not same:
+            rec.update(passed=False, why="the output depends on the memory it overwrites (or is not "
+                                         "deterministic)")
+    return rec
+
+
 def gemm_validate(meta, plan):
-    """The validation results of a GEMM candidate, one record per case of ``plan``."""
+    """The validation results of a GEMM candidate, one record per case of ``plan``; where the instance does not
+    build or load (``build_failure``), one failed "compile" case instead of the rest (each would fail the same)."""
     rng = np.random.default_rng(plan["seed"])
-    tol = plan["tolerance"]
     results = []
     for case in plan["cases"]:
-        shape = case["shape"]
-        x, w, bias = _gemm_operands(meta, shape, rng)
-        if case["case"] == "nan_inf":
-            x[0, 0] = np.nan
-            x[1, 0] = np.inf
-        ref = checks.gemm_reference(x, w, meta["layout"], bias, _act(meta))
-        dx, dw = _to_dev(x), _to_dev(w)
-        db = None if bias is None else _to_dev(bias)
-        rec = {"case": case["case"], "shape": shape}
-        out = _run_candidate(meta, dx, dw, db, np.nan)
-        if out is None:
-            rec.update(declined=True, why="the instance does not take these operands (dispatch falls back)")
-            results.append(rec)
-            continue
-        rec.update(checks.compare(_to_host(out), ref, tol))
-        if case["case"] == "stale_memory":
-            again = _run_candidate(meta, dx, dw, db, case["fills"][1])
-            same = again is not None and bool(np.array_equal(_cp().asnumpy(out).view(np.uint16 if out.itemsize == 2
-                                                                                      else np.uint32),
-                                                             _cp().asnumpy(again).view(np.uint16 if out.itemsize == 2
-                                                                                       else np.uint32)))
-            rec["bit_identical_over_fills"] = same
-            if not same:
-                rec.update(passed=False, why="the output depends on the memory it overwrites (or is not "
-                                             "deterministic)")
-        results.append(rec)
+        try:
+            results.append(_gemm_case(meta, case, rng, plan["tolerance"]))
+        except Exception as e:  # noqa: BLE001 - a build/load failure is evidence; anything else is raised
+            fail = build_failure(e)
+            if fail is None:
+                raise
+            results.append(dict(fail, instance=meta["instance"], shape=case["shape"]))
+            break
     return results
 
 
@@ -320,42 +367,55 @@ def _reference(meta, op, host_args):
         return (_NP_BINARY.get(op) or _NP_UNARY[op])(*a64)
 
 
+def _routing_case(meta, case, rng, tol):
+    """The result record of one case of an elementwise/reduction plan (its inputs drawn from ``rng``)."""
+    op, dt, size = case["op"], case["dtype"], case["size"]
+    host = _routing_inputs(meta, op, dt, size, rng)
+    if case["case"] == "nan_inf" and host[0].dtype.kind == "f":
+        flat = host[0].reshape(-1)
+        flat[0] = np.nan
+        if flat.size > 1:
+            flat[-1] = np.inf
+    ref = _reference(meta, op, host)
+    args = [_to_dev(a) for a in host]
+    rec = {"case": case["case"], "op": op, "dtype": dt, "size": size}
+    if "in_class" in case:
+        rec["in_class"] = case["in_class"]
+    if case["case"] == "aliasing":
+        out = _ours(meta, op, args, out=args[0])
+    elif case["case"] == "stale_memory":
+        buf = _filled(host[0].shape, np.nan, host[0].dtype)
+        out = _ours(meta, op, args, out=buf)
+    else:
+        out = _ours(meta, op, args)
+    if out is None:
+        rec.update(declined=True, why="our kernel does not cover it")
+        return rec
+    rec.update(checks.compare(_to_host(out), ref, tol))
+    if case["case"] == "stale_memory":
+        buf2 = _filled(host[0].shape, case["fills"][1], host[0].dtype)
+        again = _ours(meta, op, [_to_dev(a) for a in host], out=buf2)
+        same = bool(np.array_equal(_cp().asnumpy(out), _cp().asnumpy(again), equal_nan=True))
+        rec["bit_identical_over_fills"] = same
+        if not same:
+            rec.update(passed=False, why="the output depends on the memory it overwrites")
+    return rec
+
+
 def routing_validate(meta, plan):
-    """The validation results of an elementwise/reduction candidate's kernels, one record per case."""
+    """The validation results of an elementwise/reduction candidate's kernels, one record per case; where our
+    kernels do not build or load (``build_failure``), one failed "compile" case instead of the rest."""
     rng = np.random.default_rng(plan["seed"])
     results = []
     for case in plan["cases"]:
-        op, dt, size = case["op"], case["dtype"], case["size"]
-        tol = plan["tolerance"][dt]
-        host = _routing_inputs(meta, op, dt, size, rng)
-        if case["case"] == "nan_inf" and host[0].dtype.kind == "f":
-            flat = host[0].reshape(-1)
-            flat[0] = np.nan
-            if flat.size > 1:
-                flat[-1] = np.inf
-        ref = _reference(meta, op, host)
-        args = [_to_dev(a) for a in host]
-        rec = {"case": case["case"], "op": op, "dtype": dt, "size": size}
-        if case["case"] == "aliasing":
-            out = _ours(meta, op, args, out=args[0])
-        elif case["case"] == "stale_memory":
-            buf = _filled(host[0].shape, np.nan, host[0].dtype)
-            out = _ours(meta, op, args, out=buf)
-        else:
-            out = _ours(meta, op, args)
-        if out is None:
-            rec.update(declined=True, why="our kernel does not cover it")
-            results.append(rec)
-            continue
-        rec.update(checks.compare(_to_host(out), ref, tol))
-        if case["case"] == "stale_memory":
-            buf2 = _filled(host[0].shape, case["fills"][1], host[0].dtype)
-            again = _ours(meta, op, [_to_dev(a) for a in host], out=buf2)
-            same = bool(np.array_equal(_cp().asnumpy(out), _cp().asnumpy(again), equal_nan=True))
-            rec["bit_identical_over_fills"] = same
-            if not same:
-                rec.update(passed=False, why="the output depends on the memory it overwrites")
-        results.append(rec)
+        try:
+            results.append(_routing_case(meta, case, rng, plan["tolerance"][case["dtype"]]))
+        except Exception as e:  # noqa: BLE001 - a build/load failure is evidence; anything else is raised
+            fail = build_failure(e)
+            if fail is None:
+                raise
+            results.append(dict(fail, op=case["op"], dtype=case["dtype"], size=case["size"]))
+            break
     return results
 
 

@@ -24,7 +24,9 @@ repository; ``promoted``: entered through ``gpk kernels promote``, with ``eviden
 benchmark records and a ``fingerprint`` of the machine that measured them), ``summary`` (one line of what the
 evidence showed). Within one selector the records are tried in file order; the first whose ``where`` holds wins.
 
-``load(directory)`` validates every file and raises ``RegistryError`` naming the file and the field;
+``load(directory)`` validates every file and raises ``RegistryError`` naming the file and the field (the SM90
+instances a GEMM record names included: each must be a launchable instance of the CUTLASS MANIFEST the runtime
+reads, ``manifest_instances()``);
 ``load_tables(directory)`` is what dispatch calls: each file that fails validation is left out with one warning
 (dispatch then falls back to cuBLASLt / CuPy for what it covered), and the rest are compiled into plain Python
 functions and dicts, once per process (``compiled()``). ``GPK_KERNEL_REGISTRY`` names another directory.
@@ -135,8 +137,44 @@ def _check_choice(choice, table, fail):
         fail("choice", f"unknown choice {what!r} for table {table}")
 
 
-def validate_record(rec, table: str, file="<record>", index=0):
-    """Raise RegistryError unless ``rec`` is a valid record of ``table`` (``file``/``index`` name it)."""
+_manifest_cache: list = []    # [(the manifest object, its instance keys)]: computed once per process
+
+
+def manifest_instances() -> frozenset:
+    """The keys of the launchable SM90 instances (arch 90, host_params probed) of the CUTLASS MANIFEST the runtime
+    reads (``params.load_manifest()``, which gemm.py has read at import; its parse is cached): computed once per
+    process, so validating the registry on dispatch's first use costs one set lookup per family."""
+    from .._kernels.cutlass import params
+    m = params.load_manifest()
+    if not _manifest_cache or _manifest_cache[0][0] is not m:
+        keys = frozenset(e["key"] for e in m["instances"] if e.get("arch") == 90 and
+                         (e.get("host_params") or {}).get("status") == "probed")
+        _manifest_cache[:] = [(m, keys)]
+    return _manifest_cache[0][1]
+
+
+def instances_of(rec, table: str) -> list:
+    """(field, instance key) for each SM90 instance a GEMM record's choice names: ``choice.family`` as
+    ``gemm/<dt>/<layout>/<F>/sm90`` (fused: ``gemm/<dt>/tn/<F>_<epilogue>/sm90``), the few-row rule's
+    ``choice.few_rows.narrow`` and ``.wide`` likewise; [] for a backend or a routing record. The keys are those
+    ``compile_tables`` makes."""
+    sel = parse_selector(rec["selector"], table)
+    (what, v), = rec["choice"].items()
+    if table == "gemm_sm90" and what == "family":
+        return [("choice.family", f"gemm/{sel[0]}/{sel[1]}/{v}/sm90")]
+    if table == "gemm_sm90_fused":
+        key = f"gemm/{sel[0]}/tn/{{}}_{sel[1]}/sm90"
+        if what == "family":
+            return [("choice.family", key.format(v))]
+        if what == "few_rows":
+            return [(f"choice.few_rows.{f}", key.format(v[f])) for f in ("narrow", "wide")]
+    return []
+
+
+def validate_record(rec, table: str, file="<record>", index=0, instances=None):
+    """Raise RegistryError unless ``rec`` is a valid record of ``table`` (``file``/``index`` name it), the SM90
+    instances its choice names included: each must be in ``instances`` (default ``manifest_instances()``, the
+    MANIFEST the runtime reads)."""
     def fail(field, message):
         raise RegistryError(file, f"records[{index}].{field}", message)
 
@@ -154,6 +192,13 @@ def validate_record(rec, table: str, file="<record>", index=0):
         fail("selector", f"{rec['selector']!r} is not a selector of table {table}")
     _check_where(rec["where"], table, fail)
     _check_choice(rec["choice"], table, fail)
+    if table != "routing":
+        known = manifest_instances() if instances is None else instances
+        for field, key in instances_of(rec, table):
+            if key not in known:
+                from .._kernels.cutlass import params
+                fail(field, f"{rec['choice']} names instance {key}, which is not a launchable SM90 instance of "
+                            f"the CUTLASS MANIFEST {params.MANIFEST_PATH}")
     if rec["status"] not in STATUSES:
         fail("status", f"must be one of {STATUSES}, got {rec['status']!r}")
     if not isinstance(rec["summary"], str):

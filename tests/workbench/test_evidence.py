@@ -75,11 +75,41 @@ def test_gemm_plan_has_the_family_and_cheat_cases(tmp_path):
     assert {"tail", "nan_inf", "stale_memory"} <= set(kinds)
     tile = meta["launch"]["tile"]
     tails = [c["shape"] for c in plan["cases"] if c["case"] == "tail"]
-    assert all(s[0] % tile[0] and s[1] % tile[1] and s[1] % 8 == 0 for s in tails)   # not whole tiles, aligned
+    assert all((s[0] % tile[0] or s[1] % tile[1]) and s[1] % 8 == 0 for s in tails)   # not whole tiles, aligned
+    assert any(c.get("in_class") for c in plan["cases"] if c["case"] == "tail")
     assert plan["tolerance"] == 5e-2
     assert checks.plan(candidates.create("gemm", "t", dtype="tf32", family="ppt", base=tmp_path))["tolerance"] == 1e-3
     assert checks.plan(candidates.create("gemm", "b", dtype="bfloat16", family="ppt", base=tmp_path,
                                          tolerance=0.01))["tolerance"] == 0.01
+
+
+@pytest.mark.parametrize("where,shapes,tail", [
+    ("m=256:1024,n=3072:3072,k=768:768", None, (True, False)),     # N pinned to whole tiles: M ragged
+    ("m=512:512,n=3000:3100,k=768:768", "512x3072x768", (False, True)),  # M pinned: N ragged, 8-aligned
+    ("m=256:1024,n=:4096,k=768:768", None, (True, True)),
+    ("m=512:512,n=3072:3072,k=768:768", None, None),              # whole tiles only: no tail in the class
+])
+def test_gemm_plan_has_a_tail_inside_the_class(tmp_path, where, shapes, tail):
+    meta = candidates.create("gemm", "c", family="fr96", where=where, shapes=shapes, base=tmp_path, force=True)
+    tm, tn = meta["launch"]["tile"][:2]
+    plan = checks.plan(meta)
+    for c in plan["cases"]:
+        assert c["in_class"] == registry.where_holds(meta["where"], *c["shape"]), c
+    inside = [c["shape"] for c in plan["cases"] if c["case"] == "tail" and c["in_class"]]
+    if tail is None:
+        assert inside == [] and "no shape of the class" in plan["in_class_tail"]
+        return
+    m, n, k = inside[0]
+    assert (bool(m % tm), bool(n % tn)) == tail and n % 8 == 0 and k % 8 == 0
+    assert plan["in_class_tail"] == inside[0]
+
+
+def test_routing_plan_has_a_tail_our_kernels_take(tmp_path):
+    meta = candidates.create("elementwise", "e", ops="add", min_elements=4096, base=tmp_path)
+    plan = checks.plan(meta)
+    inside = [c for c in plan["cases"] if c["case"] == "tail" and c["in_class"]]
+    assert inside and all(c["size"] >= 4096 and c["size"] % 2 for c in inside)
+    assert all(c["in_class"] == (c["size"] >= 4096) for c in plan["cases"])
 
 
 def test_routing_plan_has_aliasing_and_tails(tmp_path):
@@ -123,8 +153,26 @@ def test_summary_fails_declined_family_shapes():
     ok = {"case": "family", "shape": [1, 1, 1], "passed": True, "rel": 0.0}
     assert checks.summarize([ok])["passed"]
     assert not checks.summarize([ok, {"case": "family", "shape": [2, 2, 2], "declined": True}])["passed"]
-    assert checks.summarize([ok, {"case": "tail", "shape": [3, 3, 3], "declined": True}])["passed"]
     assert not checks.summarize([{"case": "tail", "shape": [3, 3, 3], "passed": True}])["passed"]
+
+
+def test_summary_fails_declined_cheat_cases():
+    """A cheat case the candidate declines fails the validation when it is inside the candidate's class
+    (``in_class``) or when no case of its kind ran at all; a declined case outside the class passes where another
+    case of its kind ran (records without ``in_class``, written before it existed, keep that rule)."""
+    ok = {"case": "family", "shape": [1, 1, 1], "passed": True, "rel": 0.0}
+    tail = {"case": "tail", "shape": [5, 5, 5], "passed": True, "rel": 0.0}
+    out_tail = {"case": "tail", "shape": [3, 3, 3], "declined": True}
+    assert checks.summarize([ok, tail, out_tail])["passed"]
+    assert checks.summarize([ok, tail, dict(out_tail, in_class=False)])["passed"]
+    s = checks.summarize([ok, out_tail])
+    assert not s["passed"] and "tail" in s["failures"][0] and "no tail case ran" in s["failures"][0]
+    s = checks.summarize([ok, tail, dict(out_tail, in_class=True)])
+    assert not s["passed"] and "inside the candidate's class" in s["failures"][0]
+    for kind in ("nan_inf", "stale_memory", "aliasing"):
+        s = checks.summarize([ok, tail, {"case": kind, "shape": [1, 1, 1], "declined": True}])
+        assert not s["passed"] and s["failures"][0].startswith(kind), (kind, s)
+    assert s["declined"] == 1 and s["failed"] == 0
 
 
 def test_create_refuses_bad_contracts(tmp_path):
@@ -163,3 +211,31 @@ def test_reduction_candidate_selector(tmp_path):
                              min_elements=1 << 20, base=tmp_path)
     assert meta["selector"] == "reduce/f32/sum/rows/cuda"
     assert api._incumbent_threshold(meta, registry.load()) == 1 << 24
+
+
+def test_environment_records_the_commit_of_the_tree(monkeypatch, tmp_path):
+    """environment()["commit"]: GPK_COMMIT when set, else ``git rev-parse HEAD`` of the checkout gpk_array is
+    imported from, else "unknown" (no checkout, no git, git failing): never an error."""
+    import pathlib
+    import subprocess
+    root = pathlib.Path(evidence.__file__).resolve().parents[2]
+    monkeypatch.delenv("GPK_COMMIT", raising=False)
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert evidence.environment()["commit"] == head.strip() and len(head.strip()) == 40
+    meta = candidates.create("gemm", "c", family="fr96", where="m=:1024", base=tmp_path)
+    assert evidence.record("validation", meta, ["test"], True)["env"]["commit"] == head.strip()
+    monkeypatch.setenv("GPK_COMMIT", "abc123")
+    assert evidence.environment()["commit"] == "abc123"
+    monkeypatch.delenv("GPK_COMMIT")
+    monkeypatch.setattr(evidence, "_checkout_root", lambda: tmp_path)          # not a checkout
+    assert evidence.commit() == "unknown"
+    (tmp_path / ".git").mkdir()                                               # a broken one: git fails
+    assert evidence.commit() == "unknown"
+
+    def no_git(*a, **k):
+        raise FileNotFoundError("git")
+    monkeypatch.setattr(evidence.subprocess, "run", no_git)
+    monkeypatch.setattr(evidence, "_checkout_root", lambda: root)
+    assert evidence.commit() == "unknown"
+    before = evidence.fingerprint(_fake.H200)
+    assert evidence.fingerprint(dict(_fake.H200, commit="x")) == before      # the commit is no fingerprint field

@@ -166,3 +166,59 @@ def test_routing_candidate_replaces_its_selector_record(tmp_path, reg, ws):
     ew = [r for r in tables["routing"]["records"] if r["selector"] == "elementwise/*/cuda"]
     assert ew == [rec]
     assert registry.compile_tables(tables, gemm._few_rows)["elementwise_min"] == 1 << 21
+
+
+@pytest.fixture
+def reemit(tmp_path, monkeypatch):
+    """A copy of the CUTLASS MANIFEST (and of the fr96 instance's source) that the runtime reads instead of the
+    package's; ``reemit(manifest_too=True)`` changes the source as re-emitting it would (the MANIFEST's sha256
+    follows), ``manifest_too=False`` edits the file by hand (the MANIFEST still has the old hash). Returns the new
+    source hash."""
+    import hashlib
+
+    from gpk_array._kernels.cutlass import params
+    d = tmp_path / "cutlass"
+    d.mkdir()
+    man = json.loads(params.MANIFEST_PATH.read_text())
+    entry = next(e for e in man["instances"] if e["key"] == "gemm/f16/tn/fr96/sm90")
+    shutil.copyfile(params.MANIFEST_PATH.parent / entry["file"], d / entry["file"])
+    (d / "MANIFEST.json").write_text(json.dumps(man))
+    monkeypatch.setattr(params, "MANIFEST_PATH", d / "MANIFEST.json")
+
+    def change(manifest_too=True):
+        src = d / entry["file"]
+        src.write_text(src.read_text() + "\n// re-emitted with another tile schedule\n")
+        new = hashlib.sha256(src.read_bytes()).hexdigest()
+        if manifest_too:
+            entry["sha256"] = new
+            (d / "MANIFEST.json").write_text(json.dumps(man))
+        return new
+    return change
+
+
+@pytest.mark.parametrize("manifest_too", [True, False])
+def test_refuses_a_re_emitted_instance_on_old_evidence(tmp_path, reg, ws, reemit, manifest_too):
+    meta = _fr96(ws)
+    old = meta["source_sha256"]
+    v, b = _fake.validation(meta), _fake.bench(meta, 1.1)
+    assert api.gate(meta, v, b, registry.load(reg)) == []       # the evidence itself is fine
+    new = reemit(manifest_too)
+    why = _refused(tmp_path, reg, ws, v, b, "changed since the candidate was created")
+    drift = [r for r in why if "changed since" in r][0]
+    assert old in drift and new in drift and "gemm/f16/tn/fr96/sm90" in drift
+    for op in (lambda: api.validate("fr96-512", dry_run=True, base=ws),
+               lambda: api.validate("fr96-512", base=ws),
+               lambda: api.bench("fr96-512", dry_run=True, base=ws)):
+        with pytest.raises(api.WorkbenchError, match="changed since the candidate was created") as e:
+            op()
+        assert old in str(e.value) and new in str(e.value)
+    assert not list((ws / "fr96-512" / "evidence").glob("*.json"))   # nothing was written
+
+
+def test_refuses_an_instance_gone_from_the_manifest(tmp_path, reg, ws, reemit):
+    from gpk_array._kernels.cutlass import params
+    meta = _fr96(ws)
+    man = json.loads(params.MANIFEST_PATH.read_text())
+    man["instances"] = [e for e in man["instances"] if e["key"] != meta["instance"]]
+    params.MANIFEST_PATH.write_text(json.dumps(man))
+    _refused(tmp_path, reg, ws, _fake.validation(meta), _fake.bench(meta, 1.1), "is no longer in")

@@ -57,6 +57,13 @@ CORRUPTIONS = [
     ("routing", lambda d: d["records"][1].update(choice={"own_from": -1}), "records[1].choice"),
     ("routing", lambda d: d["records"].append(dict(d["records"][0])), "records[64].id"),
     ("gemm_sm90", lambda d: d["records"][0].update(status="promoted"), "records[0].fingerprint"),
+    # names that are identifiers but no instance of the CUTLASS MANIFEST the runtime reads
+    ("gemm_sm90", lambda d: d["records"][0].update(choice={"family": "nosuch"}), "records[0].choice.family"),
+    ("gemm_sm90_fused", lambda d: d["records"][3]["choice"]["few_rows"].update(wide="fr193"),
+     "records[3].choice.few_rows.wide"),
+    ("gemm_sm90_fused", lambda d: d["records"][3]["choice"]["few_rows"].update(narrow="ppt_bias"),
+     "records[3].choice.few_rows.narrow"),
+    ("gemm_sm90_fused", lambda d: d["records"][0].update(choice={"family": "large"}), "records[0].choice.family"),
 ]
 
 
@@ -142,3 +149,33 @@ def test_compiled_lookup_follows_record_order_and_bounds():
     assert registry.lower_bound(tables["gemm_sm90"]["records"], "m", 99) == 0
     assert registry.where_holds({"tiles128": [64, None]}, 1024, 1024, 1) and \
         not registry.where_holds({"tiles128": [65, None]}, 1024, 1024, 1)
+
+
+def test_families_are_checked_against_the_manifest_the_runtime_reads(tmp_path):
+    """A family the MANIFEST does not have (as an SM90 instance of the record's dtype, layout and epilogue) is
+    refused at load naming the file, the field and the instance key; the MANIFEST's instance keys are computed once
+    per process (the registry is read on dispatch's first use)."""
+    d = _copy(tmp_path)
+    _edit(d / "gemm_sm90_fused.json", lambda data: data["records"][3]["choice"]["few_rows"].update(wide="fr193"))
+    with pytest.raises(registry.RegistryError) as e:
+        registry.load(d)
+    assert "gemm_sm90_fused.json" in str(e.value) and "choice.few_rows.wide" in str(e.value)
+    assert "fr193_bias" in str(e.value) and "MANIFEST" in str(e.value)
+    assert registry.manifest_instances() is registry.manifest_instances()
+    assert "gemm/f16/tn/fr96/sm90" in registry.manifest_instances()
+    assert "gemm/f16/tn/large/sm80" not in registry.manifest_instances()       # an SM80 instance
+    rec = {"id": "a", "selector": "gemm/f16/tn/sm90", "where": {}, "choice": {"family": "ppt"},
+           "status": "bootstrap", "summary": "", "evidence": ["x"]}
+    registry.validate_record(rec, "gemm_sm90", "t.json", 0)
+    with pytest.raises(registry.RegistryError, match="records.0..choice.family"):
+        registry.validate_record(rec, "gemm_sm90", "t.json", 0, instances=frozenset())
+
+
+def test_dispatch_falls_back_for_a_family_the_manifest_lacks(tmp_path):
+    d = _copy(tmp_path)
+    _edit(d / "gemm_sm90.json", lambda data: [r.update(choice={"family": "gone"}) for r in data["records"]
+                                              if r["choice"] == {"family": "ppt"}])
+    bad = _probe(d)
+    assert bad["plain"] is None and len(bad["warnings"]) == 1
+    assert "gemm_sm90.json" in bad["warnings"][0] and "choice.family" in bad["warnings"][0]
+    assert "gemm/f16/nn/gone/sm90" in bad["warnings"][0] and "cuBLASLt" in bad["warnings"][0]
