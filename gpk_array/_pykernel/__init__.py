@@ -49,7 +49,7 @@ class _Kernel:
     threads ``0..n-1``), or an explicit ``k[(total, block)](...)``. The attributes of this object are the device
     builtins (``thread_id``, ``block_id``, ``block_dim``, ``grid_dim``, ``global_id``, ``lane_id``, ``barrier``,
     ``shared``, ``atomic_add``/``min``/``max``/``exch``/``cas``, ``shfl_down``/``up``/``xor``/``shfl``,
-    ``work_size``, vector constructors ``float2`` .. ``uint4``), ``readonly(x)``, which marks an argument
+    ``warp_sum``, ``work_size``, vector constructors ``float2`` .. ``uint4``), ``readonly(x)``, which marks an argument
     read-only for one call, ``cache_info()`` and ``warmup(k, signatures)``. See docs/kernels-python.md.
     """
 
@@ -155,6 +155,12 @@ class _Kernel:
     def shfl(value, lane):
         """The ``value`` of lane ``lane`` of this warp (broadcast)."""
         _outside("shfl")
+
+    @staticmethod
+    def warp_sum(value):
+        """The sum of ``value`` over the lanes of this warp, to every lane (a butterfly of ``shfl_xor`` with
+        offsets 16, 8, 4, 2, 1: both devices add in that order; every lane of the warp must call it)."""
+        _outside("warp_sum")
 
     # ---- atomics (each returns the old value) --------------------------------------------------------
     @staticmethod
@@ -283,5 +289,5 @@ kernel = _Kernel()
 # names of the builtins, by object, for the front end (analysis.py resolves calls to them)
 BUILTINS = {getattr(_Kernel, n): n for n in (
     "work_size", "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "barrier", "shared",
-    "shfl_down", "shfl_up", "shfl_xor", "shfl", "atomic_add", "atomic_min", "atomic_max", "atomic_exch",
+    "shfl_down", "shfl_up", "shfl_xor", "shfl", "warp_sum", "atomic_add", "atomic_min", "atomic_max", "atomic_exch",
     "atomic_cas") + VECTOR_TYPES}

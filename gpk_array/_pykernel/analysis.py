@@ -304,7 +304,7 @@ class KernelInfo:
                     fi.error(node, "keyword arguments in calls")
                 if r.kind == "helper":
                     fi.calls[id(node)] = self._info(r.obj, False, stack)
-                elif r.kind == "builtin" and (r.name == "barrier" or r.name.startswith("shfl")):
+                elif r.kind == "builtin" and (r.name == "barrier" or r.name.startswith(("shfl", "warp_"))):
                     fi.uses_sync = True
                 elif r.kind in ("module", "object", "const"):
                     fi.error(node, None, TypeError, f"gpk_array.kernel: {ast.unparse(node.func)} is not a "
@@ -440,7 +440,7 @@ def builtin_uses(ki):
             n = r.name
             if n in ("barrier", "shared"):
                 uses.add(n)
-            elif n.startswith("shfl"):
+            elif n.startswith(("shfl", "warp_")):
                 uses.add("shfl")
             elif n.startswith("atomic"):
                 uses.add("atomic")

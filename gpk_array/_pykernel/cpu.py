@@ -150,6 +150,9 @@ class _Rewriter(ast.NodeTransformer):
             if n == "barrier":
                 return ast.Yield(value=ast.Tuple(elts=[ast.Constant("barrier"), ast.Constant(node.lineno)],
                                                  ctx=ast.Load()))
+            if n == "warp_sum":
+                return ast.Yield(value=ast.Tuple(elts=[ast.Constant("wsum"), ast.Constant("")] + node.args,
+                                                 ctx=ast.Load()))
             if n.startswith("shfl"):
                 kind = n[5:] or "idx"
                 return ast.Yield(value=ast.Tuple(elts=[ast.Constant("shfl"), ast.Constant(kind)] + node.args,
@@ -491,6 +494,15 @@ def _run_block(fn, args, tids, block, kname):
             warps.setdefault(_lanes(t, block) // WARP_SIZE, []).append(t)
         progressed = False
         for w, members in warps.items():
+            if all(reqs[t][0] == "wsum" for t in members):   # the butterfly CUDA's gpk_warp_sum runs
+                by_lane = {_lanes(t, block) % WARP_SIZE: t for t in members}
+                vals = {lane: reqs[t][2] for lane, t in by_lane.items()}
+                for off in (16, 8, 4, 2, 1):
+                    vals = {lane: v + vals.get(lane ^ off, v) for lane, v in vals.items()}
+                for lane, t in by_lane.items():
+                    resume(t, vals[lane])
+                progressed = True
+                continue
             if all(reqs[t][0] == "shfl" for t in members):
                 by_lane = {_lanes(t, block) % WARP_SIZE: t for t in members}
                 out = {}
@@ -508,7 +520,7 @@ def _run_block(fn, args, tids, block, kname):
             for t in list(gens):
                 resume(t, None)
             continue
-        waiting = sorted({f"barrier() of line {r[1]}" if r[0] == "barrier" else "a warp shuffle"
+        waiting = sorted({f"barrier() of line {r[1]}" if r[0] == "barrier" else "a warp shuffle or reduction"
                           for r in reqs.values()})
         raise RuntimeError(f"gpk_array.kernel {kname!r}: the threads of block {st.bid} wait at different "
                            f"synchronization points ({', '.join(waiting)}): a barrier() or shuffle inside a branch "

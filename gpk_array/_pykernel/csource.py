@@ -73,6 +73,9 @@ __device__ __forceinline__ double gpk_mod(double a, double b) { double m = fmod(
     if (b == 0.0) return m; if (m != 0.0) { if ((b < 0.0) != (m < 0.0)) m += b; } else m = copysign(0.0, b); return m; }
 template <typename T> __device__ __forceinline__ T gpk_ipow(T a, T b) {
     if (b < 0) return 0; T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r; }
+template <typename T> __device__ __forceinline__ T gpk_warp_sum(T v) {
+    for (int o = 16; o > 0; o >>= 1) v = v + __shfl_xor_sync(0xffffffffu, v, o);
+    return v; }
 template <typename T> __device__ __forceinline__ T gpk_atomic_add(T* p, T v) { return atomicAdd(p, v); }
 template <> __device__ __forceinline__ long long gpk_atomic_add(long long* p, long long v) {
     return (long long)atomicAdd((unsigned long long*)p, (unsigned long long)v); }

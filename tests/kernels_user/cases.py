@@ -66,6 +66,11 @@ CASES = [
     ("vectors", KS.vectors, lambda: (_f((20, 4)), _f((20, 4), seed=1), np.zeros((20, 5), np.float32)), None),
     ("imported_helper", KS.imported_helper, lambda: (np.linspace(-3, 3, 7), np.zeros(7)), None),
     ("closure_factory", KS.affine_2_1, lambda: (np.arange(5, dtype=np.float32), np.zeros(5, np.float32)), None),
+    ("warp_sum_f32", KS.warp_sums, lambda: (_f(100), np.zeros(4, np.float32)), (128, 64)),
+    ("warp_sum_i32", KS.warp_sums, lambda: (_r(2).integers(-9, 9, 100).astype(np.int32), np.zeros(4, np.int32)),
+     (128, 64)),
+    ("warp_sum_f16", KS.warp_sums, lambda: (_f(64, np.float16), np.zeros(2, np.float16)), (64, 64)),
+    ("warp_sum_bool", KS.warp_sums, lambda: (np.arange(64) % 40 == 3, np.zeros(2, bool)), (64, 32)),
     ("unpack_2d", KS.unpack_2d, lambda: (_f((5, 7)), _f((5, 7), seed=1), np.zeros((5, 7), np.float32)), None),
     ("casts_f64", KS.casts, lambda: (np.array([-2.3, -0.4, 0.0, 0.6, 1.9, 5.5]), np.zeros((6, 4))), None),
 ]
@@ -74,4 +79,4 @@ CASES = [
 # operation per result; elsewhere (FMA contraction, tanhf/sqrtf ulps, atomics order) a tolerance
 EXACT = {"stencil", "histogram", "transpose", "where_bool", "intops", "gid_fill", "atomics_i32", "annotated",
          "alias", "helper_writer", "shuffles", "scale_add_i8", "scale_add_u16", "casts", "step_range",
-         "closure_factory", "unpack_2d"}
+         "closure_factory", "unpack_2d", "warp_sum_i32", "warp_sum_f16", "warp_sum_bool"}

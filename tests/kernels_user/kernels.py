@@ -274,3 +274,15 @@ def unpack_2d(x, y, out):
         a, b = x[i, j], y[i, j]
         a, b = b, a
         out[i, j] = a - b
+
+
+@gk.kernel
+def warp_sums(x, out):
+    """out[w] = the sum of warp w's values of x (0 past its end): kernel.warp_sum."""
+    i = K.global_id()
+    v = x[0] * 0
+    if i < x.shape[0]:
+        v = x[i]
+    s = K.warp_sum(v)
+    if K.lane_id() == 0:
+        out[i // 32] = s

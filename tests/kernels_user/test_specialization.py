@@ -315,3 +315,47 @@ def test_why_names_a_python_float_becoming_a_numpy_scalar():
     k(x, np.float32(2.0), np.zeros(4, np.float32))
     why = list(k.cache_info()["why"].values())
     assert why[0] == "first call" and why[1] == "s: float number -> float32 number"
+
+
+def _butterfly(vals):
+    """The sum of 32 lanes in the order kernel.warp_sum documents (xor offsets 16, 8, 4, 2, 1)."""
+    v = list(vals)
+    for off in (16, 8, 4, 2, 1):
+        v = [v[lane] + v[lane ^ off] for lane in range(32)]
+    assert all(x == v[0] or (x != x and v[0] != v[0]) for x in v)
+    return v[0]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.int32, np.int8, bool])
+def test_warp_sum(dt):
+    """kernel.warp_sum on the CPU device against sums of each warp's 32 values: exact for integers (int8 wraps as
+    NumPy's int8 does), the documented butterfly order for floats (float16 rounds after each addition), logical or
+    for bool."""
+    r = np.random.default_rng(11)
+    n = 100
+    if dt is bool:
+        x = r.random(n) < 0.02
+    elif np.dtype(dt).kind == "f":
+        x = r.standard_normal(n).astype(dt)
+    else:
+        x = r.integers(-60, 60, n).astype(dt)
+    out = np.zeros(4, dt)
+    with np.errstate(over="ignore"):
+        KS.warp_sums[(128, 64)](x, out)
+        padded = np.concatenate([x, np.zeros(128 - n, dt)]).reshape(4, 32)
+        for w in range(4):
+            if dt is bool:
+                assert out[w] == padded[w].any()
+            elif np.dtype(dt).kind == "f":
+                assert out[w] == _butterfly(padded[w]) and out[w].dtype == np.dtype(dt)
+            else:
+                assert out[w] == padded[w].sum(dtype=dt)
+    assert KS.warp_sums.effects == {"x": "R", "out": "W"}
+
+
+def test_warp_sum_is_refused_in_a_loop_domain():
+    with pytest.raises(TypeError, match="shfl inside a loop-domain kernel"):
+        @gk.kernel
+        def bad(x, out):
+            for i in range(x.shape[0]):
+                out[i] = gk.kernel.warp_sum(x[i])
