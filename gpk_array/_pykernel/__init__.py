@@ -49,8 +49,9 @@ class _Kernel:
     threads ``0..n-1``), or an explicit ``k[(total, block)](...)``. The attributes of this object are the device
     builtins (``thread_id``, ``block_id``, ``block_dim``, ``grid_dim``, ``global_id``, ``lane_id``, ``barrier``,
     ``shared``, ``atomic_add``/``min``/``max``/``exch``/``cas``, ``shfl_down``/``up``/``xor``/``shfl``,
-    ``warp_sum``, ``work_size``, vector constructors ``float2`` .. ``uint4``), ``readonly(x)``, which marks an argument
-    read-only for one call, ``cache_info()`` and ``warmup(k, signatures)``. See docs/kernels-python.md.
+    ``warp_sum``/``min``/``max``, ``work_size``, vector constructors ``float2`` .. ``uint4``), ``readonly(x)``,
+    which marks an argument read-only for one call, ``cache_info()`` and ``warmup(k, signatures)``. See
+    docs/kernels-python.md.
     """
 
     WARP_SIZE = WARP_SIZE
@@ -161,6 +162,18 @@ class _Kernel:
         """The sum of ``value`` over the lanes of this warp, to every lane (a butterfly of ``shfl_xor`` with
         offsets 16, 8, 4, 2, 1: both devices add in that order; every lane of the warp must call it)."""
         _outside("warp_sum")
+
+    @staticmethod
+    def warp_min(value):
+        """The least ``value`` of the lanes of this warp, to every lane (the same butterfly): NaN if any lane's is
+        NaN, -0.0 before +0.0."""
+        _outside("warp_min")
+
+    @staticmethod
+    def warp_max(value):
+        """The greatest ``value`` of the lanes of this warp, to every lane: NaN if any lane's is NaN, +0.0 before
+        -0.0."""
+        _outside("warp_max")
 
     # ---- atomics (each returns the old value) --------------------------------------------------------
     @staticmethod
@@ -289,5 +302,5 @@ kernel = _Kernel()
 # names of the builtins, by object, for the front end (analysis.py resolves calls to them)
 BUILTINS = {getattr(_Kernel, n): n for n in (
     "work_size", "thread_id", "block_id", "block_dim", "grid_dim", "global_id", "lane_id", "barrier", "shared",
-    "shfl_down", "shfl_up", "shfl_xor", "shfl", "warp_sum", "atomic_add", "atomic_min", "atomic_max", "atomic_exch",
-    "atomic_cas") + VECTOR_TYPES}
+    "shfl_down", "shfl_up", "shfl_xor", "shfl", "warp_sum", "warp_min", "warp_max", "atomic_add", "atomic_min",
+    "atomic_max", "atomic_exch", "atomic_cas") + VECTOR_TYPES}

@@ -405,12 +405,13 @@ class ExprLowering:
                     self.err(node, f"the components of kernel.{name}() are real numbers")
                 comps.append(cast(c, t, vt.dtype))
             return (f"make_{name}({', '.join(comps)})", vt)
-        if name.startswith("shfl") or name == "warp_sum":
-            if len(args) != (1 if name == "warp_sum" else 2):
-                self.err(node, f"kernel.{name}(value, n) takes two arguments" if name != "warp_sum" else
-                         "kernel.warp_sum(value) takes one argument")
+        warp = name in ("warp_sum", "warp_min", "warp_max")
+        if name.startswith("shfl") or warp:
+            if len(args) != (1 if warp else 2):
+                self.err(node, f"kernel.{name}(value) takes one argument" if warp else
+                         f"kernel.{name}(value, n) takes two arguments")
             c, t = self.expr(args[0])
-            a, at = self.expr(args[1]) if name != "warp_sum" else ("0", WEAK_I)
+            a, at = self.expr(args[1]) if not warp else ("0", WEAK_I)
             if isinstance(t, (ArrayT, ShapeT, TupleT, DTypeT)) or kind(t) in "cv":
                 self.err(node, f"kernel.{name} of {T.name(t) if not isinstance(t, ArrayT) else 'an array'}")
             st = t
@@ -420,8 +421,10 @@ class ExprLowering:
                 st = np.dtype(np.float64) if t == WEAK_F else np.dtype(np.int64)
             elif t.itemsize < 4 and not _is_half(t):
                 st = np.dtype(np.int32)
-            if name == "warp_sum":   # bool sums as int32 and casts back: logical or, as NumPy's bool + bool
-                code = f"gpk_warp_sum<{ctype(st)}>({cast(c, t, st)})"
+            if warp:   # bool as int32 and cast back: sum and max a logical or, min an and, as NumPy's
+                if name != "warp_sum" and _is_half(st):
+                    st = np.dtype(np.float32)   # the least / greatest is one of the values: exact in float
+                code = f"gpk_{name}<{ctype(st)}>({cast(c, t, st)})"
                 return (cast(code, st, t) if st != t else code, t)
             fn = {"shfl_down": "__shfl_down_sync", "shfl_up": "__shfl_up_sync", "shfl_xor": "__shfl_xor_sync",
                   "shfl": "__shfl_sync"}[name]

@@ -150,8 +150,8 @@ class _Rewriter(ast.NodeTransformer):
             if n == "barrier":
                 return ast.Yield(value=ast.Tuple(elts=[ast.Constant("barrier"), ast.Constant(node.lineno)],
                                                  ctx=ast.Load()))
-            if n == "warp_sum":
-                return ast.Yield(value=ast.Tuple(elts=[ast.Constant("wsum"), ast.Constant("")] + node.args,
+            if n in ("warp_sum", "warp_min", "warp_max"):
+                return ast.Yield(value=ast.Tuple(elts=[ast.Constant("warp"), ast.Constant(n[5:])] + node.args,
                                                  ctx=ast.Load()))
             if n.startswith("shfl"):
                 kind = n[5:] or "idx"
@@ -433,6 +433,24 @@ def _lanes(tid, bdim):
     return tid[0] + bdim[0] * (tid[1] + bdim[1] * tid[2])
 
 
+_EXACT = (bool, int, np.integer, np.bool_)
+
+
+def _wmin(a, b):
+    if not isinstance(b, _EXACT):   # floats, float16, bfloat16
+        return b if (b < a or b != b or (b == a and np.signbit(b))) else a
+    return b if b < a else a
+
+
+def _wmax(a, b):
+    if not isinstance(b, _EXACT):
+        return b if (b > a or b != b or (b == a and not np.signbit(b))) else a
+    return b if b > a else a
+
+
+_WARP_OPS = {"sum": lambda a, b: a + b, "min": _wmin, "max": _wmax}   # as csource's gpk_warp_* combine lanes
+
+
 def _shfl_src(kind, lane, arg):
     arg = int(arg)
     if kind == "down":
@@ -494,11 +512,13 @@ def _run_block(fn, args, tids, block, kname):
             warps.setdefault(_lanes(t, block) // WARP_SIZE, []).append(t)
         progressed = False
         for w, members in warps.items():
-            if all(reqs[t][0] == "wsum" for t in members):   # the butterfly CUDA's gpk_warp_sum runs
+            if all(reqs[t][0] == "warp" and reqs[t][1] == reqs[members[0]][1] for t in members):
+                # the butterfly CUDA's gpk_warp_sum / _min / _max runs, in its order
+                op = _WARP_OPS[reqs[members[0]][1]]
                 by_lane = {_lanes(t, block) % WARP_SIZE: t for t in members}
                 vals = {lane: reqs[t][2] for lane, t in by_lane.items()}
                 for off in (16, 8, 4, 2, 1):
-                    vals = {lane: v + vals.get(lane ^ off, v) for lane, v in vals.items()}
+                    vals = {lane: op(v, vals.get(lane ^ off, v)) for lane, v in vals.items()}
                 for lane, t in by_lane.items():
                     resume(t, vals[lane])
                 progressed = True

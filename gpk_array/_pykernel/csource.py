@@ -76,6 +76,23 @@ template <typename T> __device__ __forceinline__ T gpk_ipow(T a, T b) {
 template <typename T> __device__ __forceinline__ T gpk_warp_sum(T v) {
     for (int o = 16; o > 0; o >>= 1) v = v + __shfl_xor_sync(0xffffffffu, v, o);
     return v; }
+// warp_min / warp_max: commutative (every lane ends with the same value): NaN wins, -0.0 is the lesser zero
+template <typename T> __device__ __forceinline__ T gpk_wmin(T a, T b) { return b < a ? b : a; }
+template <typename T> __device__ __forceinline__ T gpk_wmax(T a, T b) { return b > a ? b : a; }
+template <> __device__ __forceinline__ float gpk_wmin(float a, float b) {
+    return (b < a || b != b || (b == a && signbit(b))) ? b : a; }
+template <> __device__ __forceinline__ double gpk_wmin(double a, double b) {
+    return (b < a || b != b || (b == a && signbit(b))) ? b : a; }
+template <> __device__ __forceinline__ float gpk_wmax(float a, float b) {
+    return (b > a || b != b || (b == a && !signbit(b))) ? b : a; }
+template <> __device__ __forceinline__ double gpk_wmax(double a, double b) {
+    return (b > a || b != b || (b == a && !signbit(b))) ? b : a; }
+template <typename T> __device__ __forceinline__ T gpk_warp_min(T v) {
+    for (int o = 16; o > 0; o >>= 1) v = gpk_wmin(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v; }
+template <typename T> __device__ __forceinline__ T gpk_warp_max(T v) {
+    for (int o = 16; o > 0; o >>= 1) v = gpk_wmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v; }
 template <typename T> __device__ __forceinline__ T gpk_atomic_add(T* p, T v) { return atomicAdd(p, v); }
 template <> __device__ __forceinline__ long long gpk_atomic_add(long long* p, long long v) {
     return (long long)atomicAdd((unsigned long long*)p, (unsigned long long)v); }

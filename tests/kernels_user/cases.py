@@ -13,6 +13,15 @@ def _r(seed=0):
     return np.random.default_rng(seed)
 
 
+def _special(dt):
+    """128 values, warp 0 random, warp 1 with a NaN, warp 2 only signed zeros, warp 3 with infinities."""
+    v = _r(4).standard_normal(128)
+    v[40] = np.nan
+    v[64:96] = np.where(np.arange(32) % 3, 0.0, -0.0)
+    v[100], v[101] = np.inf, -np.inf
+    return v.astype(dt)
+
+
 def _f(shape, dt=np.float32, seed=0):
     return _r(seed).standard_normal(shape).astype(dt)
 
@@ -71,6 +80,12 @@ CASES = [
      (128, 64)),
     ("warp_sum_f16", KS.warp_sums, lambda: (_f(64, np.float16), np.zeros(2, np.float16)), (64, 64)),
     ("warp_sum_bool", KS.warp_sums, lambda: (np.arange(64) % 40 == 3, np.zeros(2, bool)), (64, 32)),
+    ("warp_extrema_f32", KS.warp_extrema, lambda: (_special(np.float32), np.zeros(4, np.float32),
+                                                    np.zeros(4, np.float32)), (128, 64)),
+    ("warp_extrema_bf16", KS.warp_extrema, lambda: (_special(BF16), np.zeros(4, BF16), np.zeros(4, BF16)),
+     (128, 64)),
+    ("warp_extrema_i8", KS.warp_extrema, lambda: (_r(3).integers(-100, 100, 128).astype(np.int8),
+                                                   np.zeros(4, np.int8), np.zeros(4, np.int8)), (128, 128)),
     ("unpack_2d", KS.unpack_2d, lambda: (_f((5, 7)), _f((5, 7), seed=1), np.zeros((5, 7), np.float32)), None),
     ("casts_f64", KS.casts, lambda: (np.array([-2.3, -0.4, 0.0, 0.6, 1.9, 5.5]), np.zeros((6, 4))), None),
 ]
@@ -79,4 +94,5 @@ CASES = [
 # operation per result; elsewhere (FMA contraction, tanhf/sqrtf ulps, atomics order) a tolerance
 EXACT = {"stencil", "histogram", "transpose", "where_bool", "intops", "gid_fill", "atomics_i32", "annotated",
          "alias", "helper_writer", "shuffles", "scale_add_i8", "scale_add_u16", "casts", "step_range",
-         "closure_factory", "unpack_2d", "warp_sum_i32", "warp_sum_f16", "warp_sum_bool"}
+         "closure_factory", "unpack_2d", "warp_sum_i32", "warp_sum_f16", "warp_sum_bool", "warp_extrema_f32",
+         "warp_extrema_bf16", "warp_extrema_i8"}

@@ -286,3 +286,15 @@ def warp_sums(x, out):
     s = K.warp_sum(v)
     if K.lane_id() == 0:
         out[i // 32] = s
+
+
+@gk.kernel
+def warp_extrema(x, lo, hi):
+    """lo[w], hi[w] = the least and greatest of warp w's values of x: kernel.warp_min / warp_max."""
+    i = K.global_id()
+    v = x[i]
+    a = K.warp_min(v)
+    b = K.warp_max(v)
+    if K.lane_id() == 0:
+        lo[i // 32] = a
+        hi[i // 32] = b

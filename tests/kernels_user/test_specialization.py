@@ -359,3 +359,26 @@ def test_warp_sum_is_refused_in_a_loop_domain():
         def bad(x, out):
             for i in range(x.shape[0]):
                 out[i] = gk.kernel.warp_sum(x[i])
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.float16, "bfloat16", np.int32, np.int8, bool])
+def test_warp_min_and_max(dt):
+    """kernel.warp_min / warp_max on the CPU device against NumPy's per-warp min / max, with a NaN (it wins, as in
+    NumPy), a warp of signed zeros only (-0.0 is the lesser: min -0.0, max +0.0) and infinities."""
+    from tests.kernels_user.cases import _special
+    dt = np.dtype(dt) if dt != "bfloat16" else np.dtype(__import__("ml_dtypes").bfloat16)
+    if dt.kind in "fV":
+        x = _special(dt)
+    elif dt.kind == "b":
+        x = np.arange(128) % 37 != 0
+    else:
+        x = np.random.default_rng(2).integers(-100, 100, 128).astype(dt)
+    lo, hi = np.zeros(4, dt), np.zeros(4, dt)
+    KS.warp_extrema[(128, 64)](x, lo, hi)
+    w = x.reshape(4, 32).astype(np.float64 if dt.kind in "fV" else dt)
+    want_lo, want_hi = w.min(axis=1), w.max(axis=1)
+    np.testing.assert_array_equal(lo.astype(w.dtype), want_lo)
+    np.testing.assert_array_equal(hi.astype(w.dtype), want_hi)
+    if dt.kind in "fV":
+        assert np.isnan(lo[1]) and np.isnan(hi[1])
+        assert np.signbit(lo[2]) and not np.signbit(hi[2])
